@@ -1,0 +1,49 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// envName is the environment variable of a flag: --redis-url is
+// LEASEGATE_REDIS_URL.
+func envName(flagName string) string {
+	return "LEASEGATE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags applies the environment to every flag of fs, then the
+// command line, so a flag beats its variable. Bad values in either are
+// usage errors naming where they came from.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if envErr != nil {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = usageError{fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)}
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	prev := fs.Usage
+	fs.Usage = func() {
+		if prev != nil {
+			prev()
+		}
+		fmt.Fprintln(stderr, "\nEvery flag can also be set as LEASEGATE_<FLAG> in the environment, e.g. --redis-url as LEASEGATE_REDIS_URL.")
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError{err}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+// Command leasegate is the lock gateway and its client-side tools.
+//
+//	leasegate serve [flags]      run the gateway
+//
+// Every flag of every subcommand can also be set through the environment:
+// --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `leasegate: a Redis-native lock gateway
+
+Usage:
+  leasegate serve [flags]        run the gateway (embedded Redis unless --redis-url)
+  leasegate help                 this text
+
+Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
+from the environment as LEASEGATE_<FLAG>, e.g. --redis-url is LEASEGATE_REDIS_URL.
+`
+
+// run is main without the process: tests call it with their own args,
+// streams and environment.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, args[1:], stdout, stderr, getenv)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "leasegate: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	_ = stdin
+	return exitCode(err, stderr)
+}
+
+// usageError marks bad command-line input (exit status 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// exitError carries a specific exit status (e.g. a wrapped command's).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "leasegate:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "leasegate:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+// serveFlags binds every serve flag to cfg.
+func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) {
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address")
+	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (loopback only, development)")
+	fs.StringVar(&cfg.KeyPrefix, "key-prefix", cfg.KeyPrefix, "prefix of every Redis key")
+	fs.DurationVar(&cfg.FenceRetention, "fence-retention", cfg.FenceRetention, "how long a resource's fence key outlives its last lease")
+	fs.DurationVar(&cfg.HTTP.MaxTTL, "max-ttl", cfg.HTTP.MaxTTL, "largest ttl_seconds accepted")
+	fs.DurationVar(&cfg.HTTP.MaxWait, "max-wait", cfg.HTTP.MaxWait, "largest wait_ms accepted")
+	fs.Int64Var(&cfg.HTTP.BodyLimit, "body-limit", cfg.HTTP.BodyLimit, "largest request body in bytes")
+	fs.DurationVar(&cfg.HTTP.RequestTimeout, "request-timeout", cfg.HTTP.RequestTimeout, "bound on one request's Redis work (not counting wait_ms)")
+	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time allowed to read request headers")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "time allowed to read a whole request")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "time allowed to answer a request (must exceed max-wait)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "keep-alive idle timeout")
+	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request header block in bytes")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown may take")
+	fs.StringVar(logLevel, "log-level", *logLevel, "debug, info, warn or error")
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	cfg := server.DefaultConfig()
+	level := "info"
+	fs := flag.NewFlagSet("leasegate serve", flag.ContinueOnError)
+	serveFlags(fs, &cfg, &level)
+	if err := parseFlags(fs, args, getenv, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	log, err := newLogger(level, stdout)
+	if err != nil {
+		return usageError{err}
+	}
+	defer func() { _ = log.Sync() }()
+	return server.Run(ctx, cfg, log)
+}
+
+// newLogger writes JSON lines to w at the given level.
+func newLogger(level string, w io.Writer) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.TimeKey = "ts"
+	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)
+	return zap.New(core), nil
+}

@@ -1,0 +1,125 @@
+// Package handlers holds leasegate's Echo routes: each handler decodes,
+// validates, calls the lock engine, and encodes. All HTTP error mapping is
+// in one place, errorHandler.
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/metrics"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// Config holds the limits the HTTP layer enforces.
+type Config struct {
+	// MaxTTL bounds ttl_seconds (default 86400 s).
+	MaxTTL time.Duration
+	// MaxWait bounds wait_ms (default 30 s).
+	MaxWait time.Duration
+	// BodyLimit is the largest accepted request body (default 16 KiB).
+	BodyLimit int64
+	// RequestTimeout bounds each request's work against Redis (default 5 s),
+	// not counting wait_ms.
+	RequestTimeout time.Duration
+}
+
+// DefaultConfig returns the contract's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxTTL:         86400 * time.Second,
+		MaxWait:        30 * time.Second,
+		BodyLimit:      16 << 10,
+		RequestTimeout: 5 * time.Second,
+	}
+}
+
+// Deps are what the handlers call.
+type Deps struct {
+	Locks *redislock.Locker
+	// Ready reports whether the backing store is reachable (for /readyz).
+	Ready func(ctx context.Context) error
+	Log   *zap.Logger
+	// Metrics counts outcomes; nil gets a private registry.
+	Metrics *metrics.Metrics
+	// IPExtractor decides the client IP (never trust X-Forwarded-For
+	// unless configured). Default: the connection's remote address.
+	IPExtractor echo.IPExtractor
+}
+
+// API is the set of routes and what they need.
+type API struct {
+	cfg  Config
+	deps Deps
+	log  *zap.Logger
+	m    *metrics.Metrics
+}
+
+// New builds the Echo instance with every route, the request logger and
+// the problem+json error handler.
+func New(cfg Config, deps Deps) *echo.Echo {
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = metrics.NewForTest()
+	}
+	if deps.IPExtractor == nil {
+		deps.IPExtractor = echo.ExtractIPDirect()
+	}
+	a := &API{cfg: cfg, deps: deps, log: deps.Log, m: deps.Metrics}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.IPExtractor = deps.IPExtractor
+	e.HTTPErrorHandler = errorHandler(deps.Log)
+	e.Use(requestLogger(deps.Log, deps.Metrics))
+
+	e.GET("/healthz", a.healthz)
+	e.GET("/readyz", a.readyz)
+	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()))
+
+	e.POST("/locks/:resource", a.acquire)
+	e.GET("/locks/:resource", a.status)
+	e.DELETE("/locks/:resource", a.release)
+	e.POST("/locks/:resource/renew", a.renew)
+	return e
+}
+
+// TenantKey is the echo.Context key under which authentication stores the
+// caller's tenant. Without authentication every caller is in tenant "".
+const TenantKey = "leasegate.tenant"
+
+// locker returns the lock engine scoped to the caller's tenant.
+func (a *API) locker(c echo.Context) *redislock.Locker {
+	t, _ := c.Get(TenantKey).(string)
+	return a.deps.Locks.Tenant(t)
+}
+
+// opContext bounds the Redis work of one request.
+func (a *API) opContext(c echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), a.cfg.RequestTimeout)
+}
+
+func (a *API) healthz(c echo.Context) error {
+	return sendJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (a *API) readyz(c echo.Context) error {
+	if a.deps.Ready == nil {
+		return sendJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := a.deps.Ready(ctx); err != nil {
+		a.log.Warn("readiness check failed", zap.Error(err))
+		p := NewProblem(http.StatusServiceUnavailable, SlugUnavailable, "redis is not reachable")
+		p.RetryAfter = defaultRetryAfterSecs
+		return p
+	}
+	return sendJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+}

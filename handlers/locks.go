@@ -1,0 +1,257 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// lockJSON is LOCK in the contract.
+type lockJSON struct {
+	Resource   string `json:"resource"`
+	Owner      string `json:"owner"`
+	Token      int64  `json:"token"`
+	AcquiredAt string `json:"acquired_at"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+func toLockJSON(l redislock.Lock) lockJSON {
+	return lockJSON{
+		Resource:   l.Resource,
+		Owner:      l.Owner,
+		Token:      l.Token,
+		AcquiredAt: Timestamp(l.AcquiredAt),
+		ExpiresAt:  Timestamp(l.ExpiresAt),
+	}
+}
+
+type acquiredJSON struct {
+	Acquired bool     `json:"acquired"`
+	Lock     lockJSON `json:"lock"`
+}
+
+type contendedJSON struct {
+	Acquired     bool   `json:"acquired"`
+	Resource     string `json:"resource"`
+	RetryAfterMS int64  `json:"retry_after_ms"`
+}
+
+type heldJSON struct {
+	Lock lockJSON `json:"lock"`
+}
+
+// resourceParam reads and validates the {resource} path segment.
+func resourceParam(c echo.Context, ck *checker) string {
+	r, err := pathParam(c, "resource")
+	if err != nil {
+		ck.fail("resource", "bad percent-encoding")
+		return ""
+	}
+	ck.resource(r)
+	return r
+}
+
+func (a *API) maxTTLSeconds() int64 { return int64(a.cfg.MaxTTL / time.Second) }
+
+// acquireRequest is a validated POST /locks/{resource}.
+type acquireRequest struct {
+	resource string
+	owner    string
+	ttl      time.Duration
+	wait     time.Duration
+}
+
+func (a *API) parseAcquire(c echo.Context) (acquireRequest, error) {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return acquireRequest{}, err
+	}
+	fields, err := decodeObject(body, "owner", "ttl_seconds", "wait_ms")
+	if err != nil {
+		return acquireRequest{}, err
+	}
+	var ck checker
+	var req acquireRequest
+	req.resource = resourceParam(c, &ck)
+	if s, ok := ck.stringField(fields, "owner", true); ok {
+		req.owner = ck.owner("owner", s)
+	}
+	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
+	req.ttl = time.Duration(ttl) * time.Second
+	wait, _ := ck.intField(fields, "wait_ms", 0, a.cfg.MaxWait.Milliseconds(), false)
+	req.wait = time.Duration(wait) * time.Millisecond
+	return req, ck.err()
+}
+
+func (a *API) acquire(c echo.Context) error {
+	req, err := a.parseAcquire(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	res, err := a.locker(c).Acquire(ctx, req.resource, req.owner, req.ttl)
+	if err != nil {
+		return err
+	}
+	if !res.Acquired {
+		a.m.Acquires.WithLabelValues("contended").Inc()
+		return sendJSON(c, http.StatusOK, contendedJSON{
+			Acquired:     false,
+			Resource:     req.resource,
+			RetryAfterMS: max(res.RetryAfter.Milliseconds(), 0),
+		})
+	}
+	a.m.Acquires.WithLabelValues("acquired").Inc()
+	return sendJSON(c, http.StatusOK, acquiredJSON{Acquired: true, Lock: toLockJSON(res.Lock)})
+}
+
+func (a *API) status(c echo.Context) error {
+	var ck checker
+	resource := resourceParam(c, &ck)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	lk, err := a.locker(c).Status(ctx, resource)
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, http.StatusOK, heldJSON{Lock: toLockJSON(lk)})
+}
+
+func (a *API) release(c echo.Context) error {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body, "owner", "token")
+	if err != nil {
+		return err
+	}
+	var ck checker
+	resource := resourceParam(c, &ck)
+	q := c.QueryParams()
+	for k := range q {
+		if k != "owner" && k != "token" {
+			ck.fail(k, "unknown query parameter")
+		}
+	}
+	owner := a.ownerFromBodyOrQuery(&ck, fields, q)
+	token := tokenFromBodyOrQuery(&ck, fields, q)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	res, err := a.locker(c).Release(ctx, resource, owner, token)
+	if err != nil {
+		return err
+	}
+	a.m.Releases.WithLabelValues(res.String()).Inc()
+	switch res {
+	case redislock.Released:
+		return c.NoContent(http.StatusNoContent)
+	case redislock.NotFound:
+		return redislock.ErrNotHeld
+	case redislock.Forbidden:
+		return redislock.ErrForbidden
+	}
+	return fmt.Errorf("handlers: unknown release result %v", res)
+}
+
+// ownerFromBodyOrQuery reads the owner of a DELETE from the JSON body or the
+// query; both given and different (after trimming) is a 422.
+func (a *API) ownerFromBodyOrQuery(ck *checker, fields map[string]json.RawMessage, q url.Values) string {
+	if _, present := fields["owner"]; present {
+		bodyOwner, ok := ck.stringField(fields, "owner", false)
+		if !ok {
+			return ""
+		}
+		if qs, inQuery := q["owner"]; inQuery && (len(qs) != 1 || strings.TrimSpace(qs[0]) != strings.TrimSpace(bodyOwner)) {
+			ck.fail("owner", "body and query disagree")
+			return ""
+		}
+		return ck.owner("owner", bodyOwner)
+	}
+	qs, inQuery := q["owner"]
+	if inQuery && len(qs) != 1 {
+		ck.fail("owner", "given more than once in the query")
+		return ""
+	}
+	if !inQuery {
+		ck.fail("owner", "is required (JSON body or ?owner=)")
+		return ""
+	}
+	return ck.owner("owner", qs[0])
+}
+
+// tokenFromBodyOrQuery reads the optional token of a DELETE (0 = none).
+func tokenFromBodyOrQuery(ck *checker, fields map[string]json.RawMessage, q url.Values) int64 {
+	bodyTok, inBody := ck.intField(fields, "token", 1, 1<<62, false)
+	qs, inQuery := q["token"]
+	if !inQuery {
+		return bodyTok
+	}
+	if len(qs) != 1 {
+		ck.fail("token", "given more than once in the query")
+		return 0
+	}
+	qTok, err := strconv.ParseInt(qs[0], 10, 64)
+	if err != nil || qTok < 1 || !intLiteral.MatchString(qs[0]) {
+		ck.fail("token", "must be a positive integer")
+		return 0
+	}
+	if inBody && bodyTok != qTok {
+		ck.fail("token", "body and query disagree")
+		return 0
+	}
+	return qTok
+}
+
+func (a *API) renew(c echo.Context) error {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body, "owner", "ttl_seconds", "token")
+	if err != nil {
+		return err
+	}
+	var ck checker
+	resource := resourceParam(c, &ck)
+	owner := ""
+	if s, ok := ck.stringField(fields, "owner", true); ok {
+		owner = ck.owner("owner", s)
+	}
+	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
+	token, _ := ck.intField(fields, "token", 1, 1<<62, false)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	lk, err := a.locker(c).Renew(ctx, resource, owner, token, time.Duration(ttl)*time.Second)
+	switch {
+	case errors.Is(err, redislock.ErrNotHeld):
+		a.m.Renewals.WithLabelValues("not_found").Inc()
+	case errors.Is(err, redislock.ErrForbidden):
+		a.m.Renewals.WithLabelValues("forbidden").Inc()
+	case err == nil:
+		a.m.Renewals.WithLabelValues("renewed").Inc()
+	}
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, http.StatusOK, heldJSON{Lock: toLockJSON(lk)})
+}

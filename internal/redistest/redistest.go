@@ -1,0 +1,209 @@
+// Package redistest starts throwaway redis-server processes for tests.
+//
+// Each server runs on a free loopback port in its own temporary directory
+// and is stopped by t.Cleanup. Tests never touch the shared Redis on 6379
+// and never FLUSHALL. When redis-server is not installed the test is
+// skipped, except under CI=true, where that is a failure.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server process owned by a test.
+type Server struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been reaped
+}
+
+// Binary returns the path of redis-server, skipping the test when it is
+// missing (failing it under CI=true).
+func Binary(t testing.TB) string {
+	t.Helper()
+	return lookBinary(t, "redis-server")
+}
+
+func lookBinary(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found on PATH (CI=true: this is a failure, .ci/run installs it): %v", name, err)
+		}
+		t.Skipf("%s not installed: %v", name, err)
+	}
+	return bin
+}
+
+// Start starts a redis-server with no persistence unless args ask for it
+// (e.g. "--appendonly", "yes"). Extra args are passed as they are.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), args: args}
+	s.port = FreePort(t)
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	args := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--dir", s.dir,
+		"--save", "",
+		"--appendonly", "no",
+		"--daemonize", "no",
+		"--logfile", "",
+	}
+	args = append(args, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatalf("redis-server pipe: %v", err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	ready := make(chan struct{})
+	var logMu sync.Mutex
+	var log strings.Builder
+	go func() {
+		sc := bufio.NewScanner(out)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			logMu.Lock()
+			log.WriteString(line + "\n")
+			logMu.Unlock()
+			if !signalled && strings.Contains(line, "Ready to accept connections") {
+				signalled = true
+				close(ready)
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	exited := make(chan error, 1)
+	reaped := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		close(reaped)
+		exited <- err
+	}()
+	select {
+	case <-ready:
+	case err := <-exited:
+		logMu.Lock()
+		defer logMu.Unlock()
+		s.t.Fatalf("redis-server exited before it was ready (%v):\n%s", err, log.String())
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		s.t.Fatalf("redis-server not ready after 20s")
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.exited = reaped
+	s.mu.Unlock()
+}
+
+// Addr is host:port of the server.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr() }
+
+// Port is the server's TCP port.
+func (s *Server) Port() int { return s.port }
+
+// Dir is the server's working directory (where AOF/RDB files go).
+func (s *Server) Dir() string { return s.dir }
+
+// Client returns a new client for the server, closed at cleanup.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("ping %s: %v", s.Addr(), err)
+	}
+	return c
+}
+
+// Stop shuts the server down (SHUTDOWN NOSAVE is not used: with AOF on,
+// everything fsynced stays). It is safe to call twice.
+func (s *Server) Stop() {
+	cmd, done := s.take()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func (s *Server) take() (*exec.Cmd, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd, done := s.cmd, s.exited
+	s.cmd, s.exited = nil, nil
+	return cmd, done
+}
+
+// Kill ends the server at once with SIGKILL, as a crash would.
+func (s *Server) Kill() {
+	cmd, done := s.take()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// Restart stops the server and starts it again on the same port and
+// directory, so persisted data (AOF) is loaded back.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.start()
+}
+
+// String names the server in test output.
+func (s *Server) String() string { return fmt.Sprintf("redis-server@%s", s.Addr()) }

@@ -1,0 +1,284 @@
+// Package redislock is leasegate's lock engine: TTL leases on Redis with
+// owner checks and fencing tokens, each operation one atomic Lua script.
+//
+// It has no HTTP in it; handlers and the Go tests use it directly.
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/scripts"
+)
+
+// Errors returned by the lock engine. Check them with errors.Is.
+var (
+	// ErrNotHeld: no live lease on the resource (none, or expired).
+	ErrNotHeld = errors.New("redislock: not held")
+	// ErrForbidden: the lease belongs to another owner, or the token differs.
+	ErrForbidden = errors.New("redislock: held by another owner")
+	// ErrUnavailable wraps every Redis failure (connection, timeout, script
+	// error). No lease is ever reported as granted when it is returned.
+	ErrUnavailable = errors.New("redislock: redis unavailable")
+	// ErrBadReply: a script answered in a shape it never documents.
+	ErrBadReply = errors.New("redislock: unexpected script reply")
+)
+
+// DefaultFenceRetention is how long a resource's fence key outlives its
+// last lease. While it lives, tokens increase by at least one per holder
+// even if the Redis clock steps backwards; after it is gone they still never
+// fall below the server clock in microseconds.
+const DefaultFenceRetention = 24 * time.Hour
+
+// Options configure a Locker.
+type Options struct {
+	// Prefix starts every key, e.g. "lg:". Default "lg:".
+	Prefix string
+	// FenceRetention, see DefaultFenceRetention.
+	FenceRetention time.Duration
+	// ReleaseChannel, when set, is the pub/sub channel the release script
+	// publishes to, so waiters can wake up.
+	ReleaseChannel string
+}
+
+// Locker takes, reads, renews and releases leases. It is safe for
+// concurrent use. Tenant returns a view that lives in another namespace.
+type Locker struct {
+	rdb    redis.Scripter
+	opts   Options
+	tenant string
+}
+
+// New returns a Locker on rdb (a *redis.Client, *redis.ClusterClient,
+// or any redis.UniversalClient).
+func New(rdb redis.Scripter, opts Options) *Locker {
+	if opts.Prefix == "" {
+		opts.Prefix = "lg:"
+	}
+	if opts.FenceRetention <= 0 {
+		opts.FenceRetention = DefaultFenceRetention
+	}
+	return &Locker{rdb: rdb, opts: opts}
+}
+
+// Tenant returns a Locker whose resources live in tenant's namespace: the
+// same resource name in two tenants is two different locks.
+func (l *Locker) Tenant(tenant string) *Locker {
+	c := *l
+	c.tenant = tenant
+	return &c
+}
+
+// Lock is a live lease.
+type Lock struct {
+	Resource   string
+	Owner      string
+	Token      int64
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
+}
+
+// AcquireResult says whether the caller got the lease.
+type AcquireResult struct {
+	Acquired bool
+	// Lock is the caller's lease when Acquired, otherwise the current
+	// holder's (so callers can tell how long to wait).
+	Lock Lock
+	// RetryAfter, when not Acquired, is how long the holder's lease has
+	// left by the Redis server's clock.
+	RetryAfter time.Duration
+}
+
+// ReleaseResult is the outcome of a release.
+type ReleaseResult int
+
+// Release outcomes.
+const (
+	Released ReleaseResult = iota + 1
+	NotFound
+	Forbidden
+)
+
+func (r ReleaseResult) String() string {
+	switch r {
+	case Released:
+		return "released"
+	case NotFound:
+		return "not_found"
+	case Forbidden:
+		return "forbidden"
+	}
+	return "ReleaseResult(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Keys returns the lock and fence keys of resource in this Locker's tenant.
+func (l *Locker) Keys(resource string) (lock, fence string) {
+	tag := l.opts.Prefix + HashTag(l.tenant, resource)
+	return tag + ":lock", tag + ":fence"
+}
+
+// ReleaseMessage is what the release script publishes on ReleaseChannel for
+// resource: its lock key, which names tenant and resource uniquely.
+func (l *Locker) ReleaseMessage(resource string) string {
+	lock, _ := l.Keys(resource)
+	return lock
+}
+
+// Acquire takes the lease on resource for owner, for ttl. A free or expired
+// resource is granted with a new fencing token; the same owner re-acquiring
+// keeps its token and moves the expiry; another owner's live lease is
+// reported with Acquired false. Any Redis error returns ErrUnavailable and
+// never a grant.
+func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (AcquireResult, error) {
+	lock, fence := l.Keys(resource)
+	ttlMS := ttl.Milliseconds()
+	if ttlMS <= 0 {
+		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
+	}
+	v, err := scripts.Acquire.Run(ctx, l.rdb, []string{lock, fence},
+		owner, ttlMS, l.opts.FenceRetention.Milliseconds()).Result()
+	if err != nil {
+		return AcquireResult{}, unavailable(err)
+	}
+	arr, ok := v.([]interface{})
+	if !ok || len(arr) != 6 {
+		return AcquireResult{}, fmt.Errorf("%w: acquire: %v", ErrBadReply, v)
+	}
+	flag, ok := arr[0].(int64)
+	if !ok || (flag != 0 && flag != 1) {
+		return AcquireResult{}, fmt.Errorf("%w: acquire flag %v", ErrBadReply, arr[0])
+	}
+	lk, err := decodeLock(resource, arr[1:5])
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	nowStr, ok := arr[5].(string)
+	now, perr := strconv.ParseInt(nowStr, 10, 64)
+	if !ok || perr != nil {
+		return AcquireResult{}, fmt.Errorf("%w: acquire now %v", ErrBadReply, arr[5])
+	}
+	res := AcquireResult{Acquired: flag == 1, Lock: lk}
+	if !res.Acquired {
+		res.RetryAfter = time.Duration(lk.ExpiresAt.UnixMilli()-now) * time.Millisecond
+	}
+	return res, nil
+}
+
+// Status returns the live lease on resource, or ErrNotHeld.
+func (l *Locker) Status(ctx context.Context, resource string) (Lock, error) {
+	lock, _ := l.Keys(resource)
+	v, err := scripts.Status.Run(ctx, l.rdb, []string{lock}).Result()
+	if err != nil {
+		return Lock{}, unavailable(err)
+	}
+	return decodeHeld("status", resource, v)
+}
+
+// Renew moves the expiry of owner's live lease to now+ttl, keeping its
+// token. token 0 means any token of owner. An expired lease is not renewed
+// (ErrNotHeld); another owner's, or another token, gives ErrForbidden.
+func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64, ttl time.Duration) (Lock, error) {
+	lock, fence := l.Keys(resource)
+	ttlMS := ttl.Milliseconds()
+	if ttlMS <= 0 {
+		return Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
+	}
+	v, err := scripts.Renew.Run(ctx, l.rdb, []string{lock, fence},
+		owner, ttlMS, l.opts.FenceRetention.Milliseconds(), tokenArg(token)).Result()
+	if err != nil {
+		return Lock{}, unavailable(err)
+	}
+	return decodeHeld("renew", resource, v)
+}
+
+// Release ends owner's lease on resource. token 0 means any token of owner.
+// The error is non-nil only when Redis failed (ErrUnavailable) or answered
+// oddly; the outcome is in the result.
+func (l *Locker) Release(ctx context.Context, resource, owner string, token int64) (ReleaseResult, error) {
+	lock, _ := l.Keys(resource)
+	msg := ""
+	if l.opts.ReleaseChannel != "" {
+		msg = lock
+	}
+	v, err := scripts.Release.Run(ctx, l.rdb, []string{lock},
+		owner, tokenArg(token), l.opts.ReleaseChannel, msg).Result()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("%w: release: %v", ErrBadReply, v)
+	}
+	switch n {
+	case 1:
+		return Released, nil
+	case 0:
+		return NotFound, nil
+	case -1:
+		return Forbidden, nil
+	}
+	return 0, fmt.Errorf("%w: release: %d", ErrBadReply, n)
+}
+
+func tokenArg(token int64) string {
+	if token == 0 {
+		return ""
+	}
+	return strconv.FormatInt(token, 10)
+}
+
+// decodeHeld decodes the {1, lock...} / {0} / {-1} replies of status and
+// renew.
+func decodeHeld(op, resource string, v interface{}) (Lock, error) {
+	arr, ok := v.([]interface{})
+	if !ok || len(arr) == 0 {
+		return Lock{}, fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
+	}
+	flag, ok := arr[0].(int64)
+	if !ok {
+		return Lock{}, fmt.Errorf("%w: %s flag %v", ErrBadReply, op, arr[0])
+	}
+	switch {
+	case flag == 0 && len(arr) == 1:
+		return Lock{}, ErrNotHeld
+	case flag == -1 && len(arr) == 1:
+		return Lock{}, ErrForbidden
+	case flag == 1 && len(arr) == 5:
+		return decodeLock(resource, arr[1:])
+	}
+	return Lock{}, fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
+}
+
+// decodeLock reads {token, acquired_at_ms, expires_at_ms, owner}.
+func decodeLock(resource string, f []interface{}) (Lock, error) {
+	var s [4]string
+	for i := range s {
+		str, ok := f[i].(string)
+		if !ok {
+			return Lock{}, fmt.Errorf("%w: field %d is %T", ErrBadReply, i, f[i])
+		}
+		s[i] = str
+	}
+	tok, err1 := strconv.ParseInt(s[0], 10, 64)
+	acq, err2 := strconv.ParseInt(s[1], 10, 64)
+	exp, err3 := strconv.ParseInt(s[2], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Lock{}, fmt.Errorf("%w: %v", ErrBadReply, err)
+	}
+	return Lock{
+		Resource:   resource,
+		Owner:      s[3],
+		Token:      tok,
+		AcquiredAt: time.UnixMilli(acq).UTC(),
+		ExpiresAt:  time.UnixMilli(exp).UTC(),
+	}, nil
+}
+
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

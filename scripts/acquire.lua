@@ -1,0 +1,52 @@
+-- acquire.lua: take a lease on one resource, atomically.
+--
+-- KEYS[1] lock key   (hash: owner, token, acquired_at, expires_at; PEXPIREAT = expires_at)
+-- KEYS[2] fence key  (string: the last fencing token handed out for this resource)
+-- ARGV[1] owner
+-- ARGV[2] ttl in milliseconds (integer > 0)
+-- ARGV[3] fence retention in milliseconds: how long the fence key outlives the lease
+--
+-- Reply: {1, token, acquired_at_ms, expires_at_ms, owner, now_ms}  the caller holds the lease
+--        {0, token, acquired_at_ms, expires_at_ms, owner, now_ms}  someone else holds it
+-- Tokens and times are returned as decimal strings, never as Lua numbers, so
+-- that no precision is lost on the way to Go.
+--
+-- Time comes from the Redis server (TIME), so every gateway agrees on expiry.
+-- A lease whose expires_at has passed is treated as free even if Redis has
+-- not yet reaped the key.
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local owner = ARGV[1]
+local ttl = tonumber(ARGV[2])
+local retention = tonumber(ARGV[3])
+local exp = now_ms + ttl
+
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
+if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
+  if cur[1] ~= owner then
+    return {0, cur[2], cur[3], cur[4], cur[1], string.format('%.0f', now_ms)}
+  end
+  -- Same owner: idempotent re-acquire keeps the token and moves the expiry.
+  redis.call('HSET', KEYS[1], 'expires_at', string.format('%.0f', exp))
+  redis.call('PEXPIREAT', KEYS[1], exp)
+  redis.call('PEXPIREAT', KEYS[2], exp + retention)
+  return {1, cur[2], cur[3], string.format('%.0f', exp), owner, string.format('%.0f', now_ms)}
+end
+
+-- Free or expired: a new holder gets a new token. The token never falls
+-- below the server's clock in microseconds, so it keeps increasing even if
+-- the fence key was lost (evicted, restart without persistence).
+local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+local token = last + 1
+if now_us > token then
+  token = now_us
+end
+local tok = string.format('%.0f', token)
+local acq = string.format('%.0f', now_ms)
+local exps = string.format('%.0f', exp)
+redis.call('SET', KEYS[2], tok, 'PXAT', exp + retention)
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', acq, 'expires_at', exps)
+redis.call('PEXPIREAT', KEYS[1], exp)
+return {1, tok, acq, exps, owner, acq}

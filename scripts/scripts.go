@@ -1,0 +1,33 @@
+// Package scripts holds leasegate's Lua scripts, embedded, one file a script.
+//
+// Every script takes all of its keys in KEYS (so it runs unchanged on Redis
+// Cluster when the keys share a hash tag), reads time from the server with
+// TIME, and documents its reply shape at the top of its file. Callers decode
+// replies with checked type assertions.
+package scripts
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed renew.lua
+	renewSrc string
+	//go:embed status.lua
+	statusSrc string
+)
+
+// Scripts for resource locks. Run them with Script.Run, which uses EVALSHA
+// and falls back to EVAL when the server answers NOSCRIPT.
+var (
+	Acquire = redis.NewScript(acquireSrc)
+	Release = redis.NewScript(releaseSrc)
+	Renew   = redis.NewScript(renewSrc)
+	Status  = redis.NewScript(statusSrc)
+)

@@ -1,0 +1,274 @@
+// Package server wires leasegate together: the Redis connection (or the
+// embedded in-memory Redis), the lock engine, the HTTP routes, and the
+// http.Server with its timeouts and graceful shutdown. cmd/leasegate only
+// parses flags into a Config and calls Run.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/metrics"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// Version is the build's version, set with -ldflags "-X github.com/leasegate/leasegate/server.Version=v1.2.3".
+var Version = "dev"
+
+// Config is everything `leasegate serve` can be told.
+type Config struct {
+	// Addr is the listen address (default 127.0.0.1:8080).
+	Addr string
+	// RedisURL is a redis:// or rediss:// URL. Empty: embedded in-memory
+	// Redis, loopback only.
+	RedisURL string
+	// KeyPrefix starts every Redis key (default "lg:").
+	KeyPrefix string
+	// FenceRetention: how long a fence key outlives its last lease.
+	FenceRetention time.Duration
+
+	HTTP handlers.Config
+
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	// ShutdownTimeout bounds the graceful drain on SIGINT/SIGTERM.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig returns the documented defaults (docs/configuration.md).
+func DefaultConfig() Config {
+	return Config{
+		Addr:              "127.0.0.1:8080",
+		KeyPrefix:         "lg:",
+		FenceRetention:    redislock.DefaultFenceRetention,
+		HTTP:              handlers.DefaultConfig(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      45 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ShutdownTimeout:   30 * time.Second,
+	}
+}
+
+// Validate checks a config before anything starts.
+func (c Config) Validate() error {
+	var errs []error
+	if c.HTTP.MaxTTL < time.Second {
+		errs = append(errs, errors.New("max-ttl must be at least 1s"))
+	}
+	if c.HTTP.MaxWait < 0 {
+		errs = append(errs, errors.New("max-wait must not be negative"))
+	}
+	if c.HTTP.BodyLimit < 1 {
+		errs = append(errs, errors.New("body-limit must be positive"))
+	}
+	if c.HTTP.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("request-timeout must be positive"))
+	}
+	if c.KeyPrefix == "" {
+		errs = append(errs, errors.New("key-prefix must not be empty"))
+	}
+	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
+		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is a running gateway.
+type Server struct {
+	cfg  Config
+	log  *zap.Logger
+	rdb  redis.UniversalClient
+	mini *miniredis.Miniredis
+	e    *echo.Echo
+	http *http.Server
+	ln   net.Listener
+
+	metrics *metrics.Metrics
+
+	stopEmbedded chan struct{}
+	closeOnce    sync.Once
+}
+
+// New connects to Redis (or starts the embedded one), builds the routes and
+// binds the listen address. Call Serve to accept requests.
+func New(cfg Config, log *zap.Logger) (*Server, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("server: config: %w", err)
+	}
+	s := &Server{cfg: cfg, log: log}
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	locks := redislock.New(s.rdb, redislock.Options{
+		Prefix:         cfg.KeyPrefix,
+		FenceRetention: cfg.FenceRetention,
+	})
+	s.metrics = metrics.New(prometheus.NewRegistry())
+	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
+	s.e = handlers.New(cfg.HTTP, handlers.Deps{
+		Metrics: s.metrics,
+		Locks:   locks,
+		Ready:   func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		Log:     log,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		s.closeRedis()
+		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	return s, nil
+}
+
+func (s *Server) connect() error {
+	if s.cfg.RedisURL == "" {
+		if !isLoopback(s.cfg.Addr) {
+			return fmt.Errorf("server: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", s.cfg.Addr)
+		}
+		m := miniredis.NewMiniRedis()
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return fmt.Errorf("server: start embedded redis: %w", err)
+		}
+		s.mini = m
+		s.stopEmbedded = make(chan struct{})
+		go advanceClock(m, s.stopEmbedded)
+		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
+		s.log.Warn("no --redis-url given: using an embedded in-memory Redis; state is lost at exit and cannot be shared by several gateways (development only)",
+			zap.String("embedded_redis", m.Addr()))
+		return nil
+	}
+	opts, err := redis.ParseURL(s.cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("server: --redis-url: %w", err)
+	}
+	s.rdb = redis.NewClient(opts)
+	return nil
+}
+
+// advanceClock makes the embedded miniredis expire keys as real time
+// passes: miniredis only moves TTLs on FastForward. The scripts read TIME,
+// which miniredis answers from the real clock, so both agree.
+func advanceClock(m *miniredis.Miniredis, stop <-chan struct{}) {
+	const tick = 50 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			m.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Addr is the address the server listens on (useful with port 0).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Handler is the HTTP handler, for tests.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Redis is the client the server uses.
+func (s *Server) Redis() redis.UniversalClient { return s.rdb }
+
+// Serve accepts requests until Shutdown. It returns nil after a clean
+// shutdown.
+func (s *Server) Serve() error {
+	s.log.Info("leasegate listening", zap.String("addr", s.Addr()))
+	err := s.http.Serve(s.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting, lets in-flight requests finish (bounded by
+// ctx), then closes Redis.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	s.closeRedis()
+	return err
+}
+
+func (s *Server) closeRedis() {
+	s.closeOnce.Do(func() {
+		if s.rdb != nil {
+			_ = s.rdb.Close()
+		}
+		if s.mini != nil {
+			close(s.stopEmbedded)
+			s.mini.Close()
+		}
+	})
+}
+
+// Run serves until ctx is done, then shuts down gracefully.
+func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
+	s, err := New(cfg, log)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve() }()
+	select {
+	case err := <-errc:
+		s.closeRedis()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil {
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
