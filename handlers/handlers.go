@@ -46,6 +46,9 @@ type Deps struct {
 	Log   *zap.Logger
 	// Metrics counts outcomes; nil gets a private registry.
 	Metrics *metrics.Metrics
+	// Auth authenticates every route but /healthz and /readyz; nil runs
+	// open (development only: server refuses non-loopback addresses).
+	Auth Authenticator
 	// IPExtractor decides the client IP (never trust X-Forwarded-For
 	// unless configured). Default: the connection's remote address.
 	IPExtractor echo.IPExtractor
@@ -81,12 +84,23 @@ func New(cfg Config, deps Deps) *echo.Echo {
 
 	e.GET("/healthz", a.healthz)
 	e.GET("/readyz", a.readyz)
-	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()))
 
-	e.POST("/locks/:resource", a.acquire)
-	e.GET("/locks/:resource", a.status)
-	e.DELETE("/locks/:resource", a.release)
-	e.POST("/locks/:resource/renew", a.renew)
+	authn := openMode
+	if deps.Auth != nil {
+		authn = deps.Auth.Middleware()
+	}
+	// client: routes any key may use; ops: also needs the ops role.
+	// (Per-route middleware, not e.Group: an Echo v4 group with middleware
+	// registers catch-all routes that turn 405s into 404s.)
+	client := []echo.MiddlewareFunc{authn, requireRole(RoleClient)}
+	ops := []echo.MiddlewareFunc{authn, requireRole(RoleOps)}
+
+	e.POST("/locks/:resource", a.acquire, client...)
+	e.GET("/locks/:resource", a.status, client...)
+	e.DELETE("/locks/:resource", a.release, client...)
+	e.POST("/locks/:resource/renew", a.renew, client...)
+
+	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), ops...)
 	return e
 }
 

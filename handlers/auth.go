@@ -1,0 +1,53 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Role is what an API key may do.
+type Role string
+
+// Roles. RoleOps may do everything RoleClient may, and also the ops review
+// routes and /ops/.
+const (
+	RoleClient Role = "client"
+	RoleOps    Role = "ops"
+)
+
+// RoleKey is the echo.Context key under which authentication stores the
+// caller's Role (TenantKey holds its tenant).
+const RoleKey = "leasegate.role"
+
+// Authenticator decides who a request is. It sets TenantKey and RoleKey on
+// the context, or returns a 401 problem. Deps.Auth nil means open mode
+// (development): every caller is an operator in tenant "".
+type Authenticator interface {
+	Middleware() echo.MiddlewareFunc
+}
+
+// openMode marks every request as an operator of the default tenant.
+func openMode(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(TenantKey, "")
+		c.Set(RoleKey, RoleOps)
+		return next(c)
+	}
+}
+
+// requireRole lets a request through only when authentication gave it
+// role want (an ops key may do what a client key may). No role at all is
+// refused: it never fails open.
+func requireRole(want Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			got, _ := c.Get(RoleKey).(Role)
+			if got == want || got == RoleOps {
+				return next(c)
+			}
+			return NewProblem(http.StatusForbidden, SlugForbidden,
+				"this API key's role may not use this route")
+		}
+	}
+}
