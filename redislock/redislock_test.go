@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -418,4 +419,46 @@ func lockKey(l *redislock.Locker, resource string) string {
 func fenceKey(l *redislock.Locker, resource string) string {
 	_, k := l.Keys(resource)
 	return k
+}
+
+// Every distinct resource string is its own lock: names that look like
+// keys, hash tags, other resources' suffixes or SQL share nothing.
+func TestOddResourceNamesAreIndependentLocks(t *testing.T) {
+	names := []string{
+		"a", "{a}", "a:fence", "a:lock", "a b", "ü", "x'; DROP TABLE distributed_locks; --",
+		"}", "{", "{}", "a}b{c}", "%7Ba%7D", "a%3Afence", "t=;r=a",
+	}
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		prefix := uniquePrefix(t)
+		l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix})
+		locks := map[string]redislock.Lock{}
+		for i, name := range names {
+			locks[name] = mustAcquire(t, l, name, fmt.Sprintf("owner-%d", i), ttl)
+		}
+		for i, name := range names {
+			st, err := l.Status(ctx, name)
+			if err != nil {
+				t.Fatalf("Status(%q): %v", name, err)
+			}
+			if want := fmt.Sprintf("owner-%d", i); st.Owner != want || st.Resource != name || st != locks[name] {
+				t.Errorf("Status(%q): got %+v, want its own lease %+v", name, st, locks[name])
+			}
+		}
+		mustRelease(t, l, "{a}", "owner-1")
+		for i, name := range names {
+			_, err := l.Status(ctx, name)
+			if name == "{a}" {
+				if !errors.Is(err, redislock.ErrNotHeld) {
+					t.Errorf("Status(%q) after its release: got %v, want ErrNotHeld", name, err)
+				}
+			} else if err != nil {
+				t.Errorf("Status(%q) (owner-%d) after releasing {a}: got %v, want still held", name, i, err)
+			}
+		}
+		keys, err := e.rdb.Keys(ctx, prefix+"*:lock").Result()
+		if err != nil || len(keys) != len(names)-1 {
+			t.Errorf("got %d lock keys (%v), want %d, one per held resource: %q", len(keys), err, len(names)-1, keys)
+		}
+	})
 }
