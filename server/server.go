@@ -248,6 +248,9 @@ func (s *Server) closeRedis() {
 
 // Run serves until ctx is done, then shuts down gracefully.
 func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
+	if log == nil {
+		log = zap.NewNop() // as New allows; Run logs too
+	}
 	s, err := New(cfg, log)
 	if err != nil {
 		return err
