@@ -126,14 +126,14 @@ func TestNonJSONContentTypesAreUnsupported(t *testing.T) {
 func TestResourceNamesMustBeCleanUTF8(t *testing.T) {
 	h := newHarness(t)
 	for name, path := range map[string]string{
-		"invalid UTF-8":          "/locks/%FF",
-		"a truncated rune":       "/locks/%C3",
-		"a newline":              "/locks/a%0Ab",
-		"a NUL":                  "/locks/a%00b",
-		"DEL":                    "/locks/a%7Fb",
-		"an escape (ANSI)":       "/locks/%1B%5B31m",
-		"a C1 control (U+0085)":  "/locks/a%C2%85b",
-		"a tab":                  "/locks/a%09b",
+		"invalid UTF-8":               "/locks/%FF",
+		"a truncated rune":            "/locks/%C3",
+		"a newline":                   "/locks/a%0Ab",
+		"a NUL":                       "/locks/a%00b",
+		"DEL":                         "/locks/a%7Fb",
+		"an escape (ANSI)":            "/locks/%1B%5B31m",
+		"a C1 control (U+0085)":       "/locks/a%C2%85b",
+		"a tab":                       "/locks/a%09b",
 		"two encoded slashes (valid)": "/locks/%2F%2F",
 	} {
 		t.Run(name, func(t *testing.T) {
