@@ -396,3 +396,23 @@ func TestRequestIDs(t *testing.T) {
 		t.Errorf("got X-Request-Id %q, want a fresh id when none is sent", got)
 	}
 }
+
+// A query string that does not parse must not lose parameters silently: a
+// release with a garbled token would otherwise release unconditionally.
+func TestAMalformedReleaseQueryIsRejected(t *testing.T) {
+	h := newHarness(t)
+	held := h.acquire(t, "r", "svc-a", 30)
+	for _, target := range []string{
+		"/locks/r?owner=svc-a&token=%ZZ",
+		"/locks/r?owner=svc-a&token%ZZ=1",
+		"/locks/r?owner=svc-a;token=1",
+		"/locks/r?owner=%E0%A4%A",
+	} {
+		t.Run(target, func(t *testing.T) {
+			checkProblem(t, h.do(t, http.MethodDelete, target, ""), http.StatusBadRequest, "malformed-request")
+			if got := h.status(t, "r"); got == nil || *got != held {
+				t.Errorf("got %+v, want the lock untouched %+v", got, held)
+			}
+		})
+	}
+}
