@@ -122,6 +122,26 @@ func TestAcquire(t *testing.T) {
 			}
 		})
 
+		t.Run("Redis reaps the lock key at expires_at and the fence key a retention later", func(t *testing.T) {
+			l := newLocker(t, e.rdb, redislock.Options{FenceRetention: time.Hour})
+			mustAcquire(t, l, "ttl", "svc-a", ttl)
+			lockTTL := e.rdb.PTTL(ctx, lockKey(l, "ttl")).Val()
+			fenceTTL := e.rdb.PTTL(ctx, fenceKey(l, "ttl")).Val()
+			if lockTTL <= ttl-time.Second || lockTTL > ttl {
+				t.Errorf("got lock key PTTL %v, want about %v", lockTTL, ttl)
+			}
+			if fenceTTL <= ttl+time.Hour-time.Second || fenceTTL > ttl+time.Hour {
+				t.Errorf("got fence key PTTL %v, want about %v", fenceTTL, ttl+time.Hour)
+			}
+			if _, err := l.Renew(ctx, "ttl", "svc-a", 0, 2*ttl); err != nil {
+				t.Fatalf("Renew: %v", err)
+			}
+			fenceTTL = e.rdb.PTTL(ctx, fenceKey(l, "ttl")).Val()
+			if fenceTTL <= 2*ttl+time.Hour-time.Second || fenceTTL > 2*ttl+time.Hour {
+				t.Errorf("after renew: got fence key PTTL %v, want about %v", fenceTTL, 2*ttl+time.Hour)
+			}
+		})
+
 		t.Run("a ttl under one millisecond is refused before Redis is called", func(t *testing.T) {
 			l := newLocker(t, e.rdb, redislock.Options{})
 			if _, err := l.Acquire(ctx, "tiny", "svc-a", time.Microsecond); err == nil {
