@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -42,6 +43,23 @@ func newHarness(t *testing.T) *harness {
 	m.SetTime(epoch)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
+	h := newHarnessOn(t, rdb)
+	h.mini = m
+	return h
+}
+
+// newRealHarness runs the routes on a real redis-server (its clock is not
+// the test's: advance and mini are unusable).
+func newRealHarness(t *testing.T) *harness {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 128})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return newHarnessOn(t, rdb)
+}
+
+func newHarnessOn(t *testing.T, rdb *redis.Client) *harness {
+	t.Helper()
 	locks := redislock.New(rdb, redislock.Options{Prefix: "lg:"})
 	logs := &syncBuffer{}
 	log := zap.New(zapcore.NewCore(
@@ -52,7 +70,7 @@ func newHarness(t *testing.T) *harness {
 		Log:   log,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	})
-	return &harness{e: e, mini: m, rdb: rdb, locks: locks, logs: logs, now: epoch}
+	return &harness{e: e, rdb: rdb, locks: locks, logs: logs, now: epoch}
 }
 
 // advance moves the Redis clock (TIME) and its TTLs forward by d.
