@@ -1,6 +1,7 @@
 package redislock
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,4 +119,56 @@ func TestHashTagLeavesPlainNamesReadable(t *testing.T) {
 			t.Errorf("HashTag(%q, %q): got %q, want %q", in[0], in[1], got, want)
 		}
 	}
+}
+
+// unescapeKeyPart reverses escapeKeyPart (test only), to show nothing is
+// lost.
+func unescapeKeyPart(t *testing.T, s string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			t.Fatalf("truncated escape in %q", s)
+		}
+		var c byte
+		if _, err := fmt.Sscanf(s[i+1:i+3], "%02X", &c); err != nil {
+			t.Fatalf("bad escape in %q: %v", s, err)
+		}
+		b.WriteByte(c)
+		i += 2
+	}
+	return b.String()
+}
+
+func FuzzHashTag(f *testing.F) {
+	for _, s := range oddNames {
+		f.Add("", s)
+	}
+	f.Add("a;r=b", "c")
+	f.Add("%", "%25")
+	f.Fuzz(func(t *testing.T, tenant, name string) {
+		tag := HashTag(tenant, name)
+		inner := tag[1 : len(tag)-1]
+		if strings.ContainsAny(inner, "{}") {
+			t.Fatalf("HashTag(%q, %q) = %q holds a brace", tenant, name, tag)
+		}
+		lock, fence := New(nil, Options{}).Tenant(tenant).Keys(name)
+		if clusterTag(lock) != inner || clusterTag(fence) != inner {
+			t.Fatalf("keys %q %q hash on %q/%q, want %q", lock, fence, clusterTag(lock), clusterTag(fence), inner)
+		}
+		parts := strings.Split(inner, ";")
+		if len(parts) != 2 || !strings.HasPrefix(parts[0], "t=") || !strings.HasPrefix(parts[1], "r=") {
+			t.Fatalf("tag %q is not t=…;r=…", inner)
+		}
+		if got := unescapeKeyPart(t, parts[0][2:]); got != tenant {
+			t.Fatalf("tenant: got %q back, want %q", got, tenant)
+		}
+		if got := unescapeKeyPart(t, parts[1][2:]); got != name {
+			t.Fatalf("name: got %q back, want %q", got, name)
+		}
+	})
 }
