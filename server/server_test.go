@@ -307,3 +307,42 @@ func TestEmbeddedRedisExpiresLeases(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A gateway restart (a new server process on the same Redis) keeps every
+// lock and keeps fencing tokens increasing: gateways hold no lock state.
+func TestTokensIncreaseAcrossGatewayRestarts(t *testing.T) {
+	srv := redistest.Start(t)
+	var last float64
+	for i := 0; i < 3; i++ {
+		cfg := testConfig(t)
+		cfg.Addr = "127.0.0.1:0"
+		cfg.RedisURL = srv.URL()
+		s, err := server.New(cfg, nil)
+		if err != nil {
+			t.Fatalf("New #%d: %v", i, err)
+		}
+		ts := httptest.NewServer(s.Handler())
+		if i > 0 {
+			// The lease taken by the previous gateway is still there.
+			res, err := http.Get(ts.URL + "/locks/job")
+			if err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("gateway #%d: GET the previous gateway's lock: %v %v, want 200", i, res, err)
+			}
+			req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/locks/job?owner=gw-"+fmt.Sprint(i-1), nil)
+			if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusNoContent {
+				t.Fatalf("gateway #%d: release the previous gateway's lock: %v %v, want 204", i, res, err)
+			}
+		}
+		got := acquire(t, ts.URL, "job", "gw-"+fmt.Sprint(i))
+		lock, _ := got["lock"].(map[string]any)
+		tok, _ := lock["token"].(float64)
+		if tok <= last {
+			t.Errorf("gateway #%d: got token %.0f, want above %.0f", i, tok, last)
+		}
+		last = tok
+		ts.Close()
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatalf("Shutdown #%d: %v", i, err)
+		}
+	}
+}
