@@ -88,11 +88,11 @@ func TestConcurrentTakeoversOfAnExpiredLeaseHaveOneWinner(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				l := newLocker(t, bigPool(t, e), redislock.Options{})
-				old := mustAcquire(t, l, "stale", "old-owner", 50*time.Millisecond)
+				old := mustAcquire(t, l, "stale", "old-owner", e.stale)
 				if unreaped {
 					keepKey(t, e, l, "stale")
 				}
-				e.advance(t, 51*time.Millisecond)
+				e.advance(t, e.stale+time.Millisecond)
 				waitNotHeld(t, l, "stale")
 				if unreaped {
 					if n := e.rdb.Exists(context.Background(), lockKey(l, "stale")).Val(); n != 1 {

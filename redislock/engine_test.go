@@ -27,6 +27,10 @@ type engine struct {
 	mini *miniredis.Miniredis
 	// real is set for the redis-server engine only.
 	real *redistest.Server
+	// stale is the ttl of a lease whose key a test keeps (keepKey) past its
+	// expiry: keepKey must run before Redis reaps it, so on a real server
+	// it leaves room for a loaded machine.
+	stale time.Duration
 }
 
 // epoch is the miniredis clock's starting point: a fixed instant, so
@@ -43,9 +47,10 @@ func newMiniEngine(t *testing.T) *engine {
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return &engine{
-		name: "miniredis",
-		rdb:  rdb,
-		mini: m,
+		name:  "miniredis",
+		rdb:   rdb,
+		mini:  m,
+		stale: 50 * time.Millisecond,
 		advance: func(t *testing.T, d time.Duration) {
 			t.Helper()
 			now = now.Add(d)
@@ -62,9 +67,10 @@ func newRealEngine(t *testing.T, args ...string) *engine {
 	srv := redistest.Start(t, args...)
 	rdb := srv.Client(t)
 	return &engine{
-		name: "redis-server",
-		rdb:  rdb,
-		real: srv,
+		name:  "redis-server",
+		rdb:   rdb,
+		real:  srv,
+		stale: 500 * time.Millisecond,
 		advance: func(t *testing.T, d time.Duration) {
 			t.Helper()
 			waitRedisTime(t, rdb, redisNow(t, rdb).Add(d))

@@ -113,9 +113,9 @@ func TestAcquire(t *testing.T) {
 
 		t.Run("an expired lease Redis has not reaped yet is still free", func(t *testing.T) {
 			l := newLocker(t, e.rdb, redislock.Options{})
-			old := mustAcquire(t, l, "unreaped", "svc-a", 50*time.Millisecond)
+			old := mustAcquire(t, l, "unreaped", "svc-a", e.stale)
 			keepKey(t, e, l, "unreaped")
-			e.advance(t, 51*time.Millisecond)
+			e.advance(t, e.stale+time.Millisecond)
 			lk := mustAcquire(t, l, "unreaped", "svc-b", ttl)
 			if lk.Token <= old.Token {
 				t.Errorf("got token %d, want above %d", lk.Token, old.Token)
@@ -184,9 +184,9 @@ func TestRelease(t *testing.T) {
 			{
 				name: "an expired lease is not found, even for its owner",
 				setup: func(t *testing.T, l *redislock.Locker) int64 {
-					mustAcquire(t, l, "r", "svc-a", 50*time.Millisecond)
+					mustAcquire(t, l, "r", "svc-a", e.stale)
 					keepKey(t, e, l, "r")
-					e.advance(t, 51*time.Millisecond)
+					e.advance(t, e.stale+time.Millisecond)
 					return 0
 				},
 				owner: "svc-a", want: redislock.NotFound,
@@ -317,9 +317,9 @@ func TestRenew(t *testing.T) {
 			{"nothing held is not renewed", func(t *testing.T, l *redislock.Locker) int64 { return 0 },
 				"svc-a", redislock.ErrNotHeld, false},
 			{"an expired lease is never renewed, even by its owner", func(t *testing.T, l *redislock.Locker) int64 {
-				mustAcquire(t, l, "r", "svc-a", 50*time.Millisecond)
+				mustAcquire(t, l, "r", "svc-a", e.stale)
 				keepKey(t, e, l, "r")
-				e.advance(t, 51*time.Millisecond)
+				e.advance(t, e.stale+time.Millisecond)
 				return 0
 			}, "svc-a", redislock.ErrNotHeld, false},
 			{"another owner may not renew", func(t *testing.T, l *redislock.Locker) int64 {
@@ -373,9 +373,9 @@ func TestStatus(t *testing.T) {
 
 		t.Run("an expired lease is hidden even while its key still exists", func(t *testing.T) {
 			l := newLocker(t, e.rdb, redislock.Options{})
-			mustAcquire(t, l, "r", "svc-a", 50*time.Millisecond)
+			mustAcquire(t, l, "r", "svc-a", e.stale)
 			keepKey(t, e, l, "r")
-			e.advance(t, 51*time.Millisecond)
+			e.advance(t, e.stale+time.Millisecond)
 			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("got %v, want ErrNotHeld for an expired lease", err)
 			}
