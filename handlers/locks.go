@@ -139,9 +139,14 @@ func (a *API) release(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Not c.QueryParams(): it drops pairs that do not parse, so a garbled
+	// ?token= would turn a conditional release into an unconditional one.
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return NewProblem(http.StatusBadRequest, SlugMalformed, "malformed query string: "+err.Error())
+	}
 	var ck checker
 	resource := resourceParam(c, &ck)
-	q := c.QueryParams()
 	for k := range q {
 		if k != "owner" && k != "token" {
 			ck.fail(k, "unknown query parameter")

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,6 +85,11 @@ func (c Config) Validate() error {
 	}
 	if c.KeyPrefix == "" {
 		errs = append(errs, errors.New("key-prefix must not be empty"))
+	}
+	if strings.ContainsAny(c.KeyPrefix, "{}") {
+		// A brace in the prefix would take over the Redis Cluster hash tag
+		// (one slot for every lock, or none: lock and fence keys apart).
+		errs = append(errs, fmt.Errorf("key-prefix %q must not contain '{' or '}': the hash tag is the gateway's (docs/keys.md)", c.KeyPrefix))
 	}
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
 		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
@@ -248,6 +254,9 @@ func (s *Server) closeRedis() {
 
 // Run serves until ctx is done, then shuts down gracefully.
 func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
+	if log == nil {
+		log = zap.NewNop() // as New allows; Run logs too
+	}
 	s, err := New(cfg, log)
 	if err != nil {
 		return err

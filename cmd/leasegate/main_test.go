@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// parseServe parses serve's flags as cmdServe does, without running.
+func parseServe(t *testing.T, args []string, kv map[string]string) (server.Config, string, error) {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	level := "info"
+	fs := flag.NewFlagSet("leasegate serve", flag.ContinueOnError)
+	serveFlags(fs, &cfg, &level)
+	err := parseFlags(fs, args, env(kv), io.Discard)
+	return cfg, level, err
+}
+
+func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
+	t.Run("defaults when nothing is set", func(t *testing.T) {
+		cfg, level, err := parseServe(t, nil, nil)
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		want := server.DefaultConfig()
+		if cfg != want || level != "info" {
+			t.Errorf("got %+v level %q, want the defaults %+v level info", cfg, level, want)
+		}
+		if cfg.Addr != "127.0.0.1:8080" || cfg.RedisURL != "" {
+			t.Errorf("got addr %q redis-url %q, want 127.0.0.1:8080 and embedded", cfg.Addr, cfg.RedisURL)
+		}
+	})
+	t.Run("every flag has a LEASEGATE_ variable", func(t *testing.T) {
+		kv := map[string]string{
+			"LEASEGATE_ADDR":                "127.0.0.1:9999",
+			"LEASEGATE_REDIS_URL":           "redis://10.0.0.1:6380/2",
+			"LEASEGATE_KEY_PREFIX":          "env:",
+			"LEASEGATE_FENCE_RETENTION":     "48h",
+			"LEASEGATE_MAX_TTL":             "1h",
+			"LEASEGATE_MAX_WAIT":            "10s",
+			"LEASEGATE_BODY_LIMIT":          "1024",
+			"LEASEGATE_REQUEST_TIMEOUT":     "2s",
+			"LEASEGATE_READ_HEADER_TIMEOUT": "3s",
+			"LEASEGATE_READ_TIMEOUT":        "4s",
+			"LEASEGATE_WRITE_TIMEOUT":       "50s",
+			"LEASEGATE_IDLE_TIMEOUT":        "6s",
+			"LEASEGATE_MAX_HEADER_BYTES":    "2048",
+			"LEASEGATE_SHUTDOWN_TIMEOUT":    "7s",
+			"LEASEGATE_LOG_LEVEL":           "debug",
+		}
+		cfg, level, err := parseServe(t, nil, kv)
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		want := server.DefaultConfig()
+		want.Addr = "127.0.0.1:9999"
+		want.RedisURL = "redis://10.0.0.1:6380/2"
+		want.KeyPrefix = "env:"
+		want.FenceRetention = 48 * time.Hour
+		want.HTTP.MaxTTL = time.Hour
+		want.HTTP.MaxWait = 10 * time.Second
+		want.HTTP.BodyLimit = 1024
+		want.HTTP.RequestTimeout = 2 * time.Second
+		want.ReadHeaderTimeout = 3 * time.Second
+		want.ReadTimeout = 4 * time.Second
+		want.WriteTimeout = 50 * time.Second
+		want.IdleTimeout = 6 * time.Second
+		want.MaxHeaderBytes = 2048
+		want.ShutdownTimeout = 7 * time.Second
+		if cfg != want || level != "debug" {
+			t.Errorf("got %+v level %q,\nwant %+v level debug", cfg, level, want)
+		}
+		// Every flag is covered above: adding a flag without its variable
+		// here fails this test.
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		c, l := server.DefaultConfig(), "info"
+		serveFlags(fs, &c, &l)
+		fs.VisitAll(func(f *flag.Flag) {
+			if _, ok := kv[envName(f.Name)]; !ok {
+				t.Errorf("flag --%s: %s is not tested", f.Name, envName(f.Name))
+			}
+		})
+	})
+	t.Run("a flag beats its variable", func(t *testing.T) {
+		cfg, level, err := parseServe(t,
+			[]string{"--addr", "127.0.0.1:7000", "-max-ttl=2h", "--log-level", "warn"},
+			map[string]string{"LEASEGATE_ADDR": "127.0.0.1:9999", "LEASEGATE_MAX_TTL": "1h", "LEASEGATE_LOG_LEVEL": "debug", "LEASEGATE_KEY_PREFIX": "env:"})
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		if cfg.Addr != "127.0.0.1:7000" || cfg.HTTP.MaxTTL != 2*time.Hour || level != "warn" {
+			t.Errorf("got addr %q max-ttl %v level %q, want the flags' 127.0.0.1:7000 2h warn", cfg.Addr, cfg.HTTP.MaxTTL, level)
+		}
+		if cfg.KeyPrefix != "env:" {
+			t.Errorf("got key-prefix %q, want env: from the environment where no flag is given", cfg.KeyPrefix)
+		}
+	})
+	t.Run("a bad environment value is a usage error naming the variable", func(t *testing.T) {
+		_, _, err := parseServe(t, nil, map[string]string{"LEASEGATE_MAX_TTL": "forever"})
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "LEASEGATE_MAX_TTL") {
+			t.Errorf("got %v, want a usageError naming LEASEGATE_MAX_TTL", err)
+		}
+	})
+	t.Run("a bad flag value is a usage error", func(t *testing.T) {
+		_, _, err := parseServe(t, []string{"--body-limit", "lots"}, nil)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("got %v, want a usageError", err)
+		}
+	})
+}
+
+func TestRunExitCodes(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		code   int
+		stderr string
+		stdout string
+	}{
+		{"no command is a usage error", nil, nil, 2, "Usage:", ""},
+		{"an unknown command is a usage error", []string{"frobnicate"}, nil, 2, `unknown command "frobnicate"`, ""},
+		{"help succeeds", []string{"help"}, nil, 0, "", "leasegate serve"},
+		{"serve -h succeeds and mentions the environment", []string{"serve", "-h"}, nil, 0, "LEASEGATE_", ""},
+		{"a bad env value exits 2", []string{"serve"}, map[string]string{"LEASEGATE_MAX_TTL": "abc"}, 2, "LEASEGATE_MAX_TTL", ""},
+		{"a bad numeric env value exits 2", []string{"serve"}, map[string]string{"LEASEGATE_BODY_LIMIT": "1e3"}, 2, "LEASEGATE_BODY_LIMIT", ""},
+		{"an unknown flag exits 2", []string{"serve", "--nope"}, nil, 2, "nope", ""},
+		{"a stray argument exits 2", []string{"serve", "extra"}, nil, 2, "no arguments", ""},
+		{"a bad log level exits 2", []string{"serve", "--log-level", "loud"}, nil, 2, "log-level", ""},
+		{"a non-loopback addr without Redis exits 1", []string{"serve", "--addr", "0.0.0.0:0"}, nil, 1, "loopback", ""},
+		{"an invalid config exits 1", []string{"serve", "--addr", "127.0.0.1:0", "--max-ttl", "1ms"}, nil, 1, "max-ttl", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, tc.args, strings.NewReader(""), &stdout, &stderr, env(tc.env))
+			if code != tc.code {
+				t.Errorf("got exit %d, want %d (stderr: %s)", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("got stderr %q, want it to contain %q", stderr.String(), tc.stderr)
+			}
+			if !strings.Contains(stdout.String(), tc.stdout) {
+				t.Errorf("got stdout %q, want it to contain %q", stdout.String(), tc.stdout)
+			}
+		})
+	}
+}
+
+// lockedBuffer collects the server's log lines written from its goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout lockedBuffer
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, strings.NewReader(""), &stdout, &stderr,
+			env(map[string]string{"LEASEGATE_ADDR": addr}))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			_ = res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not up on %s after 10s: %v", addr, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, err := http.Post("http://"+addr+"/locks/cli", "application/json", strings.NewReader(`{"owner":"svc-a","ttl_seconds":30}`))
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("POST: %v %v", res, err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("got exit %d (stderr %s), want 0", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve did not stop 15s after cancel")
+	}
+	logs := stdout.String()
+	for _, want := range []string{"embedded in-memory Redis", `"msg":"request"`, `"route":"/locks/:resource"`, `"msg":"stopped"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("got logs %s\nwant them to contain %s", logs, want)
+		}
+	}
+	for i, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			t.Errorf("log line %d is not a JSON object: %q", i, line)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary act as the leasegate binary, so the
+// signal handling in main itself can be tested in a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("LEASEGATE_TEST_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := l.Addr().String()
+			_ = l.Close()
+
+			cmd := exec.Command(os.Args[0], "serve")
+			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+			})
+
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				res, err := http.Get("http://" + addr + "/healthz")
+				if err == nil {
+					_ = res.Body.Close()
+					break
+				}
+				select {
+				case err := <-exited:
+					t.Fatalf("leasegate exited before serving (%v): %s", err, stderr.String())
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("leasegate not up after 20s: %v", err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatalf("signal: %v", err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("got exit %v (stderr %s), want status 0", err, stderr.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("leasegate still running 20s after %v", sig)
+			}
+			for _, want := range []string{"shutting down", `"msg":"stopped"`} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("got logs %s, want %q", stdout.String(), want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// oddScripter answers every script with a reply no script documents, as a
+// script edited without its decoder would.
+type oddScripter struct{}
+
+func (oddScripter) reply(ctx context.Context) *redis.Cmd {
+	c := redis.NewCmd(ctx)
+	c.SetVal("surprise")
+	return c
+}
+
+func (s oddScripter) Eval(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return s.reply(ctx)
+}
+
+func (s oddScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return s.reply(ctx)
+}
+
+func (s oddScripter) EvalRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return s.reply(ctx)
+}
+
+func (s oddScripter) EvalShaRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return s.reply(ctx)
+}
+
+func (oddScripter) ScriptExists(ctx context.Context, _ ...string) *redis.BoolSliceCmd {
+	return redis.NewBoolSliceCmd(ctx)
+}
+
+func (oddScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
+	return redis.NewStringCmd(ctx)
+}
+
+// An unexpected script reply is a 500 "internal" problem that reveals
+// nothing, is logged, and is never a grant.
+func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
+	logs := &syncBuffer{}
+	h := &harness{
+		e: handlers.New(handlers.DefaultConfig(), handlers.Deps{
+			Locks: redislock.New(oddScripter{}, redislock.Options{}),
+			Log: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+				zapcore.AddSync(logs), zapcore.DebugLevel)),
+		}),
+		logs: logs,
+	}
+	for _, req := range []struct{ method, target, body string }{
+		{http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30}`},
+		{http.MethodGet, "/locks/r", ""},
+		{http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":30}`},
+		{http.MethodDelete, "/locks/r?owner=svc-a", ""},
+	} {
+		t.Run(req.method+" "+req.target, func(t *testing.T) {
+			p := checkProblem(t, h.do(t, req.method, req.target, req.body), http.StatusInternalServerError, "internal")
+			if strings.Contains(p.Detail, "surprise") || strings.Contains(p.Detail, "redislock") {
+				t.Errorf("got detail %q, want nothing about the cause", p.Detail)
+			}
+		})
+	}
+	if got := strings.Count(logs.String(), `"msg":"request failed"`); got != 4 {
+		t.Errorf("got %d 'request failed' log lines, want 4: %s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "unexpected script reply") {
+		t.Errorf("got logs %s, want the cause logged", logs.String())
+	}
+}

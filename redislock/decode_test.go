@@ -1,0 +1,180 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// fakeScripter answers every script with reply, as a broken or hostile
+// server (or a script edited without its decoder) might.
+type fakeScripter struct {
+	reply interface{}
+}
+
+func (f fakeScripter) cmd(ctx context.Context) *redis.Cmd {
+	c := redis.NewCmd(ctx)
+	c.SetVal(f.reply)
+	return c
+}
+
+func (f fakeScripter) Eval(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return f.cmd(ctx)
+}
+
+func (f fakeScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return f.cmd(ctx)
+}
+
+func (f fakeScripter) EvalRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return f.cmd(ctx)
+}
+
+func (f fakeScripter) EvalShaRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
+	return f.cmd(ctx)
+}
+
+func (f fakeScripter) ScriptExists(ctx context.Context, _ ...string) *redis.BoolSliceCmd {
+	return redis.NewBoolSliceCmd(ctx)
+}
+
+func (f fakeScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
+	return redis.NewStringCmd(ctx)
+}
+
+type list = []interface{}
+
+func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
+	good := list{int64(1), "7", "1000", "2000", "svc-a", "1000"}
+	t.Run("the documented reply decodes", func(t *testing.T) {
+		res, err := New(fakeScripter{good}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		want := Lock{Resource: "r", Owner: "svc-a", Token: 7,
+			AcquiredAt: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000).UTC()}
+		if !res.Acquired || res.Lock != want {
+			t.Errorf("got %+v, want acquired %+v", res, want)
+		}
+	})
+	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
+		res, err := New(fakeScripter{list{int64(0), "7", "1000", "2000", "svc-b", "1500"}}, Options{}).
+			Acquire(context.Background(), "r", "svc-a", time.Second)
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		if res.Acquired || res.RetryAfter != 500*time.Millisecond {
+			t.Errorf("got acquired %v retry %v, want false and 500ms", res.Acquired, res.RetryAfter)
+		}
+	})
+	bad := map[string]interface{}{
+		"not a list":              "OK",
+		"nil":                     nil,
+		"too short":               list{int64(1), "7", "1000", "2000", "svc-a"},
+		"too long":                append(append(list{}, good...), "x"),
+		"flag is a string":        list{"1", "7", "1000", "2000", "svc-a", "1000"},
+		"flag out of range":       list{int64(2), "7", "1000", "2000", "svc-a", "1000"},
+		"token is a Lua number":   list{int64(1), int64(7), "1000", "2000", "svc-a", "1000"},
+		"token is not a number":   list{int64(1), "seven", "1000", "2000", "svc-a", "1000"},
+		"time has a fraction":     list{int64(1), "7", "1000.5", "2000", "svc-a", "1000"},
+		"owner is missing":        list{int64(1), "7", "1000", "2000", nil, "1000"},
+		"now is not a string":     list{int64(1), "7", "1000", "2000", "svc-a", int64(1000)},
+		"now is not a number":     list{int64(1), "7", "1000", "2000", "svc-a", "later"},
+		"token overflows int64":   list{int64(1), "99999999999999999999", "1000", "2000", "svc-a", "1000"},
+		"expires_at is nil/false": list{int64(1), "7", "1000", nil, "svc-a", "1000"},
+	}
+	for name, reply := range bad {
+		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {
+			res, err := New(fakeScripter{reply}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
+			if !errors.Is(err, ErrBadReply) {
+				t.Errorf("got %v, want ErrBadReply", err)
+			}
+			if res.Acquired {
+				t.Errorf("got Acquired true, want never a grant on a bad reply")
+			}
+		})
+	}
+}
+
+func TestDecodeHeld(t *testing.T) {
+	cases := []struct {
+		name  string
+		reply interface{}
+		want  error
+	}{
+		{"{0} is not held", list{int64(0)}, ErrNotHeld},
+		{"{-1} is forbidden", list{int64(-1)}, ErrForbidden},
+		{"a held lease decodes", list{int64(1), "7", "1000", "2000", "svc-a"}, nil},
+		{"a string is a bad reply", "OK", ErrBadReply},
+		{"nil is a bad reply", nil, ErrBadReply},
+		{"an empty list is a bad reply", list{}, ErrBadReply},
+		{"a string flag is a bad reply", list{"1", "7", "1000", "2000", "svc-a"}, ErrBadReply},
+		{"{0} with extra fields is a bad reply", list{int64(0), "7"}, ErrBadReply},
+		{"{-1} with extra fields is a bad reply", list{int64(-1), "7"}, ErrBadReply},
+		{"{1} without the lease is a bad reply", list{int64(1)}, ErrBadReply},
+		{"{1} with a short lease is a bad reply", list{int64(1), "7", "1000", "2000"}, ErrBadReply},
+		{"an unknown flag is a bad reply", list{int64(2), "7", "1000", "2000", "svc-a"}, ErrBadReply},
+		{"a numeric token is a bad reply", list{int64(1), int64(7), "1000", "2000", "svc-a"}, ErrBadReply},
+		{"a non-numeric time is a bad reply", list{int64(1), "7", "soon", "2000", "svc-a"}, ErrBadReply},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lk, err := decodeHeld("status", "r", tc.reply)
+			if tc.want == nil {
+				want := Lock{Resource: "r", Owner: "svc-a", Token: 7,
+					AcquiredAt: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000).UTC()}
+				if err != nil || lk != want {
+					t.Errorf("got %+v, %v; want %+v", lk, err, want)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Errorf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("status and renew use it", func(t *testing.T) {
+		l := New(fakeScripter{list{int64(3)}}, Options{})
+		if _, err := l.Status(context.Background(), "r"); !errors.Is(err, ErrBadReply) {
+			t.Errorf("status: got %v, want ErrBadReply", err)
+		}
+		if _, err := l.Renew(context.Background(), "r", "o", 0, time.Second); !errors.Is(err, ErrBadReply) {
+			t.Errorf("renew: got %v, want ErrBadReply", err)
+		}
+	})
+}
+
+func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
+	for reply, want := range map[int64]ReleaseResult{1: Released, 0: NotFound, -1: Forbidden} {
+		got, err := New(fakeScripter{reply}, Options{}).Release(context.Background(), "r", "o", 0)
+		if err != nil || got != want {
+			t.Errorf("reply %d: got %v, %v; want %v", reply, got, err, want)
+		}
+	}
+	for name, reply := range map[string]interface{}{
+		"2":            int64(2),
+		"a string":     "1",
+		"a list":       list{int64(1)},
+		"nil":          nil,
+		"-2":           int64(-2),
+		"a big number": int64(1 << 40),
+	} {
+		got, err := New(fakeScripter{reply}, Options{}).Release(context.Background(), "r", "o", 0)
+		if !errors.Is(err, ErrBadReply) || got == Released {
+			t.Errorf("reply %s: got %v, %v; want ErrBadReply and not Released", name, got, err)
+		}
+	}
+}
+
+func TestReleaseResultString(t *testing.T) {
+	for r, want := range map[ReleaseResult]string{
+		Released: "released", NotFound: "not_found", Forbidden: "forbidden", 0: "ReleaseResult(0)", 9: "ReleaseResult(9)",
+	} {
+		if got := r.String(); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package redislock_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// engine is one Redis backend the behavioural tests run against: the
+// in-process miniredis (fast, with a clock the test moves) and a real
+// redis-server (real Lua, real TIME).
+type engine struct {
+	name string
+	rdb  *redis.Client
+	// advance makes d pass on the Redis server's clock.
+	advance func(t *testing.T, d time.Duration)
+	// mini is set for the miniredis engine only.
+	mini *miniredis.Miniredis
+	// real is set for the redis-server engine only.
+	real *redistest.Server
+	// stale is the ttl of a lease whose key a test keeps (keepKey) past its
+	// expiry: keepKey must run before Redis reaps it, so on a real server
+	// it leaves room for a loaded machine.
+	stale time.Duration
+}
+
+// epoch is the miniredis clock's starting point: a fixed instant, so
+// tokens and timestamps are reproducible.
+var epoch = time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
+
+// newMiniEngine starts a miniredis whose clock starts at epoch and moves
+// only when the test says so (SetTime for TIME, FastForward for TTLs).
+func newMiniEngine(t *testing.T) *engine {
+	t.Helper()
+	m := miniredis.RunT(t)
+	now := epoch
+	m.SetTime(now)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return &engine{
+		name:  "miniredis",
+		rdb:   rdb,
+		mini:  m,
+		stale: 50 * time.Millisecond,
+		advance: func(t *testing.T, d time.Duration) {
+			t.Helper()
+			now = now.Add(d)
+			m.SetTime(now)
+			m.FastForward(d)
+		},
+	}
+}
+
+// newRealEngine starts a redis-server on a free port. Time passes for
+// real: advance polls the server's TIME until d has gone by.
+func newRealEngine(t *testing.T, args ...string) *engine {
+	t.Helper()
+	srv := redistest.Start(t, args...)
+	rdb := srv.Client(t)
+	return &engine{
+		name:  "redis-server",
+		rdb:   rdb,
+		real:  srv,
+		stale: 500 * time.Millisecond,
+		advance: func(t *testing.T, d time.Duration) {
+			t.Helper()
+			waitRedisTime(t, rdb, redisNow(t, rdb).Add(d))
+		},
+	}
+}
+
+// engines returns every backend; each test runs its behaviour on all.
+func engines(t *testing.T) []*engine {
+	t.Helper()
+	return []*engine{newMiniEngine(t), newRealEngine(t)}
+}
+
+// forEachEngine runs fn as a subtest per engine.
+func forEachEngine(t *testing.T, fn func(t *testing.T, e *engine)) {
+	t.Helper()
+	for _, e := range engines(t) {
+		t.Run("on "+e.name, func(t *testing.T) { fn(t, e) })
+	}
+}
+
+func redisNow(t *testing.T, rdb *redis.Client) time.Time {
+	t.Helper()
+	now, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	return now
+}
+
+// waitRedisTime polls the server's clock (never the test's) until it has
+// reached target, failing after a generous deadline.
+func waitRedisTime(t *testing.T, rdb *redis.Client, target time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for redisNow(t, rdb).Before(target) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis clock did not reach %v within 10s", target)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var prefixSeq atomic.Int64
+
+// newLocker returns a Locker on rdb whose keys are unique to this test.
+func newLocker(t *testing.T, rdb redis.Scripter, opts redislock.Options) *redislock.Locker {
+	t.Helper()
+	if opts.Prefix == "" {
+		opts.Prefix = uniquePrefix(t)
+	}
+	return redislock.New(rdb, opts)
+}
+
+func uniquePrefix(t *testing.T) string {
+	t.Helper()
+	name := strings.NewReplacer("{", "(", "}", ")", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("test%d:%s:", prefixSeq.Add(1), name)
+}
+
+func mustAcquire(t *testing.T, l *redislock.Locker, resource, owner string, ttl time.Duration) redislock.Lock {
+	t.Helper()
+	res, err := l.Acquire(context.Background(), resource, owner, ttl)
+	if err != nil {
+		t.Fatalf("Acquire(%q, %q): %v", resource, owner, err)
+	}
+	if !res.Acquired {
+		t.Fatalf("Acquire(%q, %q): got not acquired (held by %q), want acquired", resource, owner, res.Lock.Owner)
+	}
+	return res.Lock
+}
+
+func mustRelease(t *testing.T, l *redislock.Locker, resource, owner string) {
+	t.Helper()
+	got, err := l.Release(context.Background(), resource, owner, 0)
+	if err != nil {
+		t.Fatalf("Release(%q, %q): %v", resource, owner, err)
+	}
+	if got != redislock.Released {
+		t.Fatalf("Release(%q, %q): got %v, want %v", resource, owner, got, redislock.Released)
+	}
+}

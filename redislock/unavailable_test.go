@@ -1,0 +1,103 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// Every operation, when Redis fails, returns ErrUnavailable and never a
+// grant, and nothing is written.
+func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
+	ctx := context.Background()
+	ops := []struct {
+		name string
+		call func(l *redislock.Locker) error
+	}{
+		{"acquire", func(l *redislock.Locker) error {
+			res, err := l.Acquire(ctx, "r", "svc-b", ttl)
+			if res.Acquired {
+				t.Errorf("acquire: got Acquired true with error %v, want never a grant", err)
+			}
+			return err
+		}},
+		{"status", func(l *redislock.Locker) error { _, err := l.Status(ctx, "r"); return err }},
+		{"renew", func(l *redislock.Locker) error { _, err := l.Renew(ctx, "r", "svc-a", 0, ttl); return err }},
+		{"release", func(l *redislock.Locker) error {
+			res, err := l.Release(ctx, "r", "svc-a", 0)
+			if res == redislock.Released {
+				t.Errorf("release: got Released with error %v", err)
+			}
+			return err
+		}},
+	}
+
+	t.Run("on miniredis answering every command with an error", func(t *testing.T) {
+		e := newMiniEngine(t)
+		l := newLocker(t, e.rdb, redislock.Options{})
+		held := mustAcquire(t, l, "r", "svc-a", ttl)
+		e.mini.SetError("ERR injected outage")
+		for _, op := range ops {
+			if err := op.call(l); !errors.Is(err, redislock.ErrUnavailable) {
+				t.Errorf("%s: got %v, want ErrUnavailable", op.name, err)
+			}
+		}
+		e.mini.SetError("")
+		if st, err := l.Status(ctx, "r"); err != nil || st != held {
+			t.Errorf("after the outage: got %+v, %v; want the lease unchanged %+v", st, err, held)
+		}
+		if n := e.rdb.Exists(ctx, lockKey(l, "never-written")).Val(); n != 0 {
+			t.Errorf("got %d keys, want 0", n)
+		}
+	})
+
+	t.Run("on a redis-server that has been killed", func(t *testing.T) {
+		e := newRealEngine(t)
+		// No retries: the test is about the answer, not go-redis's backoff.
+		rdb := redis.NewClient(&redis.Options{Addr: e.real.Addr(), MaxRetries: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		l := newLocker(t, rdb, redislock.Options{})
+		mustAcquire(t, l, "r", "svc-a", ttl)
+		e.real.Kill()
+		for _, op := range ops {
+			if err := op.call(l); !errors.Is(err, redislock.ErrUnavailable) {
+				t.Errorf("%s: got %v, want ErrUnavailable", op.name, err)
+			}
+		}
+	})
+
+	t.Run("on a context that times out", func(t *testing.T) {
+		e := newMiniEngine(t)
+		l := newLocker(t, e.rdb, redislock.Options{})
+		dctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
+		defer cancel()
+		res, err := l.Acquire(dctx, "r", "svc-a", ttl)
+		if !errors.Is(err, redislock.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want ErrUnavailable wrapping context.DeadlineExceeded", err)
+		}
+		if res.Acquired {
+			t.Errorf("got Acquired true, want false")
+		}
+		if n := e.rdb.Exists(ctx, lockKey(l, "r")).Val(); n != 0 {
+			t.Errorf("got %d lock keys, want 0", n)
+		}
+	})
+}
+
+// The scripts run as EVALSHA with an EVAL fallback, so a server that has
+// never seen them (or was restarted, or had SCRIPT FLUSH) still works.
+func TestScriptsLoadThemselvesAfterScriptFlush(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		l := newLocker(t, e.rdb, redislock.Options{})
+		mustAcquire(t, l, "r", "svc-a", ttl)
+		if err := e.rdb.ScriptFlush(context.Background()).Err(); err != nil {
+			t.Fatalf("SCRIPT FLUSH: %v", err)
+		}
+		mustRelease(t, l, "r", "svc-a")
+	})
+}
