@@ -59,8 +59,8 @@ type userFlagsJSON struct {
 }
 
 // listQuery validates ?lock=&limit=&cursor=.
-func listQuery(c echo.Context, ck *checker) abuse.ListQuery {
-	noQuery(c, ck, "lock", "limit", "cursor")
+func listQuery(c echo.Context, ck *checker, extra ...string) abuse.ListQuery {
+	noQuery(c, ck, append([]string{"lock", "limit", "cursor"}, extra...)...)
 	q := c.QueryParams()
 	var lq abuse.ListQuery
 	one := func(k string) (string, bool) {

@@ -111,6 +111,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/abuse/flagged/:user_id", a.clearFlagged, ops...)
 		e.POST("/abuse/bans/:user_id", a.ban, ops...)
 		e.DELETE("/abuse/bans/:user_id", a.unban, ops...)
+		a.registerOps(e, ops)
 	}
 
 	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), ops...)
