@@ -228,8 +228,8 @@ func decodeFlag(m map[string]string) (Flag, bool) {
 	first, err3 := strconv.ParseInt(m["first"], 10, 64)
 	last, err4 := strconv.ParseInt(m["last"], 10, 64)
 	if errors.Join(err1, err2, err3, err4) != nil {
-		// A record torn by an operator's clear racing a late peak update
-		// has no first/last: treat it as cleared.
+		// Not a record this package wrote (e.g. edited by hand): skip it
+		// rather than show zeros.
 		return Flag{}, false
 	}
 	return Flag{

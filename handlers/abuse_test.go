@@ -432,3 +432,48 @@ func TestOpsReviewRoutes(t *testing.T) {
 		}
 	})
 }
+
+func TestConcurrentUserLockRequests(t *testing.T) {
+	env := newAbuseEnv(t, abuse.DefaultPolicies())
+	const n = 200
+	got := make([]answer, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			req := httptest.NewRequest("POST", "/user-locks/burst/u-http", nil)
+			rec := httptest.NewRecorder()
+			env.e.ServeHTTP(rec, req)
+			a := answer{status: rec.Code, raw: rec.Body.String()}
+			_ = json.Unmarshal(rec.Body.Bytes(), &a.body)
+			got[i] = a
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	seen := map[float64]int{}
+	acquired := 0
+	for _, a := range got {
+		if a.status != 200 {
+			t.Fatalf("got %d: %s", a.status, a.raw)
+		}
+		seen[a.body["attempts"].(float64)]++
+		if a.body["acquired"] == true {
+			acquired++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if seen[float64(i)] != 1 {
+			t.Errorf("attempts %d seen %d times, want once", i, seen[float64(i)])
+		}
+	}
+	if acquired != 1 {
+		t.Errorf("got %d acquired, want 1", acquired)
+	}
+	if recs := env.log.records(t, "flagged"); len(recs) != 1 {
+		t.Errorf("got %d abuse-log records, want 1", len(recs))
+	}
+}

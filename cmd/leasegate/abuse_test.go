@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,46 @@ func TestServeRejectsBadAbuseSettings(t *testing.T) {
 				t.Errorf("got exit %d (%q), want 2", r.code, r.stderr)
 			}
 		})
+	}
+}
+
+func TestAbuseLogFlagOpensAFile(t *testing.T) {
+	path := t.TempDir() + "/abuse.log"
+	af := abuseFlags{maxAttempts: 3, flagRetention: time.Hour, log: path}
+	cfg := server.DefaultConfig()
+	closeLog, err := af.apply(&cfg, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.AbuseLog.Write([]byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := closeLog(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("got mode %v, want 0600", st.Mode().Perm())
+	}
+	if cfg.AbusePolicies.Default.MaxAttempts != 3 || cfg.AbusePolicies.FlagRetention != time.Hour {
+		t.Errorf("got policies %+v, want max 3 and 1h retention", cfg.AbusePolicies)
+	}
+}
+
+func TestPolicyFileOverridesTheFlags(t *testing.T) {
+	path := t.TempDir() + "/policy.json"
+	if err := os.WriteFile(path, []byte(`{"default": {"max_attempts": 9}, "locks": {"login": {"ban_after_flags": 2, "ban_seconds": 60}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	af := abuseFlags{policyFile: path, maxAttempts: 3, flagRetention: time.Hour, log: "stderr"}
+	cfg := server.DefaultConfig()
+	if _, err := af.apply(&cfg, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.AbusePolicies.For("login"); got.MaxAttempts != 9 || got.BanAfterFlags != 2 || got.BanFor != time.Minute {
+		t.Errorf("got login policy %+v, want max 9 (file default), ban after 2 for 1m", got)
 	}
 }
