@@ -60,7 +60,7 @@ func (e *BannedError) Unwrap() error { return ErrBanned }
 type Options struct {
 	// Prefix starts every key (default "lg:"), the same as the lock engine.
 	Prefix string
-	// Policies; zero value means DefaultPolicies().
+	// Policies; the zero value means DefaultPolicies().
 	Policies Policies
 	// Log is the abuse log: one record per flagged window, one per
 	// operator action. Default: no log.
@@ -82,7 +82,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	if opts.Prefix == "" {
 		opts.Prefix = "lg:"
 	}
-	if opts.Policies.Default.MaxAttempts == 0 && opts.Policies.FlagRetention == 0 {
+	if opts.Policies.IsZero() {
 		opts.Policies = DefaultPolicies()
 	}
 	if opts.Log == nil {

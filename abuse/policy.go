@@ -53,6 +53,12 @@ func DefaultPolicies() Policies {
 	}
 }
 
+// IsZero reports whether p is the zero value (no policies configured at
+// all); New and server.Config treat it as DefaultPolicies().
+func (p Policies) IsZero() bool {
+	return p.Default == (Policy{}) && len(p.Locks) == 0 && len(p.Allowlist) == 0 && p.FlagRetention == 0
+}
+
 // For returns the policy of lock name.
 func (p Policies) For(lock string) Policy {
 	if lp, ok := p.Locks[lock]; ok {

@@ -46,7 +46,8 @@ type Config struct {
 
 	HTTP handlers.Config
 
-	// AbusePolicies are the user-lock policies (docs/abuse.md).
+	// AbusePolicies are the user-lock policies (docs/abuse.md); the zero
+	// value means abuse.DefaultPolicies().
 	AbusePolicies abuse.Policies
 	// AbuseLog receives the abuse log (JSON lines); nil is os.Stdout.
 	AbuseLog io.Writer
@@ -92,7 +93,7 @@ func (c Config) Validate() error {
 	if c.HTTP.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("request-timeout must be positive"))
 	}
-	if err := c.AbusePolicies.Validate(); err != nil {
+	if err := c.AbusePolicies.Validate(); err != nil && !c.AbusePolicies.IsZero() {
 		errs = append(errs, fmt.Errorf("abuse policies: %w", err))
 	}
 	if c.KeyPrefix == "" {
