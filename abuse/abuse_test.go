@@ -523,53 +523,47 @@ func TestFlaggedRegistry(t *testing.T) {
 	})
 }
 
+// Ties need a frozen clock, so this runs on miniredis only.
 func TestListBreaksTiesWithoutRepeatsOrGaps(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
-		if b.mini == nil {
-			t.Skip("ties need a frozen clock")
+	b := miniBackend(t)
+	ctx := context.Background()
+	svc, _ := newService(t, b, policies(1))
+	var want []string
+	for i := 0; i < 5; i++ {
+		u := fmt.Sprintf("tie-%d", i)
+		if _, err := svc.Attempt(ctx, "", "login", u, time.Minute, Meta{}); err != nil {
+			t.Fatal(err)
 		}
-		ctx := context.Background()
-		svc, _ := newService(t, b, policies(1))
-		var want []string
-		for i := 0; i < 5; i++ {
-			u := fmt.Sprintf("tie-%d", i)
-			if _, err := svc.Attempt(ctx, "", "login", u, time.Minute, Meta{}); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, u)
+		want = append(want, u)
+	}
+	var got []string
+	cursor := ""
+	for i := 0; i < 10; i++ {
+		p, err := svc.List(ctx, "", ListQuery{Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
 		}
-		var got []string
-		cursor := ""
-		for i := 0; i < 10; i++ {
-			p, err := svc.List(ctx, "", ListQuery{Limit: 2, Cursor: cursor})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range p.Items {
-				got = append(got, f.UserID)
-			}
-			if cursor = p.NextCursor; cursor == "" {
-				break
-			}
+		for _, f := range p.Items {
+			got = append(got, f.UserID)
 		}
-		sort.Strings(got)
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Errorf("got %v, want each of %v once", got, want)
+		if cursor = p.NextCursor; cursor == "" {
+			break
 		}
-	})
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("got %v, want each of %v once", got, want)
+	}
 }
 
+// The outage is simulated with miniredis SetError.
 func TestRedisFailureNeverAcquires(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
-		if b.mini == nil {
-			t.Skip("outage simulated with miniredis SetError")
-		}
-		svc, _ := newService(t, b, policies(5))
-		b.mini.SetError("LOADING redis is loading")
-		defer b.mini.SetError("")
-		res, err := svc.Attempt(context.Background(), "", "login", "u", time.Minute, Meta{})
-		if !errors.Is(err, ErrUnavailable) || res.Acquired {
-			t.Errorf("got %+v, %v, want ErrUnavailable and not acquired", res, err)
-		}
-	})
+	b := miniBackend(t)
+	svc, _ := newService(t, b, policies(5))
+	b.mini.SetError("LOADING redis is loading")
+	defer b.mini.SetError("")
+	res, err := svc.Attempt(context.Background(), "", "login", "u", time.Minute, Meta{})
+	if !errors.Is(err, ErrUnavailable) || res.Acquired {
+		t.Errorf("got %+v, %v, want ErrUnavailable and not acquired", res, err)
+	}
 }

@@ -28,27 +28,31 @@ type backend struct {
 // eachBackend runs f on miniredis and on a real redis-server.
 func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	t.Helper()
-	t.Run("on miniredis", func(t *testing.T) {
-		m := miniredis.RunT(t)
-		now := time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
-		var mu sync.Mutex
-		m.SetTime(now)
-		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		t.Cleanup(func() { _ = rdb.Close() })
-		f(t, backend{name: "miniredis", rdb: rdb, mini: m, advance: func(d time.Duration) {
-			mu.Lock()
-			defer mu.Unlock()
-			now = now.Add(d)
-			m.SetTime(now)
-			m.FastForward(d)
-		}})
-	})
+	t.Run("on miniredis", func(t *testing.T) { f(t, miniBackend(t)) })
 	t.Run("on a real redis-server", func(t *testing.T) {
 		srv := redistest.Start(t)
 		f(t, backend{name: "redis", rdb: srv.Client(t), advance: func(d time.Duration) {
 			time.Sleep(d) // real expiry needs real time; TTLs in these tests are short
 		}})
 	})
+}
+
+// miniBackend is a miniredis with a frozen clock that advance moves.
+func miniBackend(t *testing.T) backend {
+	t.Helper()
+	m := miniredis.RunT(t)
+	now := time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
+	var mu sync.Mutex
+	m.SetTime(now)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return backend{name: "miniredis", rdb: rdb, mini: m, advance: func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+		m.SetTime(now)
+		m.FastForward(d)
+	}}
 }
 
 // logBuffer is an abuse log that keeps its JSON lines.
