@@ -239,6 +239,10 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 // logged and leaves the flag readable by user (Get) and listed again at
 // its next flag. Entries older than the retention are pruned here.
 func (s *Service) index(ctx context.Context, tenant, lock, userID string, at time.Time) {
+	// The flag is already recorded: finish indexing it even if the client
+	// has gone away meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	member := indexMember(lock, userID)
 	score := float64(at.UnixMilli())
 	oldest := strconv.FormatInt(at.Add(-s.opts.Policies.FlagRetention).UnixMilli(), 10)
