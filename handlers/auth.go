@@ -20,6 +20,24 @@ const (
 // caller's Role (TenantKey holds its tenant).
 const RoleKey = "leasegate.role"
 
+// OperatorKey is the echo.Context key under which authentication may store
+// the name of the caller (an API key's name) for audit records. Without it
+// the operator is OpenModeOperator.
+const OperatorKey = "leasegate.operator"
+
+// OpenModeOperator names the operator in audit records when no
+// authentication named one (open mode). Client-sent headers such as
+// X-Operator are not used: nothing vouches for them.
+const OpenModeOperator = "open-mode"
+
+// Operator returns who is acting, for audit records.
+func Operator(c echo.Context) string {
+	if op, ok := c.Get(OperatorKey).(string); ok && op != "" {
+		return op
+	}
+	return OpenModeOperator
+}
+
 // Authenticator decides who a request is. It sets TenantKey and RoleKey on
 // the context, or returns a 401 problem. Deps.Auth nil means open mode
 // (development): every caller is an operator in tenant "".

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -49,6 +50,8 @@ type Deps struct {
 	// Auth authenticates every route but /healthz and /readyz; nil runs
 	// open (development only: server refuses non-loopback addresses).
 	Auth Authenticator
+	// Abuse runs user locks and the ops review; nil leaves those routes out.
+	Abuse *abuse.Service
 	// IPExtractor decides the client IP (never trust X-Forwarded-For
 	// unless configured). Default: the connection's remote address.
 	IPExtractor echo.IPExtractor
@@ -99,6 +102,17 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.GET("/locks/:resource", a.status, client...)
 	e.DELETE("/locks/:resource", a.release, client...)
 	e.POST("/locks/:resource/renew", a.renew, client...)
+
+	if deps.Abuse != nil {
+		e.POST("/user-locks/:name/:user_id", a.userLockAttempt, client...)
+		e.DELETE("/user-locks/:name/:user_id", a.userLockClear, client...)
+		e.GET("/abuse/flagged", a.listFlagged, ops...)
+		e.GET("/abuse/flagged/:user_id", a.getFlagged, ops...)
+		e.DELETE("/abuse/flagged/:user_id", a.clearFlagged, ops...)
+		e.POST("/abuse/bans/:user_id", a.ban, ops...)
+		e.DELETE("/abuse/bans/:user_id", a.unban, ops...)
+		a.registerOps(e, ops)
+	}
 
 	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), ops...)
 	return e

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -100,11 +102,37 @@ func problemFor(err error) (*Problem, bool) {
 		p.RetryAfter = defaultRetryAfterSecs
 		return p, true
 	}
+	if p, unexpected, ok := abuseProblem(err); ok {
+		return p, unexpected
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		return httpErrorProblem(he), he.Code >= 500
 	}
 	return NewProblem(http.StatusInternalServerError, SlugInternal, "internal error"), true
+}
+
+// abuseProblem is the part of the table for package abuse.
+func abuseProblem(err error) (*Problem, bool, bool) {
+	var be *abuse.BannedError
+	switch {
+	case errors.As(err, &be):
+		p := NewProblem(http.StatusTooManyRequests, SlugAbnormalUsage,
+			"this user is banned for abnormal usage until "+Timestamp(be.Until))
+		p.RetryAfter = int(max((be.Remaining+time.Second-1)/time.Second, 1))
+		return p, false, true
+	case errors.Is(err, abuse.ErrNotFound):
+		return NewProblem(http.StatusNotFound, SlugNotFound, "nothing there for this user"), false, true
+	case errors.Is(err, abuse.ErrAllowlisted):
+		return Invalid(FieldError{Field: "user_id", Message: "is on the allowlist and cannot be banned"}), false, true
+	case errors.Is(err, abuse.ErrBadCursor):
+		return Invalid(FieldError{Field: "cursor", Message: "must be a next_cursor from a previous page"}), false, true
+	case errors.Is(err, abuse.ErrUnavailable):
+		p := NewProblem(http.StatusServiceUnavailable, SlugUnavailable, "the lock store is unavailable; nothing was changed, retry later")
+		p.RetryAfter = defaultRetryAfterSecs
+		return p, true, true
+	}
+	return nil, false, false
 }
 
 func httpErrorProblem(he *echo.HTTPError) *Problem {

@@ -21,6 +21,10 @@ var (
 	renewSrc string
 	//go:embed status.lua
 	statusSrc string
+	//go:embed user_attempt.lua
+	userAttemptSrc string
+	//go:embed ban.lua
+	banSrc string
 )
 
 // Scripts for resource locks. Run them with Script.Run, which uses EVALSHA
@@ -30,4 +34,10 @@ var (
 	Release = redis.NewScript(releaseSrc)
 	Renew   = redis.NewScript(renewSrc)
 	Status  = redis.NewScript(statusSrc)
+)
+
+// Scripts for user locks and abuse control (package abuse).
+var (
+	UserAttempt = redis.NewScript(userAttemptSrc)
+	Ban         = redis.NewScript(banSrc)
 )

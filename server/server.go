@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -20,7 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
@@ -43,6 +47,12 @@ type Config struct {
 
 	HTTP handlers.Config
 
+	// AbusePolicies are the user-lock policies (docs/abuse.md); the zero
+	// value means abuse.DefaultPolicies().
+	AbusePolicies abuse.Policies
+	// AbuseLog receives the abuse log (JSON lines); nil is os.Stdout.
+	AbuseLog io.Writer
+
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
@@ -59,6 +69,7 @@ func DefaultConfig() Config {
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
 		HTTP:              handlers.DefaultConfig(),
+		AbusePolicies:     abuse.DefaultPolicies(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      45 * time.Second,
@@ -82,6 +93,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("request-timeout must be positive"))
+	}
+	if err := c.AbusePolicies.Validate(); err != nil && !c.AbusePolicies.IsZero() {
+		errs = append(errs, fmt.Errorf("abuse policies: %w", err))
 	}
 	if c.KeyPrefix == "" {
 		errs = append(errs, errors.New("key-prefix must not be empty"))
@@ -132,9 +146,20 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	})
 	s.metrics = metrics.New(prometheus.NewRegistry())
 	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
+	abuseLog := cfg.AbuseLog
+	if abuseLog == nil {
+		abuseLog = os.Stdout
+	}
+	abuseSvc := abuse.New(s.rdb, abuse.Options{
+		Prefix:   cfg.KeyPrefix,
+		Policies: cfg.AbusePolicies,
+		Log:      NewAbuseLogger(abuseLog),
+		Metrics:  s.metrics,
+	})
 	s.e = handlers.New(cfg.HTTP, handlers.Deps{
 		Metrics: s.metrics,
 		Locks:   locks,
+		Abuse:   abuseSvc,
 		Ready:   func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Log:     log,
 	})
@@ -154,6 +179,16 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	return s, nil
+}
+
+// NewAbuseLogger is the abuse log: its own zap logger writing one JSON
+// object a line to w (zap escapes every user-supplied string).
+func NewAbuseLogger(w io.Writer) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.TimeKey = "ts"
+	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), zapcore.InfoLevel)
+	return zap.New(core).Named("abuse")
 }
 
 func (s *Server) connect() error {

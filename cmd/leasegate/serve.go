@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -32,17 +34,72 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) {
 	fs.StringVar(logLevel, "log-level", *logLevel, "debug, info, warn or error")
 }
 
+// abuseFlags are the serve flags of user locks and the abuse log.
+type abuseFlags struct {
+	policyFile    string
+	maxAttempts   int
+	flagRetention time.Duration
+	log           string
+}
+
+func (a *abuseFlags) bind(fs *flag.FlagSet) {
+	a.maxAttempts = abuse.DefaultMaxAttempts
+	a.flagRetention = abuse.DefaultFlagRetention
+	a.log = "stdout"
+	fs.StringVar(&a.policyFile, "abuse-policy-file", "", "JSON file of user-lock policies (docs/abuse.md); it overrides the two flags below")
+	fs.IntVar(&a.maxAttempts, "abuse-max-attempts", a.maxAttempts, "default max attempts per user-lock window before the user is flagged")
+	fs.DurationVar(&a.flagRetention, "abuse-flag-retention", a.flagRetention, "how long a flag record is kept after its last flag")
+	fs.StringVar(&a.log, "abuse-log", a.log, `where the abuse log goes: "stdout", "stderr" or a file path (appended, created 0600)`)
+}
+
+// apply loads the policies into cfg and opens the abuse log; close it
+// when the server has stopped.
+func (a *abuseFlags) apply(cfg *server.Config, stdout, stderr io.Writer) (closeLog func() error, err error) {
+	pol := abuse.DefaultPolicies()
+	pol.Default.MaxAttempts = a.maxAttempts
+	pol.FlagRetention = a.flagRetention
+	if a.policyFile != "" {
+		if pol, err = abuse.LoadPolicies(a.policyFile, pol); err != nil {
+			return nil, usageError{fmt.Errorf("--abuse-policy-file: %w", err)}
+		}
+	} else if err := pol.Validate(); err != nil {
+		return nil, usageError{fmt.Errorf("--abuse-max-attempts/--abuse-flag-retention: %w", err)}
+	}
+	cfg.AbusePolicies = pol
+	switch a.log {
+	case "stdout", "":
+		cfg.AbuseLog = stdout
+	case "stderr":
+		cfg.AbuseLog = stderr
+	default:
+		f, err := os.OpenFile(a.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--abuse-log: %w", err)}
+		}
+		cfg.AbuseLog = f
+		return f.Close, nil
+	}
+	return func() error { return nil }, nil
+}
+
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	cfg := server.DefaultConfig()
 	level := "info"
 	fs := flag.NewFlagSet("leasegate serve", flag.ContinueOnError)
 	serveFlags(fs, &cfg, &level)
+	var af abuseFlags
+	af.bind(fs)
 	if err := parseFlags(fs, args, getenv, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
 	}
+	closeAbuseLog, err := af.apply(&cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeAbuseLog() }()
 	log, err := newLogger(level, stdout)
 	if err != nil {
 		return usageError{err}

@@ -1,0 +1,306 @@
+// Package abuse is leasegate's user-lock engine with abuse control: the
+// port of the PHP Lock class (addUserLock / clearUserLock). Each attempt on
+// a (lock name, user) pair counts in a window; the attempt that reaches the
+// lock's max_attempts flags the user once for that window, in the flagged
+// registry and the abuse log; policies may ban users who are flagged again
+// and again; operators review, clear, ban and unban.
+//
+// It has no HTTP in it. Every operation on one user's state is one Lua
+// script or one MULTI on keys that share the user's hash tag; see
+// docs/abuse.md for the key layout and why the cross-user index is
+// written in a second step.
+package abuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/metrics"
+	"github.com/leasegate/leasegate/scripts"
+)
+
+// Errors of the abuse engine. Check them with errors.Is.
+var (
+	// ErrBanned: the user is under an active ban (see *BannedError).
+	ErrBanned = errors.New("abuse: banned")
+	// ErrNotFound: no such user lock, flag or ban.
+	ErrNotFound = errors.New("abuse: not found")
+	// ErrAllowlisted: the user is on the allowlist and cannot be banned.
+	ErrAllowlisted = errors.New("abuse: user is allowlisted")
+	// ErrBadCursor: a paging cursor this service did not hand out.
+	ErrBadCursor = errors.New("abuse: bad cursor")
+	// ErrUnavailable wraps every Redis failure; nothing is reported as
+	// acquired when it is returned.
+	ErrUnavailable = errors.New("abuse: redis unavailable")
+	// ErrBadReply: a script answered in a shape it never documents.
+	ErrBadReply = errors.New("abuse: unexpected script reply")
+)
+
+// BannedError is returned by Attempt for a banned user. errors.Is(err,
+// ErrBanned) is true.
+type BannedError struct {
+	Until     time.Time
+	Remaining time.Duration
+}
+
+func (e *BannedError) Error() string {
+	return fmt.Sprintf("abuse: banned until %s (%v left)", e.Until.Format(time.RFC3339), e.Remaining)
+}
+
+// Unwrap makes errors.Is(err, ErrBanned) true.
+func (e *BannedError) Unwrap() error { return ErrBanned }
+
+// Options configure a Service.
+type Options struct {
+	// Prefix starts every key (default "lg:"), the same as the lock engine.
+	Prefix string
+	// Policies; the zero value means DefaultPolicies().
+	Policies Policies
+	// Log is the abuse log: one record per flagged window, one per
+	// operator action. Default: no log.
+	Log *zap.Logger
+	// Metrics counts attempts, flags and bans. Default: a private registry.
+	Metrics *metrics.Metrics
+}
+
+// Service runs user locks and abuse control. It is safe for concurrent use.
+type Service struct {
+	rdb  redis.UniversalClient
+	opts Options
+	log  *zap.Logger
+	m    *metrics.Metrics
+}
+
+// New returns a Service on rdb.
+func New(rdb redis.UniversalClient, opts Options) *Service {
+	if opts.Prefix == "" {
+		opts.Prefix = "lg:"
+	}
+	if opts.Policies.IsZero() {
+		opts.Policies = DefaultPolicies()
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.NewForTest()
+	}
+	return &Service{rdb: rdb, opts: opts, log: opts.Log, m: opts.Metrics}
+}
+
+// Policies returns the policies in force.
+func (s *Service) Policies() Policies { return s.opts.Policies }
+
+// Meta is what the abuse log records about the request behind an attempt
+// or an operator action.
+type Meta struct {
+	ClientIP  string
+	RequestID string
+	// Operator names who did an operator action (audit records).
+	Operator string
+}
+
+// Result of one attempt.
+type Result struct {
+	// Acquired is true only for the attempt that started the window.
+	Acquired bool
+	// Attempts is this attempt's number in the window (1 = acquired).
+	Attempts int64
+	// Flagged: the user has reached max_attempts in this window
+	// (never for allowlisted users).
+	Flagged bool
+	// FlaggedNow: this attempt is the one that flagged the window.
+	FlaggedNow bool
+	// WindowStart and ExpiresAt bound the window (the lock's TTL from its
+	// first attempt).
+	WindowStart time.Time
+	ExpiresAt   time.Time
+	// BannedUntil is set when this attempt made the policy ban the user.
+	BannedUntil time.Time
+}
+
+// metricLock is the lock label of the metrics: only names with their own
+// policy get their own series, so clients cannot create unbounded series.
+func (s *Service) metricLock(lock string) string {
+	if _, ok := s.opts.Policies.Locks[lock]; ok {
+		return lock
+	}
+	return "_default"
+}
+
+// Attempt is one attempt on user lock name by userID in tenant: the first
+// in a window acquires it for ttl, later ones count. A banned user gets a
+// *BannedError (errors.Is ErrBanned) and nothing is counted.
+func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl time.Duration, meta Meta) (Result, error) {
+	ttlMS := ttl.Milliseconds()
+	if ttlMS <= 0 {
+		return Result{}, fmt.Errorf("abuse: ttl %v must be at least 1ms", ttl)
+	}
+	pol := s.opts.Policies.For(name)
+	allow := s.opts.Policies.Allowlist[userID]
+	enforce, mayFlag := "1", "1"
+	if pol.Shadow || allow {
+		enforce = "0"
+	}
+	if allow {
+		mayFlag = "0"
+	}
+	k := s.userKeys(tenant, userID)
+	v, err := scripts.UserAttempt.Run(ctx, s.rdb,
+		[]string{k.counter(name), k.ban(), k.flag(name), k.flagSet()},
+		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
+		s.opts.Policies.FlagRetention.Milliseconds(), userID, name).Result()
+	if err != nil {
+		return Result{}, unavailable(err)
+	}
+	arr, ok := v.([]interface{})
+	if !ok || len(arr) == 0 {
+		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
+	}
+	status, ok := arr[0].(int64)
+	switch {
+	case ok && status == -1 && len(arr) == 3:
+		until, err1 := msField(arr[1])
+		now, err2 := msField(arr[2])
+		if err := errors.Join(err1, err2); err != nil {
+			return Result{}, err
+		}
+		s.m.AbuseAttempts.WithLabelValues(s.metricLock(name), "banned").Inc()
+		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now)}
+	case ok && status == 1 && len(arr) == 8:
+	default:
+		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
+	}
+	n, ok1 := arr[1].(int64)
+	flaggedNow, ok2 := arr[5].(int64)
+	times, ok3 := arr[6].(int64)
+	if !ok1 || !ok2 || !ok3 {
+		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
+	}
+	start, err1 := msField(arr[2])
+	exp, err2 := msField(arr[3])
+	now, err3 := msField(arr[4])
+	banUntilMS, err4 := intField(arr[7])
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return Result{}, err
+	}
+	res := Result{
+		Acquired:    n == 1,
+		Attempts:    n,
+		Flagged:     !allow && n >= int64(pol.MaxAttempts),
+		FlaggedNow:  flaggedNow == 1,
+		WindowStart: start,
+		ExpiresAt:   exp,
+	}
+	if banUntilMS > 0 {
+		res.BannedUntil = time.UnixMilli(banUntilMS).UTC()
+	}
+	ml := s.metricLock(name)
+	if res.Acquired {
+		s.m.AbuseAttempts.WithLabelValues(ml, "acquired").Inc()
+	} else {
+		s.m.AbuseAttempts.WithLabelValues(ml, "repeated").Inc()
+	}
+	if res.FlaggedNow {
+		s.m.AbuseFlags.WithLabelValues(ml).Inc()
+		s.index(ctx, tenant, name, userID, now)
+		fields := []zap.Field{
+			zap.String("event", "flagged"),
+			zap.String("tenant", tenant),
+			zap.String("lock", name),
+			zap.String("user_id", userID),
+			zap.Int64("attempts", n),
+			zap.Int("max_attempts", pol.MaxAttempts),
+			zap.Int64("times_flagged", times),
+			zap.String("window_start", stamp(start)),
+			zap.String("window_end", stamp(exp)),
+			zap.String("client_ip", meta.ClientIP),
+			zap.String("request_id", meta.RequestID),
+			zap.Bool("shadow", pol.Shadow),
+		}
+		if !res.BannedUntil.IsZero() {
+			s.m.AbuseBans.WithLabelValues(ml, "policy").Inc()
+			fields = append(fields, zap.String("banned_until", stamp(res.BannedUntil)))
+		}
+		s.log.Warn("user flagged for repeated attempts", fields...)
+	}
+	return res, nil
+}
+
+// index records a flag in the tenant's cross-user indexes (all locks, and
+// this lock), newest first. These keys cannot share the user's hash tag,
+// so this is a second step after the attempt script; a failure here is
+// logged and leaves the flag readable by user (Get) and listed again at
+// its next flag. Entries older than the retention are pruned here.
+func (s *Service) index(ctx context.Context, tenant, lock, userID string, at time.Time) {
+	// The flag is already recorded: finish indexing it even if the client
+	// has gone away meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	member := indexMember(lock, userID)
+	score := float64(at.UnixMilli())
+	oldest := strconv.FormatInt(at.Add(-s.opts.Policies.FlagRetention).UnixMilli(), 10)
+	for _, key := range []string{s.indexKey(tenant, ""), s.indexKey(tenant, lock)} {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAdd(ctx, key, redis.Z{Score: score, Member: member})
+			p.ZRemRangeByScore(ctx, key, "-inf", "("+oldest)
+			return nil
+		})
+		if err != nil {
+			s.m.RedisErrors.WithLabelValues("abuse_index").Inc()
+			s.log.Error("could not index a flag; it stays readable by user id",
+				zap.String("tenant", tenant), zap.String("lock", lock),
+				zap.String("user_id", userID), zap.Error(err))
+		}
+	}
+}
+
+// Clear releases user lock name of userID (the PHP clearUserLock): the
+// counter is gone and the next attempt starts a new window. ErrNotFound
+// when there is none.
+func (s *Service) Clear(ctx context.Context, tenant, name, userID string) error {
+	n, err := s.rdb.Del(ctx, s.userKeys(tenant, userID).counter(name)).Result()
+	if err != nil {
+		return unavailable(err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func stamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+func msField(v interface{}) (time.Time, error) {
+	n, err := intField(v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(n).UTC(), nil
+}
+
+func intField(v interface{}) (int64, error) {
+	switch x := v.(type) {
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q is not an integer", ErrBadReply, x)
+		}
+		return n, nil
+	case int64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("%w: %v (%T) is not an integer", ErrBadReply, v, v)
+}
+
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

@@ -1,0 +1,192 @@
+package abuse
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Defaults of the abuse policy (docs/abuse.md).
+const (
+	DefaultMaxAttempts   = 5
+	DefaultFlagRetention = 30 * 24 * time.Hour
+)
+
+// Policy is how one lock name treats repeated attempts.
+type Policy struct {
+	// MaxAttempts: the attempt that reaches it in one window flags the user.
+	MaxAttempts int
+	// BanAfterFlags: when > 0 (and BanFor > 0), the K-th flagged window
+	// (within the flag retention) bans the user for BanFor.
+	BanAfterFlags int
+	BanFor        time.Duration
+	// Shadow flags and logs but never places or enforces a ban on this lock.
+	Shadow bool
+}
+
+// Policies is the whole abuse configuration.
+type Policies struct {
+	// Default applies to every lock name without its own entry.
+	Default Policy
+	// Locks are per lock name policies.
+	Locks map[string]Policy
+	// Allowlist: user ids that are never flagged or banned (in any tenant).
+	Allowlist map[string]bool
+	// FlagRetention: how long a flag record is kept after its last flag.
+	FlagRetention time.Duration
+}
+
+// DefaultPolicies are the documented defaults: 5 attempts, no policy bans,
+// flags kept 30 days.
+func DefaultPolicies() Policies {
+	return Policies{
+		Default:       Policy{MaxAttempts: DefaultMaxAttempts},
+		Locks:         map[string]Policy{},
+		Allowlist:     map[string]bool{},
+		FlagRetention: DefaultFlagRetention,
+	}
+}
+
+// IsZero reports whether p is the zero value (no policies configured at
+// all); New and server.Config treat it as DefaultPolicies().
+func (p Policies) IsZero() bool {
+	return p.Default == (Policy{}) && len(p.Locks) == 0 && len(p.Allowlist) == 0 && p.FlagRetention == 0
+}
+
+// For returns the policy of lock name.
+func (p Policies) For(lock string) Policy {
+	if lp, ok := p.Locks[lock]; ok {
+		return lp
+	}
+	return p.Default
+}
+
+// Validate checks the policies.
+func (p Policies) Validate() error {
+	var errs []error
+	check := func(where string, q Policy) {
+		if q.MaxAttempts < 1 {
+			errs = append(errs, fmt.Errorf("%s: max_attempts must be at least 1", where))
+		}
+		if q.BanAfterFlags < 0 {
+			errs = append(errs, fmt.Errorf("%s: ban_after_flags must not be negative", where))
+		}
+		if q.BanFor < 0 {
+			errs = append(errs, fmt.Errorf("%s: ban_seconds must not be negative", where))
+		}
+		if (q.BanAfterFlags > 0) != (q.BanFor > 0) {
+			errs = append(errs, fmt.Errorf("%s: ban_after_flags and ban_seconds go together (both set or both 0)", where))
+		}
+	}
+	check("default", p.Default)
+	names := make([]string, 0, len(p.Locks))
+	for n := range p.Locks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !LockNamePattern.MatchString(n) {
+			errs = append(errs, fmt.Errorf("locks: %q is not a valid lock name ([A-Za-z0-9._-]{1,64})", n))
+		}
+		check("locks."+n, p.Locks[n])
+	}
+	if p.FlagRetention < time.Second {
+		errs = append(errs, errors.New("flag retention must be at least 1s"))
+	}
+	return errors.Join(errs...)
+}
+
+// LockNamePattern is what a user lock's name may be.
+var LockNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// policyJSON is a policy in the file: absent fields inherit.
+type policyJSON struct {
+	MaxAttempts   *int  `json:"max_attempts"`
+	BanAfterFlags *int  `json:"ban_after_flags"`
+	BanSeconds    *int  `json:"ban_seconds"`
+	Shadow        *bool `json:"shadow"`
+}
+
+func (j policyJSON) apply(p Policy) Policy {
+	if j.MaxAttempts != nil {
+		p.MaxAttempts = *j.MaxAttempts
+	}
+	if j.BanAfterFlags != nil {
+		p.BanAfterFlags = *j.BanAfterFlags
+	}
+	if j.BanSeconds != nil {
+		p.BanFor = time.Duration(*j.BanSeconds) * time.Second
+	}
+	if j.Shadow != nil {
+		p.Shadow = *j.Shadow
+	}
+	return p
+}
+
+type fileJSON struct {
+	Default              policyJSON            `json:"default"`
+	Locks                map[string]policyJSON `json:"locks"`
+	Allowlist            []string              `json:"allowlist"`
+	FlagRetentionSeconds *int                  `json:"flag_retention_seconds"`
+}
+
+// ParsePolicies reads a policy file (JSON, docs/abuse.md) on top of base:
+// what the file sets wins, what it leaves out keeps base's value; a lock's
+// entry inherits every field it leaves out from the (merged) default.
+// Unknown fields are an error.
+func ParsePolicies(r io.Reader, base Policies) (Policies, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Policies{}, fmt.Errorf("abuse: policy file: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f fileJSON
+	if err := dec.Decode(&f); err != nil {
+		return Policies{}, fmt.Errorf("abuse: policy file: %w", err)
+	}
+	if dec.More() {
+		return Policies{}, errors.New("abuse: policy file: unexpected data after the JSON object")
+	}
+	out := Policies{
+		Default:       f.Default.apply(base.Default),
+		Locks:         map[string]Policy{},
+		Allowlist:     map[string]bool{},
+		FlagRetention: base.FlagRetention,
+	}
+	for n, p := range base.Locks {
+		out.Locks[n] = p
+	}
+	for n, p := range f.Locks {
+		out.Locks[n] = p.apply(out.Default)
+	}
+	for u := range base.Allowlist {
+		out.Allowlist[u] = true
+	}
+	for _, u := range f.Allowlist {
+		out.Allowlist[u] = true
+	}
+	if f.FlagRetentionSeconds != nil {
+		out.FlagRetention = time.Duration(*f.FlagRetentionSeconds) * time.Second
+	}
+	if err := out.Validate(); err != nil {
+		return Policies{}, fmt.Errorf("abuse: policy file: %w", err)
+	}
+	return out, nil
+}
+
+// LoadPolicies reads the policy file at path on top of base.
+func LoadPolicies(path string, base Policies) (Policies, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Policies{}, fmt.Errorf("abuse: policy file: %w", err)
+	}
+	defer f.Close()
+	return ParsePolicies(f, base)
+}

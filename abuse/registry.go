@@ -1,0 +1,417 @@
+package abuse
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/scripts"
+)
+
+// Flag is one flag record: a user flagged on one lock.
+type Flag struct {
+	UserID         string
+	Lock           string
+	TimesFlagged   int64
+	PeakAttempts   int64
+	FirstFlaggedAt time.Time
+	LastFlaggedAt  time.Time
+	// BannedUntil is the user's active ban (zero: none).
+	BannedUntil time.Time
+}
+
+// Ban is a user's active ban.
+type Ban struct {
+	Until   time.Time
+	Reason  string
+	By      string
+	Source  string // "operator" or "policy"
+	Lock    string // the lock whose policy placed it ("" for operators)
+	Created time.Time
+}
+
+// UserFlags is everything the registry holds on one user.
+type UserFlags struct {
+	UserID string
+	Flags  []Flag
+	// Ban is the active ban, nil when none.
+	Ban *Ban
+}
+
+// Default and largest page sizes of List.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
+
+// ListQuery selects a page of flags.
+type ListQuery struct {
+	// Lock, when set, lists only flags on that lock.
+	Lock string
+	// Limit is the page size (DefaultPageSize when 0, at most MaxPageSize).
+	Limit int
+	// Cursor continues after the previous page ("" = first page).
+	Cursor string
+}
+
+// Page is one page of flags, newest last_flagged_at first.
+type Page struct {
+	Items []Flag
+	// NextCursor continues the listing; "" when this is the last page.
+	NextCursor string
+}
+
+func encodeCursor(score int64, member string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(score, 10) + "\n" + member))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", ErrBadCursor
+	}
+	sc, member, ok := strings.Cut(string(b), "\n")
+	if !ok || member == "" || !strings.Contains(member, ":") {
+		return 0, "", ErrBadCursor
+	}
+	score, err := strconv.ParseInt(sc, 10, 64)
+	if err != nil || score < 0 {
+		return 0, "", ErrBadCursor
+	}
+	return score, member, nil
+}
+
+// List returns flags of tenant newest first, optionally of one lock, a
+// page at a time. Cleared and expired flags are not listed.
+func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	limit = min(limit, MaxPageSize)
+	var (
+		curScore  int64
+		curMember string
+		haveCur   bool
+	)
+	if q.Cursor != "" {
+		var err error
+		if curScore, curMember, err = decodeCursor(q.Cursor); err != nil {
+			return Page{}, err
+		}
+		haveCur = true
+	}
+	key := s.indexKey(tenant, q.Lock)
+	maxScore := "+inf"
+	if haveCur {
+		maxScore = strconv.FormatInt(curScore, 10)
+	}
+	type entry struct {
+		score  int64
+		member string
+		flag   Flag
+	}
+	var (
+		items []entry
+		stale []interface{}
+	)
+	batch := int64(limit + 1)
+	batch = max(batch, 64)
+	for offset := int64(0); len(items) <= limit; offset += batch {
+		zs, err := s.rdb.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+			Max: maxScore, Min: "-inf", Offset: offset, Count: batch,
+		}).Result()
+		if err != nil {
+			return Page{}, unavailable(err)
+		}
+		var cands []entry
+		for _, z := range zs {
+			member, ok := z.Member.(string)
+			if !ok {
+				return Page{}, fmt.Errorf("%w: index member %v", ErrBadReply, z.Member)
+			}
+			score := int64(z.Score)
+			if haveCur && score == curScore && member >= curMember {
+				continue // shown on an earlier page
+			}
+			cands = append(cands, entry{score: score, member: member})
+		}
+		members := make([]string, len(cands))
+		for i, c := range cands {
+			members[i] = c.member
+		}
+		flags, err := s.readFlags(ctx, tenant, members)
+		if err != nil {
+			return Page{}, err
+		}
+		for i, f := range flags {
+			if f == nil {
+				stale = append(stale, cands[i].member)
+				continue
+			}
+			cands[i].flag = *f
+			items = append(items, cands[i])
+		}
+		if int64(len(zs)) < batch {
+			break
+		}
+	}
+	if len(stale) > 0 {
+		// Cleared or expired records: drop them from this index.
+		if err := s.rdb.ZRem(ctx, key, stale...).Err(); err != nil {
+			s.log.Debug("pruning the flag index", zap.Error(err))
+		}
+	}
+	var p Page
+	for i, e := range items {
+		if i == limit {
+			last := items[limit-1]
+			p.NextCursor = encodeCursor(last.score, last.member)
+			break
+		}
+		p.Items = append(p.Items, e.flag)
+	}
+	return p, nil
+}
+
+// readFlags reads the flag records named by index members (nil where the
+// record is gone), with each user's ban, in one pipeline.
+func (s *Service) readFlags(ctx context.Context, tenant string, members []string) ([]*Flag, error) {
+	n := len(members)
+	if n == 0 {
+		return nil, nil
+	}
+	recs := make([]*redis.MapStringStringCmd, n)
+	bans := make([]*redis.SliceCmd, n)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := 0; i < n; i++ {
+			lock, user, _ := strings.Cut(members[i], ":")
+			k := s.userKeys(tenant, user)
+			recs[i] = p.HGetAll(ctx, k.flag(lock))
+			bans[i] = p.HMGet(ctx, k.ban(), banFields...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]*Flag, n)
+	for i := 0; i < n; i++ {
+		f, ok := decodeFlag(recs[i].Val())
+		if !ok {
+			continue
+		}
+		if b := decodeBan(bans[i].Val()); b != nil {
+			f.BannedUntil = b.Until
+		}
+		out[i] = &f
+	}
+	return out, nil
+}
+
+var banFields = []string{"until", "reason", "by", "source", "lock", "created"}
+
+func decodeFlag(m map[string]string) (Flag, bool) {
+	if len(m) == 0 || m["user"] == "" && m["lock"] == "" {
+		return Flag{}, false
+	}
+	times, err1 := strconv.ParseInt(m["times"], 10, 64)
+	peak, err2 := strconv.ParseInt(m["peak"], 10, 64)
+	first, err3 := strconv.ParseInt(m["first"], 10, 64)
+	last, err4 := strconv.ParseInt(m["last"], 10, 64)
+	if errors.Join(err1, err2, err3, err4) != nil {
+		// Not a record this package wrote (e.g. edited by hand): skip it
+		// rather than show zeros.
+		return Flag{}, false
+	}
+	return Flag{
+		UserID:         m["user"],
+		Lock:           m["lock"],
+		TimesFlagged:   times,
+		PeakAttempts:   peak,
+		FirstFlaggedAt: time.UnixMilli(first).UTC(),
+		LastFlaggedAt:  time.UnixMilli(last).UTC(),
+	}, true
+}
+
+func decodeBan(v []interface{}) *Ban {
+	if len(v) != len(banFields) {
+		return nil
+	}
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	until, err := strconv.ParseInt(str(0), 10, 64)
+	if err != nil {
+		return nil
+	}
+	created, _ := strconv.ParseInt(str(5), 10, 64)
+	return &Ban{
+		Until:   time.UnixMilli(until).UTC(),
+		Reason:  str(1),
+		By:      str(2),
+		Source:  str(3),
+		Lock:    str(4),
+		Created: time.UnixMilli(created).UTC(),
+	}
+}
+
+// Get returns the flags and ban of one user, newest flag first, or
+// ErrNotFound when there are neither.
+func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, error) {
+	k := s.userKeys(tenant, userID)
+	locks, err := s.rdb.SMembers(ctx, k.flagSet()).Result()
+	if err != nil {
+		return UserFlags{}, unavailable(err)
+	}
+	sort.Strings(locks)
+	recs := make([]*redis.MapStringStringCmd, len(locks))
+	var ban *redis.SliceCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, l := range locks {
+			recs[i] = p.HGetAll(ctx, k.flag(l))
+		}
+		ban = p.HMGet(ctx, k.ban(), banFields...)
+		return nil
+	})
+	if err != nil {
+		return UserFlags{}, unavailable(err)
+	}
+	uf := UserFlags{UserID: userID, Ban: decodeBan(ban.Val())}
+	for _, r := range recs {
+		f, ok := decodeFlag(r.Val())
+		if !ok {
+			continue
+		}
+		if uf.Ban != nil {
+			f.BannedUntil = uf.Ban.Until
+		}
+		uf.Flags = append(uf.Flags, f)
+	}
+	sort.SliceStable(uf.Flags, func(i, j int) bool { return uf.Flags[i].LastFlaggedAt.After(uf.Flags[j].LastFlaggedAt) })
+	if len(uf.Flags) == 0 && uf.Ban == nil {
+		return UserFlags{}, ErrNotFound
+	}
+	return uf, nil
+}
+
+// ClearFlags removes every flag record of the user and any ban, and writes
+// an audit record naming meta.Operator. ErrNotFound when there was neither.
+// A cleared user is listed again only when flagged again.
+func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Meta) error {
+	k := s.userKeys(tenant, userID)
+	locks, err := s.rdb.SMembers(ctx, k.flagSet()).Result()
+	if err != nil {
+		return unavailable(err)
+	}
+	sort.Strings(locks)
+	dels := make([]*redis.IntCmd, len(locks))
+	var banDel *redis.IntCmd
+	// One MULTI on keys of one hash tag. Only the locks read above leave
+	// the set, so a flag on another lock that lands meanwhile stays.
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, l := range locks {
+			dels[i] = p.Del(ctx, k.flag(l))
+		}
+		if len(locks) > 0 {
+			members := make([]interface{}, len(locks))
+			for i, l := range locks {
+				members[i] = l
+			}
+			p.SRem(ctx, k.flagSet(), members...)
+		}
+		banDel = p.Del(ctx, k.ban())
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	var cleared []string
+	for i, d := range dels {
+		if d.Val() > 0 {
+			cleared = append(cleared, locks[i])
+		}
+	}
+	hadBan := banDel.Val() > 0
+	for _, l := range locks {
+		m := indexMember(l, userID)
+		for _, key := range []string{s.indexKey(tenant, ""), s.indexKey(tenant, l)} {
+			if err := s.rdb.ZRem(ctx, key, m).Err(); err != nil {
+				// The records are gone, so List skips and prunes them.
+				s.log.Error("could not unindex a cleared flag", zap.Error(err))
+			}
+		}
+	}
+	if len(cleared) == 0 && !hadBan {
+		return ErrNotFound
+	}
+	s.audit("flags_cleared", tenant, userID, meta,
+		zap.Strings("locks", cleared), zap.Bool("ban_lifted", hadBan))
+	return nil
+}
+
+// MaxBan is the longest ban an operator may place.
+const MaxBan = 365 * 24 * time.Hour
+
+// BanUser bans the user from every user lock of the tenant for d
+// (replacing any ban in place) and writes an audit record.
+// Allowlisted users give ErrAllowlisted.
+func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Duration, reason string, meta Meta) (Ban, error) {
+	if s.opts.Policies.Allowlist[userID] {
+		return Ban{}, ErrAllowlisted
+	}
+	if d < time.Millisecond || d > MaxBan {
+		return Ban{}, fmt.Errorf("abuse: ban length %v out of range", d)
+	}
+	v, err := scripts.Ban.Run(ctx, s.rdb, []string{s.userKeys(tenant, userID).ban()},
+		d.Milliseconds(), reason, meta.Operator).Result()
+	if err != nil {
+		return Ban{}, unavailable(err)
+	}
+	arr, ok := v.([]interface{})
+	if !ok || len(arr) != 2 {
+		return Ban{}, fmt.Errorf("%w: ban: %v", ErrBadReply, v)
+	}
+	until, err1 := msField(arr[0])
+	now, err2 := msField(arr[1])
+	if err := errors.Join(err1, err2); err != nil {
+		return Ban{}, err
+	}
+	s.m.AbuseBans.WithLabelValues("", "operator").Inc()
+	s.audit("banned", tenant, userID, meta,
+		zap.String("banned_until", stamp(until)), zap.Int64("seconds", int64(d/time.Second)),
+		zap.String("reason", reason))
+	return Ban{Until: until, Reason: reason, By: meta.Operator, Source: "operator", Created: now}, nil
+}
+
+// Unban lifts the user's ban (flags stay) and writes an audit record.
+// ErrNotFound when there is no ban.
+func (s *Service) Unban(ctx context.Context, tenant, userID string, meta Meta) error {
+	n, err := s.rdb.Del(ctx, s.userKeys(tenant, userID).ban()).Result()
+	if err != nil {
+		return unavailable(err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	s.audit("unbanned", tenant, userID, meta)
+	return nil
+}
+
+func (s *Service) audit(event, tenant, userID string, meta Meta, extra ...zap.Field) {
+	fields := append([]zap.Field{
+		zap.String("event", event),
+		zap.String("tenant", tenant),
+		zap.String("user_id", userID),
+		zap.String("operator", meta.Operator),
+		zap.String("client_ip", meta.ClientIP),
+		zap.String("request_id", meta.RequestID),
+	}, extra...)
+	s.log.Info("operator action", fields...)
+}

@@ -1,0 +1,54 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/server"
+)
+
+// A user lock counts repeated attempts; the fifth flags the user, an
+// operator bans them, and the next attempt is refused with Retry-After.
+func ExampleClient_UserLock() {
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.AbuseLog = io.Discard
+	srv, err := server.New(cfg, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	go func() { _ = srv.Serve() }()
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+
+	ctx := context.Background()
+	c := client.New("http://" + srv.Addr())
+	for i := 0; i < 5; i++ {
+		res, err := c.UserLock(ctx, "password-reset", "user-42", time.Minute)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("attempt %d: acquired=%v flagged=%v\n", res.Attempts, res.Acquired, res.Flagged)
+	}
+	if _, err := c.BanUser(ctx, "user-42", time.Hour, "too many resets"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.UserLock(ctx, "password-reset", "user-42", time.Minute)
+	var ce *client.Error
+	if errors.Is(err, client.ErrAbnormalUsage) && errors.As(err, &ce) {
+		fmt.Println("banned, retry after", ce.RetryAfter)
+	}
+	// Output:
+	// attempt 1: acquired=true flagged=false
+	// attempt 2: acquired=false flagged=false
+	// attempt 3: acquired=false flagged=false
+	// attempt 4: acquired=false flagged=false
+	// attempt 5: acquired=false flagged=true
+	// banned, retry after 1h0m0s
+}

@@ -1,0 +1,237 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/leasegate/leasegate/abuse"
+)
+
+// flagJSON is FLAG in the contract.
+type flagJSON struct {
+	UserID         string  `json:"user_id"`
+	Lock           string  `json:"lock"`
+	TimesFlagged   int64   `json:"times_flagged"`
+	PeakAttempts   int64   `json:"peak_attempts"`
+	FirstFlaggedAt string  `json:"first_flagged_at"`
+	LastFlaggedAt  string  `json:"last_flagged_at"`
+	BannedUntil    *string `json:"banned_until"`
+}
+
+func toFlagJSON(f abuse.Flag) flagJSON {
+	j := flagJSON{
+		UserID:         f.UserID,
+		Lock:           f.Lock,
+		TimesFlagged:   f.TimesFlagged,
+		PeakAttempts:   f.PeakAttempts,
+		FirstFlaggedAt: Timestamp(f.FirstFlaggedAt),
+		LastFlaggedAt:  Timestamp(f.LastFlaggedAt),
+	}
+	if !f.BannedUntil.IsZero() {
+		s := Timestamp(f.BannedUntil)
+		j.BannedUntil = &s
+	}
+	return j
+}
+
+type flagPageJSON struct {
+	Items      []flagJSON `json:"items"`
+	NextCursor *string    `json:"next_cursor"`
+}
+
+type banJSON struct {
+	UserID      string `json:"user_id"`
+	BannedUntil string `json:"banned_until"`
+	Reason      string `json:"reason"`
+	BannedBy    string `json:"banned_by"`
+	Source      string `json:"source"`
+}
+
+type userFlagsJSON struct {
+	UserID string     `json:"user_id"`
+	Flags  []flagJSON `json:"flags"`
+	// Ban is the user's active ban (an extension of the contract's shape).
+	Ban *banJSON `json:"ban"`
+}
+
+// listQuery validates ?lock=&limit=&cursor=.
+func listQuery(c echo.Context, ck *checker, extra ...string) abuse.ListQuery {
+	noQuery(c, ck, append([]string{"lock", "limit", "cursor"}, extra...)...)
+	q := c.QueryParams()
+	var lq abuse.ListQuery
+	one := func(k string) (string, bool) {
+		v, ok := q[k]
+		if !ok {
+			return "", false
+		}
+		if len(v) != 1 {
+			ck.fail(k, "given more than once")
+			return "", false
+		}
+		return v[0], true
+	}
+	if v, ok := one("lock"); ok {
+		ck.lockName("lock", v)
+		lq.Lock = v
+	}
+	if v, ok := one("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || !intLiteral.MatchString(v) || n < 1 || n > abuse.MaxPageSize {
+			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(abuse.MaxPageSize))
+		}
+		lq.Limit = n
+	}
+	if v, ok := one("cursor"); ok {
+		if v == "" || len(v) > 1024 {
+			ck.fail("cursor", "must be a next_cursor from a previous page")
+		}
+		lq.Cursor = v
+	}
+	return lq
+}
+
+func (a *API) listFlagged(c echo.Context) error {
+	var ck checker
+	q := listQuery(c, &ck)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	p, err := a.deps.Abuse.List(ctx, tenantOf(c), q)
+	if err != nil {
+		return err
+	}
+	out := flagPageJSON{Items: []flagJSON{}}
+	for _, f := range p.Items {
+		out.Items = append(out.Items, toFlagJSON(f))
+	}
+	if p.NextCursor != "" {
+		out.NextCursor = &p.NextCursor
+	}
+	return sendJSON(c, http.StatusOK, out)
+}
+
+func (a *API) getFlagged(c echo.Context) error {
+	var ck checker
+	user := userIDParam(c, &ck)
+	noQuery(c, &ck)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	uf, err := a.deps.Abuse.Get(ctx, tenantOf(c), user)
+	if err != nil {
+		return err
+	}
+	out := userFlagsJSON{UserID: uf.UserID, Flags: []flagJSON{}}
+	for _, f := range uf.Flags {
+		out.Flags = append(out.Flags, toFlagJSON(f))
+	}
+	if uf.Ban != nil {
+		out.Ban = &banJSON{UserID: uf.UserID, BannedUntil: Timestamp(uf.Ban.Until),
+			Reason: uf.Ban.Reason, BannedBy: uf.Ban.By, Source: uf.Ban.Source}
+	}
+	return sendJSON(c, http.StatusOK, out)
+}
+
+// noBody refuses a body on routes that take none (beyond an empty object).
+func (a *API) noBody(c echo.Context) error {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	_, err = decodeObject(body)
+	return err
+}
+
+func (a *API) clearFlagged(c echo.Context) error {
+	if err := a.noBody(c); err != nil {
+		return err
+	}
+	var ck checker
+	user := userIDParam(c, &ck)
+	noQuery(c, &ck)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	if err := a.deps.Abuse.ClearFlags(ctx, tenantOf(c), user, abuseMeta(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// banRequest is a validated ban.
+type banRequest struct {
+	user    string
+	seconds int64
+	reason  string
+}
+
+// banReason validates a ban's reason (JSON body or /ops/ form).
+func (c *checker) banReason(reason string) {
+	switch {
+	case len(reason) > 256:
+		c.fail("reason", "must be at most 256 bytes")
+	case !utf8.ValidString(reason):
+		c.fail("reason", "must be valid UTF-8")
+	case hasControl(reason):
+		c.fail("reason", "must not contain control characters")
+	}
+}
+
+func (a *API) ban(c echo.Context) error {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body, "seconds", "reason")
+	if err != nil {
+		return err
+	}
+	var ck checker
+	var req banRequest
+	req.user = userIDParam(c, &ck)
+	noQuery(c, &ck)
+	req.seconds, _ = ck.intField(fields, "seconds", 1, int64(abuse.MaxBan/time.Second), true)
+	if s, ok := ck.stringField(fields, "reason", false); ok {
+		req.reason = s
+	}
+	ck.banReason(req.reason)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	b, err := a.deps.Abuse.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, abuseMeta(c))
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, http.StatusCreated, banJSON{UserID: req.user, BannedUntil: Timestamp(b.Until),
+		Reason: b.Reason, BannedBy: b.By, Source: b.Source})
+}
+
+func (a *API) unban(c echo.Context) error {
+	if err := a.noBody(c); err != nil {
+		return err
+	}
+	var ck checker
+	user := userIDParam(c, &ck)
+	noQuery(c, &ck)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	if err := a.deps.Abuse.Unban(ctx, tenantOf(c), user, abuseMeta(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

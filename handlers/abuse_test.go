@@ -1,0 +1,479 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// headerAuth is a test Authenticator: X-Test-Tenant, X-Test-Role and
+// X-Test-Operator say who the caller is.
+type headerAuth struct{}
+
+func (headerAuth) Middleware() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Request().Header
+			c.Set(TenantKey, h.Get("X-Test-Tenant"))
+			role := Role(h.Get("X-Test-Role"))
+			if role == "" {
+				role = RoleOps
+			}
+			c.Set(RoleKey, role)
+			if op := h.Get("X-Test-Operator"); op != "" {
+				c.Set(OperatorKey, op)
+			}
+			return next(c)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Sync() error { return nil }
+
+func (b *syncBuffer) records(t *testing.T, event string) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["event"] == event {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type abuseEnv struct {
+	e    *echo.Echo
+	mini *miniredis.Miniredis
+	log  *syncBuffer
+	now  time.Time
+}
+
+func newAbuseEnv(t *testing.T, pol abuse.Policies) *abuseEnv {
+	t.Helper()
+	m := miniredis.RunT(t)
+	now := time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
+	m.SetTime(now)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lb := &syncBuffer{}
+	alog := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.InfoLevel))
+	e := New(DefaultConfig(), Deps{
+		Locks: redislock.New(rdb, redislock.Options{}),
+		Abuse: abuse.New(rdb, abuse.Options{Policies: pol, Log: alog}),
+		Auth:  headerAuth{},
+	})
+	return &abuseEnv{e: e, mini: m, log: lb, now: now}
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (env *abuseEnv) do(t *testing.T, method, target, body string, hdr ...string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	env.e.ServeHTTP(rec, req)
+	res := rec.Result()
+	data, _ := io.ReadAll(res.Body)
+	a := answer{status: res.StatusCode, header: res.Header, raw: string(data)}
+	if len(data) > 0 {
+		_ = json.Unmarshal(data, &a.body)
+	}
+	return a
+}
+
+func (a answer) want(t *testing.T, status int) answer {
+	t.Helper()
+	if a.status != status {
+		t.Fatalf("got status %d, want %d: %s", a.status, status, a.raw)
+	}
+	return a
+}
+
+func (a answer) slug(t *testing.T, slug string) {
+	t.Helper()
+	typ, _ := a.body["type"].(string)
+	if !strings.HasSuffix(typ, "/"+slug) {
+		t.Errorf("got problem type %q, want slug %q", typ, slug)
+	}
+}
+
+func TestUserLockRoutes(t *testing.T) {
+	env := newAbuseEnv(t, abuse.DefaultPolicies())
+
+	t.Run("attempts count up, only the first acquires, the fifth flags", func(t *testing.T) {
+		for i := 1; i <= 6; i++ {
+			a := env.do(t, "POST", "/user-locks/login/alice", `{"ttl_seconds": 60}`).want(t, 200)
+			if got := a.body["attempts"]; got != float64(i) {
+				t.Errorf("attempt %d: got attempts %v", i, got)
+			}
+			if got := a.body["acquired"]; got != (i == 1) {
+				t.Errorf("attempt %d: got acquired %v, want %v", i, got, i == 1)
+			}
+			if got := a.body["flagged"]; got != (i >= 5) {
+				t.Errorf("attempt %d: got flagged %v, want %v", i, got, i >= 5)
+			}
+			if got, want := a.body["expires_at"], "2026-11-30T09:31:00.000Z"; got != want {
+				t.Errorf("attempt %d: got expires_at %v, want %v", i, got, want)
+			}
+		}
+	})
+
+	t.Run("the body is optional and ttl defaults to 10 seconds", func(t *testing.T) {
+		a := env.do(t, "POST", "/user-locks/login/bob", "").want(t, 200)
+		if got, want := a.body["expires_at"], "2026-11-30T09:30:10.000Z"; got != want {
+			t.Errorf("got expires_at %v, want %v", got, want)
+		}
+	})
+
+	t.Run("delete releases the user lock, then there is nothing to delete", func(t *testing.T) {
+		env.do(t, "POST", "/user-locks/login/carol", "").want(t, 200)
+		env.do(t, "DELETE", "/user-locks/login/carol", "").want(t, 204)
+		env.do(t, "DELETE", "/user-locks/login/carol", "").want(t, 404).slug(t, "not-found")
+		a := env.do(t, "POST", "/user-locks/login/carol", "").want(t, 200)
+		if a.body["acquired"] != true {
+			t.Errorf("got acquired %v after delete, want true", a.body["acquired"])
+		}
+	})
+
+	t.Run("user ids are percent-decoded and any printable id works", func(t *testing.T) {
+		a := env.do(t, "POST", "/user-locks/login/d%C3%BC%2Fx%20y", "").want(t, 200)
+		if a.body["acquired"] != true {
+			t.Errorf("got %v", a.body)
+		}
+		env.do(t, "DELETE", "/user-locks/login/d%C3%BC%2Fx%20y", "").want(t, 204)
+	})
+
+	bad := []struct {
+		name, target, body, field string
+	}{
+		{"an empty-looking user id", "/user-locks/login/%20%20", "", "user_id"},
+		{"a user id with a newline", "/user-locks/login/a%0Ab", "", "user_id"},
+		{"a user id with an ANSI escape", "/user-locks/login/%1B%5B31m", "", "user_id"},
+		{"a user id over 128 bytes", "/user-locks/login/" + strings.Repeat("u", 129), "", "user_id"},
+		{"a lock name with a space", "/user-locks/lo%20gin/alice", "", "name"},
+		{"a lock name with a colon", "/user-locks/a:b/alice", "", "name"},
+		{"a lock name over 64 bytes", "/user-locks/" + strings.Repeat("n", 65) + "/alice", "", "name"},
+		{"a fractional ttl", "/user-locks/login/eve", `{"ttl_seconds": 60.5}`, "ttl_seconds"},
+		{"a ttl written 60.0", "/user-locks/login/eve", `{"ttl_seconds": 60.0}`, "ttl_seconds"},
+		{"an exponent ttl", "/user-locks/login/eve", `{"ttl_seconds": 1e3}`, "ttl_seconds"},
+		{"a string ttl", "/user-locks/login/eve", `{"ttl_seconds": "10"}`, "ttl_seconds"},
+		{"a null ttl", "/user-locks/login/eve", `{"ttl_seconds": null}`, "ttl_seconds"},
+		{"a zero ttl", "/user-locks/login/eve", `{"ttl_seconds": 0}`, "ttl_seconds"},
+		{"a ttl over max_ttl", "/user-locks/login/eve", `{"ttl_seconds": 86401}`, "ttl_seconds"},
+		{"an unknown field", "/user-locks/login/eve", `{"ttl": 10}`, "ttl"},
+		{"a query parameter", "/user-locks/login/eve?x=1", "", "x"},
+	}
+	for _, tc := range bad {
+		t.Run("rejects "+tc.name+" and counts nothing", func(t *testing.T) {
+			a := env.do(t, "POST", tc.target, tc.body).want(t, 422)
+			a.slug(t, "validation")
+			errs, _ := a.body["errors"].([]any)
+			if len(errs) != 1 || errs[0].(map[string]any)["field"] != tc.field {
+				t.Errorf("got errors %v, want one naming %q", a.body["errors"], tc.field)
+			}
+		})
+	}
+	t.Run("nothing was counted for eve by the rejected requests", func(t *testing.T) {
+		a := env.do(t, "POST", "/user-locks/login/eve", "").want(t, 200)
+		if a.body["attempts"] != float64(1) {
+			t.Errorf("got attempts %v, want 1", a.body["attempts"])
+		}
+	})
+
+	t.Run("malformed JSON is 400 and a non-JSON body is 415", func(t *testing.T) {
+		env.do(t, "POST", "/user-locks/login/frank", `{"ttl_seconds":`).want(t, 400).slug(t, "malformed-request")
+		env.do(t, "POST", "/user-locks/login/frank", `ttl=3`, "Content-Type", "text/plain").want(t, 415)
+	})
+
+	t.Run("a wrong method is 405 with Allow", func(t *testing.T) {
+		a := env.do(t, "PUT", "/user-locks/login/alice", "").want(t, 405)
+		if !strings.Contains(a.header.Get("Allow"), "POST") {
+			t.Errorf("got Allow %q, want POST in it", a.header.Get("Allow"))
+		}
+	})
+
+	t.Run("redis down is 503 and never acquired", func(t *testing.T) {
+		env.mini.SetError("LOADING")
+		defer env.mini.SetError("")
+		a := env.do(t, "POST", "/user-locks/login/gina", "").want(t, 503)
+		a.slug(t, "unavailable")
+		if a.header.Get("Retry-After") == "" {
+			t.Error("got no Retry-After on 503")
+		}
+	})
+}
+
+func TestAbuseLogRecordFromHTTP(t *testing.T) {
+	env := newAbuseEnv(t, abuse.DefaultPolicies())
+	var reqID string
+	for i := 0; i < 5; i++ {
+		req := httptest.NewRequest("POST", "/user-locks/login/mallory", nil)
+		req.RemoteAddr = "192.0.2.10:4711"
+		req.Header.Set("X-Forwarded-For", "203.0.113.66")
+		rec := httptest.NewRecorder()
+		env.e.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("got %d: %s", rec.Code, rec.Body)
+		}
+		reqID = rec.Header().Get(echo.HeaderXRequestID)
+	}
+	recs := env.log.records(t, "flagged")
+	if len(recs) != 1 {
+		t.Fatalf("got %d flagged records, want 1", len(recs))
+	}
+	r := recs[0]
+	if r["client_ip"] != "192.0.2.10" {
+		t.Errorf("got client_ip %v, want the connection's 192.0.2.10 (X-Forwarded-For is not trusted by default)", r["client_ip"])
+	}
+	if r["request_id"] != reqID {
+		t.Errorf("got request_id %v, want %v (the fifth request's)", r["request_id"], reqID)
+	}
+	if r["window_start"] != "2026-11-30T09:30:00.000Z" || r["window_end"] != "2026-11-30T09:30:10.000Z" {
+		t.Errorf("got window %v..%v", r["window_start"], r["window_end"])
+	}
+}
+
+func TestOpsReviewRoutes(t *testing.T) {
+	pol := abuse.DefaultPolicies()
+	pol.Default.MaxAttempts = 2
+	pol.Allowlist["probe"] = true
+	env := newAbuseEnv(t, pol)
+	flag := func(t *testing.T, lock, user string, hdr ...string) {
+		t.Helper()
+		for i := 0; i < 2; i++ {
+			env.do(t, "POST", "/user-locks/"+lock+"/"+user, "", hdr...).want(t, 200)
+		}
+	}
+	tick := func() {
+		env.now = env.now.Add(time.Millisecond)
+		env.mini.SetTime(env.now)
+	}
+	flag(t, "login", "u1")
+	tick()
+	flag(t, "export", "u2")
+	tick()
+	flag(t, "login", "u3")
+
+	t.Run("the list pages newest first with a cursor", func(t *testing.T) {
+		a := env.do(t, "GET", "/abuse/flagged?limit=2", "").want(t, 200)
+		items := a.body["items"].([]any)
+		if len(items) != 2 || items[0].(map[string]any)["user_id"] != "u3" || items[1].(map[string]any)["user_id"] != "u2" {
+			t.Fatalf("got %v, want u3, u2", items)
+		}
+		first := items[0].(map[string]any)
+		for _, f := range []string{"lock", "times_flagged", "peak_attempts", "first_flagged_at", "last_flagged_at", "banned_until"} {
+			if _, ok := first[f]; !ok {
+				t.Errorf("FLAG has no %s: %v", f, first)
+			}
+		}
+		if first["banned_until"] != nil {
+			t.Errorf("got banned_until %v, want null", first["banned_until"])
+		}
+		cur, ok := a.body["next_cursor"].(string)
+		if !ok || cur == "" {
+			t.Fatalf("got next_cursor %v, want one", a.body["next_cursor"])
+		}
+		b := env.do(t, "GET", "/abuse/flagged?limit=2&cursor="+cur, "").want(t, 200)
+		items = b.body["items"].([]any)
+		if len(items) != 1 || items[0].(map[string]any)["user_id"] != "u1" {
+			t.Errorf("got %v, want u1", items)
+		}
+		if b.body["next_cursor"] != nil {
+			t.Errorf("got next_cursor %v on the last page, want null", b.body["next_cursor"])
+		}
+	})
+
+	t.Run("the list filters by lock", func(t *testing.T) {
+		a := env.do(t, "GET", "/abuse/flagged?lock=export", "").want(t, 200)
+		items := a.body["items"].([]any)
+		if len(items) != 1 || items[0].(map[string]any)["user_id"] != "u2" {
+			t.Errorf("got %v, want only u2", items)
+		}
+	})
+
+	for _, q := range []string{"limit=0", "limit=501", "limit=1.5", "lock=a%20b", "cursor=%21%21", "sort=asc", "limit=1&limit=2"} {
+		t.Run("the list rejects "+q, func(t *testing.T) {
+			env.do(t, "GET", "/abuse/flagged?"+q, "").want(t, 422).slug(t, "validation")
+		})
+	}
+
+	t.Run("one user's flags, and 404 for a clean user", func(t *testing.T) {
+		a := env.do(t, "GET", "/abuse/flagged/u1", "").want(t, 200)
+		if flags := a.body["flags"].([]any); len(flags) != 1 || a.body["user_id"] != "u1" {
+			t.Errorf("got %v", a.body)
+		}
+		env.do(t, "GET", "/abuse/flagged/nobody", "").want(t, 404).slug(t, "not-found")
+	})
+
+	t.Run("a ban answers 429 with Retry-After and shows in the flag", func(t *testing.T) {
+		a := env.do(t, "POST", "/abuse/bans/u1", `{"seconds": 90, "reason": "scripted logins"}`).want(t, 201)
+		if a.body["banned_until"] != "2026-11-30T09:31:30.002Z" {
+			t.Errorf("got banned_until %v", a.body["banned_until"])
+		}
+		b := env.do(t, "POST", "/user-locks/login/u1", "").want(t, 429)
+		b.slug(t, "abnormal-usage-detected")
+		if got := b.header.Get("Retry-After"); got != "90" {
+			t.Errorf("got Retry-After %q, want 90", got)
+		}
+		f := env.do(t, "GET", "/abuse/flagged/u1", "").want(t, 200)
+		if got := f.body["flags"].([]any)[0].(map[string]any)["banned_until"]; got != "2026-11-30T09:31:30.002Z" {
+			t.Errorf("got banned_until %v in the flag", got)
+		}
+		env.do(t, "DELETE", "/abuse/bans/u1", "").want(t, 204)
+		env.do(t, "DELETE", "/abuse/bans/u1", "").want(t, 404)
+		env.do(t, "POST", "/user-locks/login/u1", "").want(t, 200)
+	})
+
+	bans := map[string]string{
+		"no seconds":        `{"reason": "x"}`,
+		"zero seconds":      `{"seconds": 0}`,
+		"over a year":       `{"seconds": 31536001}`,
+		"a string seconds":  `{"seconds": "60"}`,
+		"a long reason":     `{"seconds": 60, "reason": "` + strings.Repeat("r", 257) + `"}`,
+		"a control reason":  `{"seconds": 60, "reason": "a\nb"}`,
+		"an unknown field":  `{"seconds": 60, "until": 5}`,
+		"a non-string note": `{"seconds": 60, "reason": 5}`,
+	}
+	for name, body := range bans {
+		t.Run("a ban with "+name+" is 422", func(t *testing.T) {
+			env.do(t, "POST", "/abuse/bans/u2", body).want(t, 422).slug(t, "validation")
+		})
+	}
+	t.Run("an allowlisted user cannot be banned", func(t *testing.T) {
+		env.do(t, "POST", "/abuse/bans/probe", `{"seconds": 60}`).want(t, 422)
+	})
+
+	t.Run("clearing writes an audit record naming the operator and sticks", func(t *testing.T) {
+		env.do(t, "DELETE", "/abuse/flagged/u3", "", "X-Test-Operator", "key:oncall").want(t, 204)
+		env.do(t, "DELETE", "/abuse/flagged/u3", "").want(t, 404)
+		env.do(t, "POST", "/user-locks/login/u3", "").want(t, 200)
+		env.do(t, "GET", "/abuse/flagged/u3", "").want(t, 404)
+		recs := env.log.records(t, "flags_cleared")
+		if len(recs) != 1 || recs[0]["operator"] != "key:oncall" || recs[0]["user_id"] != "u3" {
+			t.Errorf("got audit %v, want one for u3 by key:oncall", recs)
+		}
+		bans := env.log.records(t, "banned")
+		if len(bans) != 1 || bans[0]["operator"] != OpenModeOperator {
+			t.Errorf("got ban audit %v, want one by %q", bans, OpenModeOperator)
+		}
+	})
+
+	t.Run("a client key may not use the ops routes", func(t *testing.T) {
+		env.do(t, "GET", "/abuse/flagged", "", "X-Test-Role", "client").want(t, 403).slug(t, "forbidden")
+		env.do(t, "POST", "/abuse/bans/u2", `{"seconds": 5}`, "X-Test-Role", "client").want(t, 403)
+		env.do(t, "POST", "/user-locks/login/zed", "", "X-Test-Role", "client").want(t, 200)
+	})
+
+	t.Run("tenants with colliding names never see each other", func(t *testing.T) {
+		flag(t, "login", "u1", "X-Test-Tenant", "acme")
+		a := env.do(t, "POST", "/user-locks/login/u2", "", "X-Test-Tenant", "globex").want(t, 200)
+		if a.body["attempts"] != float64(1) {
+			t.Errorf("got attempts %v in globex, want 1", a.body["attempts"])
+		}
+		l := env.do(t, "GET", "/abuse/flagged", "", "X-Test-Tenant", "globex").want(t, 200)
+		if items := l.body["items"].([]any); len(items) != 0 {
+			t.Errorf("got %v in globex's list, want none", items)
+		}
+		env.do(t, "GET", "/abuse/flagged/u1", "", "X-Test-Tenant", "globex").want(t, 404)
+		env.do(t, "DELETE", "/abuse/flagged/u1", "", "X-Test-Tenant", "globex").want(t, 404)
+		acme := env.do(t, "GET", "/abuse/flagged", "", "X-Test-Tenant", "acme").want(t, 200)
+		if items := acme.body["items"].([]any); len(items) != 1 {
+			t.Errorf("got %d items in acme's list, want 1", len(items))
+		}
+	})
+}
+
+func TestConcurrentUserLockRequests(t *testing.T) {
+	env := newAbuseEnv(t, abuse.DefaultPolicies())
+	const n = 200
+	got := make([]answer, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			req := httptest.NewRequest("POST", "/user-locks/burst/u-http", nil)
+			rec := httptest.NewRecorder()
+			env.e.ServeHTTP(rec, req)
+			a := answer{status: rec.Code, raw: rec.Body.String()}
+			_ = json.Unmarshal(rec.Body.Bytes(), &a.body)
+			got[i] = a
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	seen := map[float64]int{}
+	acquired := 0
+	for _, a := range got {
+		if a.status != 200 {
+			t.Fatalf("got %d: %s", a.status, a.raw)
+		}
+		seen[a.body["attempts"].(float64)]++
+		if a.body["acquired"] == true {
+			acquired++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if seen[float64(i)] != 1 {
+			t.Errorf("attempts %d seen %d times, want once", i, seen[float64(i)])
+		}
+	}
+	if acquired != 1 {
+		t.Errorf("got %d acquired, want 1", acquired)
+	}
+	if recs := env.log.records(t, "flagged"); len(recs) != 1 {
+		t.Errorf("got %d abuse-log records, want 1", len(recs))
+	}
+}
