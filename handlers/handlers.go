@@ -101,6 +101,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.POST("/locks/:resource/renew", a.renew, client...)
 
 	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), ops...)
+	e.GET("/openapi.yaml", a.openapi, client...)
 	return e
 }
 
