@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,11 +44,14 @@ type specCase struct {
 	// JSON Schema but not an integer literal); the gateway is stricter.
 	specRejects bool
 	redisDown   bool // make every Redis command fail for this request
+	// before, when set, runs just before the request (e.g. to break data).
+	before func(t *testing.T, g *specGateway)
 }
 
 const (
-	keyClient = "client-key-0123456789"
-	keyOps    = "ops-key-0123456789"
+	keyClient  = "client-key-0123456789"
+	keyOps     = "ops-key-0123456789"
+	specTenant = "spec-tenant"
 )
 
 var (
@@ -93,6 +97,8 @@ var specRoutes = []specCase{
 	{name: "acquire with a string ttl is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":"60"}`, status: 422, specRejects: true},
 	{name: "acquire with a ttl over the maximum is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":86401}`, status: 422, specRejects: true},
 	{name: "acquire with wait_ms over the maximum is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":5,"wait_ms":30001}`, status: 422, specRejects: true},
+	{name: "acquire without a body is 422", method: "POST", target: "/locks/v", key: keyClient, status: 422, specRejects: true},
+	{name: "acquire on a resource with a control character is 422", method: "POST", target: "/locks/a%01b", key: keyClient, body: `{"owner":"a","ttl_seconds":5}`, status: 422, specRejects: true},
 	{name: "acquire on a 256-byte resource is 422", method: "POST", target: "/locks/" + longResource, key: keyClient, body: `{"owner":"a","ttl_seconds":5}`, status: 422, specRejects: true},
 	{name: "acquire with malformed JSON is 400", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":`, status: 400, specRejects: true},
 	{name: "acquire with a JSON array is 400", method: "POST", target: "/locks/v", key: keyClient, body: `[]`, status: 400, specRejects: true},
@@ -100,6 +106,8 @@ var specRoutes = []specCase{
 	{name: "acquire with a text/plain body is 415", method: "POST", target: "/locks/v", key: keyClient, ctype: "text/plain", body: `{"owner":"a","ttl_seconds":5}`, status: 415, specRejects: true},
 	{name: "acquire while Redis is down is 503 with Retry-After", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":5}`, status: 503, redisDown: true},
 	{name: "status while Redis is down is 503", method: "GET", target: "/locks/v", key: keyClient, status: 503, redisDown: true},
+
+	{name: "status of a lock whose data is garbled is a 500 internal problem", method: "GET", target: "/locks/garbled", key: keyClient, status: 500, before: garble("garbled")},
 
 	{name: "a lock route without a key is 401 with WWW-Authenticate", method: "POST", target: "/locks/v", body: `{"owner":"a","ttl_seconds":5}`, status: 401, specRejects: true},
 	{name: "a lock route with an unknown key is 401", method: "GET", target: "/locks/v", key: "not-a-key", status: 401},
@@ -161,7 +169,7 @@ func (k keyAuth) Middleware() echo.MiddlewareFunc {
 				p.Headers = map[string]string{echo.HeaderWWWAuthenticate: "Bearer"}
 				return p
 			}
-			c.Set(handlers.TenantKey, "spec-tenant")
+			c.Set(handlers.TenantKey, specTenant)
 			c.Set(handlers.RoleKey, role)
 			return next(c)
 		}
@@ -172,6 +180,7 @@ func (k keyAuth) Middleware() echo.MiddlewareFunc {
 type specGateway struct {
 	e      *echo.Echo
 	mr     *miniredis.Miniredis
+	locks  *redislock.Locker // the lock engine in the test keys' tenant
 	doc    *openapi3.T
 	router routers.Router
 }
@@ -181,8 +190,9 @@ func newSpecGateway(t *testing.T) *specGateway {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
+	locks := redislock.New(rdb, redislock.Options{Prefix: "spec:"})
 	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{
-		Locks: redislock.New(rdb, redislock.Options{Prefix: "spec:"}),
+		Locks: locks,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Auth:  keyAuth{keyClient: handlers.RoleClient, keyOps: handlers.RoleOps},
 	})
@@ -191,7 +201,7 @@ func newSpecGateway(t *testing.T) *specGateway {
 	if err != nil {
 		t.Fatalf("building the spec router: %v", err)
 	}
-	return &specGateway{e: e, mr: mr, doc: doc, router: router}
+	return &specGateway{e: e, mr: mr, locks: locks.Tenant(specTenant), doc: doc, router: router}
 }
 
 func loadSpec(t *testing.T) *openapi3.T {
@@ -248,6 +258,9 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 	target := strings.ReplaceAll(c.target, "{token}", strconv.FormatInt(*token, 10))
 	body := strings.ReplaceAll(c.body, "{token}", strconv.FormatInt(*token, 10))
 
+	if c.before != nil {
+		c.before(t, g)
+	}
 	if c.redisDown {
 		g.mr.SetError("ERR injected outage")
 		defer g.mr.SetError("")
@@ -275,6 +288,14 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 	if err != nil {
 		g.checkUnrouted(t, c, req, res, got, err)
 		return
+	}
+	// kin-openapi's router hands path parameters over still
+	// percent-encoded; openapi.yaml describes them decoded, as the
+	// gateway sees them.
+	for k, v := range pathParams {
+		if pathParams[k], err = url.PathUnescape(v); err != nil {
+			t.Fatalf("decoding path parameter %s=%q: %v", k, v, err)
+		}
 	}
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route, Options: opts}
 	reqErr := openapi3filter.ValidateRequest(ctx, in)
@@ -326,6 +347,16 @@ func (g *specGateway) checkUnrouted(t *testing.T, c specCase, req *http.Request,
 	out.SetBodyBytes(got)
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Errorf("the answer breaks components.responses.%s: %v\nheaders %v, body %s", component, err, res.Header, got)
+	}
+}
+
+// garble writes a live lease on resource whose token is not a number, so
+// the lock engine meets a reply it never documents (a 500, not a panic).
+func garble(resource string) func(*testing.T, *specGateway) {
+	return func(t *testing.T, g *specGateway) {
+		t.Helper()
+		lock, _ := g.locks.Keys(resource)
+		g.mr.HSet(lock, "owner", "x", "token", "not-a-number", "acquired_at", "1", "expires_at", "99999999999999")
 	}
 }
 
