@@ -23,6 +23,7 @@ import (
 
 	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -176,19 +177,52 @@ func (k keyAuth) Middleware() echo.MiddlewareFunc {
 	}
 }
 
-// specGateway is a gateway on miniredis plus the loaded spec.
+// specGateway is a gateway on a Redis plus the loaded spec.
 type specGateway struct {
 	e      *echo.Echo
-	mr     *miniredis.Miniredis
+	rdb    *redis.Client
 	locks  *redislock.Locker // the lock engine in the test keys' tenant
 	doc    *openapi3.T
 	router routers.Router
+	// outage makes every Redis command fail until restore is called.
+	outage func(t *testing.T) (restore func())
 }
 
+// newSpecGateway is a gateway on miniredis.
 func newSpecGateway(t *testing.T) *specGateway {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	g := newSpecGatewayOn(t, mr.Addr())
+	g.outage = func(*testing.T) func() {
+		mr.SetError("ERR injected outage")
+		return func() { mr.SetError("") }
+	}
+	return g
+}
+
+// newSpecGatewayOnRealRedis is a gateway on a real redis-server; an
+// outage kills it and restore starts it again (empty: no persistence).
+func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
+	t.Helper()
+	srv := redistest.Start(t)
+	g := newSpecGatewayOn(t, srv.Addr())
+	g.outage = func(t *testing.T) func() {
+		t.Helper()
+		srv.Kill()
+		return func() {
+			srv.Restart()
+			if err := g.rdb.Ping(context.Background()).Err(); err != nil {
+				t.Fatalf("ping %s after restart: %v", srv, err)
+			}
+		}
+	}
+	return g
+}
+
+func newSpecGatewayOn(t *testing.T, addr string) *specGateway {
+	t.Helper()
+	// No retries: a case under an outage is answered at once.
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	locks := redislock.New(rdb, redislock.Options{Prefix: "spec:"})
 	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{
@@ -201,7 +235,7 @@ func newSpecGateway(t *testing.T) *specGateway {
 	if err != nil {
 		t.Fatalf("building the spec router: %v", err)
 	}
-	return &specGateway{e: e, mr: mr, locks: locks.Tenant(specTenant), doc: doc, router: router}
+	return &specGateway{e: e, rdb: rdb, locks: locks.Tenant(specTenant), doc: doc, router: router}
 }
 
 func loadSpec(t *testing.T) *openapi3.T {
@@ -262,8 +296,7 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 		c.before(t, g)
 	}
 	if c.redisDown {
-		g.mr.SetError("ERR injected outage")
-		defer g.mr.SetError("")
+		defer g.outage(t)()
 	}
 	rec := httptest.NewRecorder()
 	g.e.ServeHTTP(rec, newRequest(t, c, target, body))
@@ -356,7 +389,10 @@ func garble(resource string) func(*testing.T, *specGateway) {
 	return func(t *testing.T, g *specGateway) {
 		t.Helper()
 		lock, _ := g.locks.Keys(resource)
-		g.mr.HSet(lock, "owner", "x", "token", "not-a-number", "acquired_at", "1", "expires_at", "99999999999999")
+		err := g.rdb.HSet(context.Background(), lock, "owner", "x", "token", "not-a-number", "acquired_at", "1", "expires_at", "99999999999999").Err()
+		if err != nil {
+			t.Fatalf("garbling %s: %v", lock, err)
+		}
 	}
 }
 
@@ -382,9 +418,19 @@ func abbreviate(s string) string {
 // TestRoutesAnswerAsOpenAPISays drives every route through the gateway
 // and validates each request and answer against api/openapi.yaml.
 func TestRoutesAnswerAsOpenAPISays(t *testing.T) {
-	g := newSpecGateway(t)
+	runSpecCases(t, newSpecGateway(t), specRoutes)
+}
+
+// TestRoutesAnswerAsOpenAPISaysOnRealRedis is the same scenario on a real
+// redis-server, whose Lua and clock are the production ones.
+func TestRoutesAnswerAsOpenAPISaysOnRealRedis(t *testing.T) {
+	runSpecCases(t, newSpecGatewayOnRealRedis(t), specRoutes)
+}
+
+func runSpecCases(t *testing.T, g *specGateway, cases []specCase) {
+	t.Helper()
 	var token int64
-	for _, c := range specRoutes {
+	for _, c := range cases {
 		if !t.Run(c.name, func(t *testing.T) { g.run(t, c, &token) }) {
 			// Later cases build on earlier ones.
 			return
