@@ -115,6 +115,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	}
 
 	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), ops...)
+	e.GET("/openapi.yaml", a.openapi, client...)
 	return e
 }
 

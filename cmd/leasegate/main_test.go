@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +39,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			t.Fatalf("parse: %v", err)
 		}
 		want := server.DefaultConfig()
-		if cfg != want || level != "info" {
+		if !reflect.DeepEqual(cfg, want) || level != "info" {
 			t.Errorf("got %+v level %q, want the defaults %+v level info", cfg, level, want)
 		}
 		if cfg.Addr != "127.0.0.1:8080" || cfg.RedisURL != "" {
@@ -82,7 +83,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.IdleTimeout = 6 * time.Second
 		want.MaxHeaderBytes = 2048
 		want.ShutdownTimeout = 7 * time.Second
-		if cfg != want || level != "debug" {
+		if !reflect.DeepEqual(cfg, want) || level != "debug" {
 			t.Errorf("got %+v level %q,\nwant %+v level debug", cfg, level, want)
 		}
 		// Every flag is covered above: adding a flag without its variable

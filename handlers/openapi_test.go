@@ -1,0 +1,532 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/api"
+	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// specCase is one request of the spec scenario. Cases run in order against
+// one gateway, so a case sees the locks the cases before it left.
+type specCase struct {
+	name   string // reads as a sentence
+	method string
+	// target is the path and query; "{token}" is replaced by the fencing
+	// token of the last lease a response showed.
+	target string
+	key    string // API key: keyClient, keyOps, "" (no Authorization) or any other string
+	ctype  string // Content-Type of a non-empty body; "" means application/json
+	body   string // "{token}" is replaced as in target
+	status int
+	// specRejects: the request itself breaks openapi.yaml, so
+	// ValidateRequest must fail (the spec agrees it is bad input). False
+	// for bad input the schemas cannot express (e.g. 60.0 is an integer in
+	// JSON Schema but not an integer literal); the gateway is stricter.
+	specRejects bool
+	redisDown   bool // make every Redis command fail for this request
+	// before, when set, runs just before the request (e.g. to break data).
+	before func(t *testing.T, g *specGateway)
+}
+
+const (
+	keyClient  = "client-key-0123456789"
+	keyOps     = "ops-key-0123456789"
+	specTenant = "spec-tenant"
+)
+
+var (
+	tooBigOwner  = strings.Repeat("o", 20<<10)
+	longResource = strings.Repeat("r", 256)
+)
+
+// specRoutes drives every route registered on this branch through the
+// gateway; each answer (and each request) is validated against
+// api/openapi.yaml. A case for a new route is one line.
+var specRoutes = []specCase{
+	{name: "healthz answers without a key", method: "GET", target: "/healthz", status: 200},
+	{name: "readyz answers without a key while Redis is up", method: "GET", target: "/readyz", status: 200},
+	{name: "readyz is 503 with Retry-After while Redis is down", method: "GET", target: "/readyz", status: 503, redisDown: true},
+
+	{name: "acquire on a free resource grants a lease", method: "POST", target: "/locks/doc", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":30}`, status: 200},
+	{name: "acquire by the same owner again keeps the lease", method: "POST", target: "/locks/doc", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":30}`, status: 200},
+	{name: "acquire by another owner is told to retry", method: "POST", target: "/locks/doc", key: keyClient, body: `{"owner":"svc-b","ttl_seconds":30}`, status: 200},
+	{name: "acquire with wait_ms 0 by another owner is told to retry", method: "POST", target: "/locks/doc", key: keyOps, body: `{"owner":"svc-b","ttl_seconds":30,"wait_ms":0}`, status: 200},
+	{name: "status shows the live lease", method: "GET", target: "/locks/doc", key: keyClient, status: 200},
+	{name: "status of a resource with no lock is 404", method: "GET", target: "/locks/nothing-here", key: keyClient, status: 404},
+	{name: "renew by the owner extends the lease", method: "POST", target: "/locks/doc/renew", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":60}`, status: 200},
+	{name: "renew with the current token extends the lease", method: "POST", target: "/locks/doc/renew", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":60,"token":{token}}`, status: 200},
+	{name: "renew with another token is 403", method: "POST", target: "/locks/doc/renew", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":60,"token":1}`, status: 403},
+	{name: "renew by another owner is 403", method: "POST", target: "/locks/doc/renew", key: keyClient, body: `{"owner":"svc-b","ttl_seconds":60}`, status: 403},
+	{name: "renew of a resource with no lock is 404", method: "POST", target: "/locks/nothing-here/renew", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":60}`, status: 404},
+	{name: "renew with a ttl of 0 is 422", method: "POST", target: "/locks/doc/renew", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":0}`, status: 422, specRejects: true},
+	{name: "release by another owner is 403", method: "DELETE", target: "/locks/doc?owner=svc-b", key: keyClient, status: 403},
+	{name: "release with another token is 403", method: "DELETE", target: "/locks/doc?owner=svc-a&token=1", key: keyClient, status: 403},
+	{name: "release with owner in body and query disagreeing is 422", method: "DELETE", target: "/locks/doc?owner=svc-b", key: keyClient, body: `{"owner":"svc-a"}`, status: 422},
+	{name: "release without an owner is 422", method: "DELETE", target: "/locks/doc", key: keyClient, status: 422},
+	{name: "release with an unknown query parameter is 422", method: "DELETE", target: "/locks/doc?owner=svc-a&colour=red", key: keyClient, status: 422},
+	{name: "release by the owner with its token in the body is 204", method: "DELETE", target: "/locks/doc", key: keyClient, body: `{"owner":"svc-a","token":{token}}`, status: 204},
+	{name: "release of a resource with no lock is 404", method: "DELETE", target: "/locks/doc?owner=svc-a", key: keyClient, status: 404},
+	{name: "acquire on a percent-encoded resource grants a lease", method: "POST", target: "/locks/a%20b%3A%C3%BC", key: keyClient, body: `{"owner":"svc-a","ttl_seconds":5}`, status: 200},
+	{name: "release by the owner in the query is 204", method: "DELETE", target: "/locks/a%20b%3A%C3%BC?owner=svc-a", key: keyClient, status: 204},
+
+	{name: "acquire with an unknown field is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":5,"colour":"red"}`, status: 422, specRejects: true},
+	{name: "acquire without an owner is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"ttl_seconds":5}`, status: 422, specRejects: true},
+	{name: "acquire with a whitespace-only owner is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"   ","ttl_seconds":5}`, status: 422, specRejects: true},
+	{name: "acquire with a fractional ttl is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":60.5}`, status: 422, specRejects: true},
+	{name: "acquire with ttl 60.0 is 422 though JSON Schema calls it an integer", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":60.0}`, status: 422},
+	{name: "acquire with a string ttl is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":"60"}`, status: 422, specRejects: true},
+	{name: "acquire with a ttl over the maximum is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":86401}`, status: 422, specRejects: true},
+	{name: "acquire with wait_ms over the maximum is 422", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":5,"wait_ms":30001}`, status: 422, specRejects: true},
+	{name: "acquire without a body is 422", method: "POST", target: "/locks/v", key: keyClient, status: 422, specRejects: true},
+	{name: "acquire on a resource with a control character is 422", method: "POST", target: "/locks/a%01b", key: keyClient, body: `{"owner":"a","ttl_seconds":5}`, status: 422, specRejects: true},
+	{name: "acquire on a 256-byte resource is 422", method: "POST", target: "/locks/" + longResource, key: keyClient, body: `{"owner":"a","ttl_seconds":5}`, status: 422, specRejects: true},
+	{name: "acquire with malformed JSON is 400", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":`, status: 400, specRejects: true},
+	{name: "acquire with a JSON array is 400", method: "POST", target: "/locks/v", key: keyClient, body: `[]`, status: 400, specRejects: true},
+	{name: "acquire with a body over the limit is 413", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"` + tooBigOwner + `","ttl_seconds":5}`, status: 413, specRejects: true},
+	{name: "acquire with a text/plain body is 415", method: "POST", target: "/locks/v", key: keyClient, ctype: "text/plain", body: `{"owner":"a","ttl_seconds":5}`, status: 415, specRejects: true},
+	{name: "acquire while Redis is down is 503 with Retry-After", method: "POST", target: "/locks/v", key: keyClient, body: `{"owner":"a","ttl_seconds":5}`, status: 503, redisDown: true},
+	{name: "status while Redis is down is 503", method: "GET", target: "/locks/v", key: keyClient, status: 503, redisDown: true},
+
+	{name: "status of a lock whose data is garbled is a 500 internal problem", method: "GET", target: "/locks/garbled", key: keyClient, status: 500, before: garble("garbled")},
+
+	{name: "a lock route without a key is 401 with WWW-Authenticate", method: "POST", target: "/locks/v", body: `{"owner":"a","ttl_seconds":5}`, status: 401, specRejects: true},
+	{name: "a lock route with an unknown key is 401", method: "GET", target: "/locks/v", key: "not-a-key", status: 401},
+	{name: "metrics with a client key is 403", method: "GET", target: "/metrics", key: keyClient, status: 403},
+	{name: "metrics with an ops key is the Prometheus text", method: "GET", target: "/metrics", key: keyOps, status: 200},
+	{name: "openapi.yaml with a client key is this document", method: "GET", target: "/openapi.yaml", key: keyClient, status: 200},
+	{name: "openapi.yaml without a key is 401", method: "GET", target: "/openapi.yaml", status: 401, specRejects: true},
+
+	{name: "an unknown route is 404", method: "GET", target: "/no/such/route", key: keyClient, status: 404},
+	{name: "PUT on a lock is 405 with Allow", method: "PUT", target: "/locks/doc", key: keyClient, body: `{}`, status: 405},
+	{name: "POST on healthz is 405 with Allow", method: "POST", target: "/healthz", status: 405},
+}
+
+// pendingRoutes are the cases for routes other branches build in parallel
+// (user locks and the ops review: issue 3). They do not run here: the lead
+// enables them after merging, by moving these rows into specRoutes (the
+// route drift test fails until then, naming each route that is now
+// registered). They are not done until they run.
+var pendingRoutes = []specCase{
+	{name: "a first user-lock attempt acquires", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 200},
+	{name: "a second user-lock attempt counts", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, body: `{"ttl_seconds":10}`, status: 200},
+	{name: "a third user-lock attempt counts", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 200},
+	{name: "a fourth user-lock attempt counts", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 200},
+	{name: "the fifth user-lock attempt flags the user", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 200},
+	{name: "clearing a user lock is 204", method: "DELETE", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 204},
+	{name: "clearing a user lock that is not there is 404", method: "DELETE", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 404},
+	{name: "a user lock with a bad name is 422", method: "POST", target: "/user-locks/bad%20name/u-1", key: keyClient, status: 422, specRejects: true},
+	{name: "a user lock with a ttl of 0 is 422", method: "POST", target: "/user-locks/receiveDailyTask/u-9", key: keyClient, body: `{"ttl_seconds":0}`, status: 422, specRejects: true},
+	{name: "a user lock with an unknown field is 422", method: "POST", target: "/user-locks/receiveDailyTask/u-9", key: keyClient, body: `{"ttl":10}`, status: 422, specRejects: true},
+	{name: "listing flagged users is a page", method: "GET", target: "/abuse/flagged", key: keyOps, status: 200},
+	{name: "listing flagged users by lock with a limit is a page", method: "GET", target: "/abuse/flagged?lock=receiveDailyTask&limit=10", key: keyOps, status: 200},
+	{name: "listing flagged users with a client key is 403", method: "GET", target: "/abuse/flagged", key: keyClient, status: 403},
+	{name: "showing a flagged user lists its flags", method: "GET", target: "/abuse/flagged/u-1", key: keyOps, status: 200},
+	{name: "showing a user with no flags is 404", method: "GET", target: "/abuse/flagged/nobody", key: keyOps, status: 404},
+	{name: "banning a user is 201", method: "POST", target: "/abuse/bans/u-2", key: keyOps, body: `{"seconds":60,"reason":"spec test"}`, status: 201},
+	{name: "a banned user's attempt is 429 with Retry-After", method: "POST", target: "/user-locks/receiveDailyTask/u-2", key: keyClient, status: 429},
+	{name: "banning with seconds 0 is 422", method: "POST", target: "/abuse/bans/u-2", key: keyOps, body: `{"seconds":0}`, status: 422, specRejects: true},
+	{name: "unbanning a user is 204", method: "DELETE", target: "/abuse/bans/u-2", key: keyOps, status: 204},
+	{name: "unbanning a user who is not banned is 404", method: "DELETE", target: "/abuse/bans/u-2", key: keyOps, status: 404},
+	{name: "clearing a flagged user is 204", method: "DELETE", target: "/abuse/flagged/u-1", key: keyOps, status: 204},
+	{name: "clearing a user with no flags is 404", method: "DELETE", target: "/abuse/flagged/u-1", key: keyOps, status: 404},
+	{name: "the ops page is HTML for an ops key", method: "GET", target: "/ops/", key: keyOps, status: 200},
+	{name: "the ops page with a client key is 403", method: "GET", target: "/ops/", key: keyClient, status: 403},
+}
+
+// keyAuth stands in for the gateway's API-key authenticator in these
+// tests: it answers as the contract says (Bearer keys, a role per key,
+// 401 with WWW-Authenticate: Bearer), so the spec's security and 401/403
+// answers are exercised through the real requireRole and error handler.
+type keyAuth map[string]handlers.Role
+
+func (k keyAuth) Middleware() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			key, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+			role, known := k[key]
+			if !ok || !known {
+				p := handlers.NewProblem(http.StatusUnauthorized, handlers.SlugUnauthorized, "missing or invalid API key")
+				p.Headers = map[string]string{echo.HeaderWWWAuthenticate: "Bearer"}
+				return p
+			}
+			c.Set(handlers.TenantKey, specTenant)
+			c.Set(handlers.RoleKey, role)
+			return next(c)
+		}
+	}
+}
+
+// specGateway is a gateway on a Redis plus the loaded spec.
+type specGateway struct {
+	e      *echo.Echo
+	rdb    *redis.Client
+	locks  *redislock.Locker // the lock engine in the test keys' tenant
+	doc    *openapi3.T
+	router routers.Router
+	// outage makes every Redis command fail until restore is called.
+	outage func(t *testing.T) (restore func())
+}
+
+// newSpecGateway is a gateway on miniredis.
+func newSpecGateway(t *testing.T) *specGateway {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	g := newSpecGatewayOn(t, mr.Addr())
+	g.outage = func(*testing.T) func() {
+		mr.SetError("ERR injected outage")
+		return func() { mr.SetError("") }
+	}
+	return g
+}
+
+// newSpecGatewayOnRealRedis is a gateway on a real redis-server; an
+// outage kills it and restore starts it again (empty: no persistence).
+func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
+	t.Helper()
+	srv := redistest.Start(t)
+	g := newSpecGatewayOn(t, srv.Addr())
+	g.outage = func(t *testing.T) func() {
+		t.Helper()
+		srv.Kill()
+		return func() {
+			srv.Restart()
+			if err := g.rdb.Ping(context.Background()).Err(); err != nil {
+				t.Fatalf("ping %s after restart: %v", srv, err)
+			}
+		}
+	}
+	return g
+}
+
+func newSpecGatewayOn(t *testing.T, addr string) *specGateway {
+	t.Helper()
+	// No retries: a case under an outage is answered at once.
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	locks := redislock.New(rdb, redislock.Options{Prefix: "spec:"})
+	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{
+		Locks: locks,
+		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Auth:  keyAuth{keyClient: handlers.RoleClient, keyOps: handlers.RoleOps},
+	})
+	doc := loadSpec(t)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("building the spec router: %v", err)
+	}
+	return &specGateway{e: e, rdb: rdb, locks: locks.Tenant(specTenant), doc: doc, router: router}
+}
+
+func loadSpec(t *testing.T) *openapi3.T {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatalf("loading openapi.yaml: %v", err)
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		t.Fatalf("openapi.yaml does not validate: %v", err)
+	}
+	return doc
+}
+
+// bearerKeyPresent is the spec side of authentication: a request meets
+// the bearer scheme when it sends a non-empty Bearer credential (whether
+// the key is known is the gateway's business).
+func bearerKeyPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	if in.SecuritySchemeName != "bearer" {
+		return errors.New("unknown security scheme " + in.SecuritySchemeName)
+	}
+	key, ok := strings.CutPrefix(in.RequestValidationInput.Request.Header.Get("Authorization"), "Bearer ")
+	if !ok || key == "" {
+		return errors.New("no Bearer credential")
+	}
+	return nil
+}
+
+func newRequest(t *testing.T, c specCase, target, body string) *http.Request {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(c.method, target, r)
+	if body != "" {
+		ct := c.ctype
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	return req
+}
+
+// run sends c through the gateway and checks the status, the request and
+// the response against the spec. token is the last fencing token seen.
+func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
+	t.Helper()
+	target := strings.ReplaceAll(c.target, "{token}", strconv.FormatInt(*token, 10))
+	body := strings.ReplaceAll(c.body, "{token}", strconv.FormatInt(*token, 10))
+
+	if c.before != nil {
+		c.before(t, g)
+	}
+	if c.redisDown {
+		defer g.outage(t)()
+	}
+	rec := httptest.NewRecorder()
+	g.e.ServeHTTP(rec, newRequest(t, c, target, body))
+	res := rec.Result()
+	got, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	if res.StatusCode != c.status {
+		t.Fatalf("got status %d, want %d; body %s", res.StatusCode, c.status, got)
+	}
+	saveToken(got, token)
+
+	ctx := context.Background()
+	opts := &openapi3filter.Options{
+		AuthenticationFunc:    bearerKeyPresent,
+		IncludeResponseStatus: true, // a status openapi.yaml does not list is an error
+		MultiError:            true,
+	}
+	req := newRequest(t, c, target, body) // a fresh body: validation reads it
+	route, pathParams, err := g.router.FindRoute(req)
+	if err != nil {
+		g.checkUnrouted(t, c, req, res, got, err)
+		return
+	}
+	// kin-openapi's router hands path parameters over still
+	// percent-encoded; openapi.yaml describes them decoded, as the
+	// gateway sees them.
+	for k, v := range pathParams {
+		if pathParams[k], err = url.PathUnescape(v); err != nil {
+			t.Fatalf("decoding path parameter %s=%q: %v", k, v, err)
+		}
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route, Options: opts}
+	reqErr := openapi3filter.ValidateRequest(ctx, in)
+	switch {
+	case c.specRejects && reqErr == nil:
+		t.Errorf("openapi.yaml accepts the request %s %s %s, want it rejected", c.method, target, abbreviate(body))
+	case !c.specRejects && reqErr != nil:
+		t.Errorf("openapi.yaml rejects the request %s %s %s: %v", c.method, target, abbreviate(body), reqErr)
+	}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 res.StatusCode,
+		Header:                 res.Header,
+		Options:                opts,
+	}
+	out.SetBodyBytes(got)
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		t.Errorf("the answer breaks openapi.yaml: %v\nstatus %d, headers %v, body %s", err, res.StatusCode, res.Header, abbreviate(string(got)))
+	}
+}
+
+// checkUnrouted checks a request that matches no operation of the spec:
+// an unknown path must be the NotFound problem, a known path with another
+// method the MethodNotAllowed problem with Allow. Both components are in
+// openapi.yaml; OpenAPI has no place to hang them on the paths themselves.
+func (g *specGateway) checkUnrouted(t *testing.T, c specCase, req *http.Request, res *http.Response, got []byte, findErr error) {
+	t.Helper()
+	var component string
+	switch {
+	case errors.Is(findErr, routers.ErrPathNotFound):
+		component = "NotFound"
+	case errors.Is(findErr, routers.ErrMethodNotAllowed):
+		component = "MethodNotAllowed"
+	default:
+		t.Fatalf("finding the route of %s %s in openapi.yaml: %v", c.method, req.URL, findErr)
+	}
+	resp := g.doc.Components.Responses[component]
+	if resp == nil {
+		t.Fatalf("openapi.yaml has no components.responses.%s", component)
+	}
+	op := &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(res.StatusCode, resp))}
+	route := &routers.Route{Spec: g.doc, Path: req.URL.Path, Method: c.method, Operation: op}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, Route: route},
+		Status:                 res.StatusCode,
+		Header:                 res.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	out.SetBodyBytes(got)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		t.Errorf("the answer breaks components.responses.%s: %v\nheaders %v, body %s", component, err, res.Header, got)
+	}
+}
+
+// garble writes a live lease on resource whose token is not a number, so
+// the lock engine meets a reply it never documents (a 500, not a panic).
+func garble(resource string) func(*testing.T, *specGateway) {
+	return func(t *testing.T, g *specGateway) {
+		t.Helper()
+		lock, _ := g.locks.Keys(resource)
+		err := g.rdb.HSet(context.Background(), lock, "owner", "x", "token", "not-a-number", "acquired_at", "1", "expires_at", "99999999999999").Err()
+		if err != nil {
+			t.Fatalf("garbling %s: %v", lock, err)
+		}
+	}
+}
+
+// saveToken remembers the fencing token of a lease in a JSON answer.
+func saveToken(body []byte, token *int64) {
+	var v struct {
+		Lock *struct {
+			Token int64 `json:"token"`
+		} `json:"lock"`
+	}
+	if json.Unmarshal(body, &v) == nil && v.Lock != nil {
+		*token = v.Lock.Token
+	}
+}
+
+func abbreviate(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "..."
+	}
+	return s
+}
+
+// TestRoutesAnswerAsOpenAPISays drives every route through the gateway
+// and validates each request and answer against api/openapi.yaml.
+func TestRoutesAnswerAsOpenAPISays(t *testing.T) {
+	runSpecCases(t, newSpecGateway(t), specRoutes)
+}
+
+// TestRoutesAnswerAsOpenAPISaysOnRealRedis is the same scenario on a real
+// redis-server, whose Lua and clock are the production ones.
+func TestRoutesAnswerAsOpenAPISaysOnRealRedis(t *testing.T) {
+	runSpecCases(t, newSpecGatewayOnRealRedis(t), specRoutes)
+}
+
+func runSpecCases(t *testing.T, g *specGateway, cases []specCase) {
+	t.Helper()
+	var token int64
+	for _, c := range cases {
+		if !t.Run(c.name, func(t *testing.T) { g.run(t, c, &token) }) {
+			// Later cases build on earlier ones.
+			return
+		}
+	}
+}
+
+func TestOpenAPIYAMLServesTheEmbeddedDocument(t *testing.T) {
+	g := newSpecGateway(t)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/openapi.yaml", nil)
+	req.Header.Set("Authorization", "Bearer "+keyClient)
+	g.e.ServeHTTP(rec, req)
+	res := rec.Result()
+	if got, want := res.Header.Get("Content-Type"), "application/yaml"; got != want {
+		t.Errorf("got Content-Type %q, want %q", got, want)
+	}
+	got, _ := io.ReadAll(res.Body)
+	if !bytes.Equal(got, api.Spec) {
+		t.Errorf("got a %d-byte body, want api.Spec (%d bytes)", len(got), len(api.Spec))
+	}
+}
+
+// TestEveryRouteIsInTheSpecAndBack catches drift after merges: every
+// route handlers.New registers is an operation of openapi.yaml, and every
+// operation is registered, except those whose cases still wait in
+// pendingRoutes.
+func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
+	g := newSpecGateway(t)
+
+	registered := map[string]bool{}
+	for _, r := range g.e.Routes() {
+		if r.Method == http.MethodOptions || r.Method == echo.RouteNotFound {
+			continue
+		}
+		registered[r.Method+" "+openAPIPath(r.Path)] = true
+	}
+	documented := map[string]bool{}
+	for path, item := range g.doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+path] = true
+		}
+	}
+	pending := map[string]string{} // operation -> a pending case's name
+	for _, c := range pendingRoutes {
+		route, _, err := g.router.FindRoute(httptest.NewRequest(c.method, c.target, nil))
+		if err != nil {
+			t.Errorf("pending case %q: %s %s is not in openapi.yaml: %v", c.name, c.method, c.target, err)
+			continue
+		}
+		pending[route.Method+" "+route.Path] = c.name
+	}
+
+	for op := range registered {
+		if !documented[op] {
+			t.Errorf("%s is registered in handlers.New but not described in api/openapi.yaml", op)
+		}
+	}
+	for op := range documented {
+		if !registered[op] && pending[op] == "" {
+			t.Errorf("%s is described in api/openapi.yaml but not registered in handlers.New", op)
+		}
+	}
+	for op, name := range pending {
+		if registered[op] {
+			t.Errorf("%s is now registered: move its cases (e.g. %q) from pendingRoutes into specRoutes", op, name)
+		}
+	}
+}
+
+// openAPIPath turns Echo's /locks/:resource into OpenAPI's /locks/{resource}.
+func openAPIPath(echoPath string) string {
+	parts := strings.Split(echoPath, "/")
+	for i, p := range parts {
+		if name, ok := strings.CutPrefix(p, ":"); ok {
+			parts[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// TestOptionsAnswersAllowWithoutAKey pins what openapi.yaml says of
+// OPTIONS, which it cannot describe as an operation: 204 with Allow, no
+// body, no key needed.
+func TestOptionsAnswersAllowWithoutAKey(t *testing.T) {
+	g := newSpecGateway(t)
+	rec := httptest.NewRecorder()
+	g.e.ServeHTTP(rec, httptest.NewRequest(http.MethodOptions, "/locks/doc", nil))
+	res := rec.Result()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("got status %d, want 204", res.StatusCode)
+	}
+	allow := res.Header.Get("Allow")
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		if !strings.Contains(allow, m) {
+			t.Errorf("got Allow %q, want it to name %s", allow, m)
+		}
+	}
+}
