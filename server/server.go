@@ -23,6 +23,7 @@ import (
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/scripts"
 )
 
 // Version is the build's version, set with -ldflags "-X github.com/leasegate/leasegate/server.Version=v1.2.3".
@@ -49,6 +50,18 @@ type Config struct {
 	MaxHeaderBytes    int
 	// ShutdownTimeout bounds the graceful drain on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration
+
+	// APIKeysFile is a file of API key entries and APIKeys a
+	// comma-separated list of more (docs/auth.md). Neither: open mode,
+	// loopback only unless InsecureOpen.
+	APIKeysFile  string
+	APIKeys      string
+	InsecureOpen bool
+	// MetricsAuth is MetricsAuthOps (default) or MetricsAuthNone.
+	MetricsAuth string
+	// TrustedProxies are the CIDRs (or addresses) of reverse proxies whose
+	// X-Forwarded-For is believed. Default none: the peer address.
+	TrustedProxies []string
 }
 
 // DefaultConfig returns the documented defaults (docs/configuration.md).
@@ -64,6 +77,7 @@ func DefaultConfig() Config {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ShutdownTimeout:   30 * time.Second,
+		MetricsAuth:       MetricsAuthOps,
 	}
 }
 
@@ -87,6 +101,12 @@ func (c Config) Validate() error {
 	}
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
 		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
+	}
+	if c.MetricsAuth != MetricsAuthOps && c.MetricsAuth != MetricsAuthNone {
+		errs = append(errs, fmt.Errorf("metrics-auth must be %q or %q, got %q", MetricsAuthOps, MetricsAuthNone, c.MetricsAuth))
+	}
+	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -116,7 +136,16 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: config: %w", err)
 	}
+	cfg.HTTP.MetricsPublic = cfg.MetricsAuth == MetricsAuthNone
 	s := &Server{cfg: cfg, log: log}
+	authn, err := s.authenticator()
+	if err != nil {
+		return nil, err
+	}
+	ipx, err := ipExtractor(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -126,11 +155,15 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	})
 	s.metrics = metrics.New(prometheus.NewRegistry())
 	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
+	s.rdb.AddHook(s.metrics.RedisHook(scripts.ByName()))
 	s.e = handlers.New(cfg.HTTP, handlers.Deps{
 		Metrics: s.metrics,
 		Locks:   locks,
 		Ready:   func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Log:     log,
+
+		Auth:        authn,
+		IPExtractor: ipx,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
