@@ -170,7 +170,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		s.closeRedis()
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
 	}
-	s.ln = ln
+	s.ln = problemListener{ln}
 	s.http = &http.Server{
 		Handler:           s.e,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
