@@ -15,6 +15,8 @@ import (
 
 // OperatorKey is the echo.Context key under which the middleware stores
 // the authenticated key's name (for audit records). Read it with KeyName.
+// It is the same string as the handlers' operator key for audit records,
+// so handlers see the key name without importing this package.
 const OperatorKey = "leasegate.operator"
 
 // KeyName returns the name of the API key that authenticated the request,
