@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -31,9 +32,10 @@ func KeyName(c echo.Context) string {
 var ErrNoKeys = errors.New("auth: no keys")
 
 // Keyring holds the configured keys and authenticates requests. It is
-// read-only after New and safe for concurrent use.
+// safe for concurrent use; Replace swaps the whole set at once, so a
+// request sees either the old keys or the new ones.
 type Keyring struct {
-	keys []Key
+	keys atomic.Pointer[[]Key]
 	log  *zap.Logger
 }
 
@@ -50,11 +52,28 @@ func New(keys []Key, log *zap.Logger) (*Keyring, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Keyring{keys: append([]Key(nil), keys...), log: log}, nil
+	k := &Keyring{log: log}
+	set := append([]Key(nil), keys...)
+	k.keys.Store(&set)
+	return k, nil
+}
+
+// Replace swaps in a new set of keys (key rotation without a restart).
+// An empty or inconsistent set is refused and the old one stays.
+func (k *Keyring) Replace(keys []Key) error {
+	if len(keys) == 0 {
+		return ErrNoKeys
+	}
+	if err := checkUnique(keys); err != nil {
+		return err
+	}
+	set := append([]Key(nil), keys...)
+	k.keys.Store(&set)
+	return nil
 }
 
 // Len is the number of keys.
-func (k *Keyring) Len() int { return len(k.keys) }
+func (k *Keyring) Len() int { return len(*k.keys.Load()) }
 
 // lookup finds the key whose hash is SHA-256(presented). It hashes first,
 // so what is compared has a fixed length whatever was sent, then compares
@@ -65,15 +84,16 @@ func (k *Keyring) Len() int { return len(k.keys) }
 // bits of the hash of the caller's own guess, but we do not rely on that.)
 func (k *Keyring) lookup(presented string) (Key, bool) {
 	h := sha256.Sum256([]byte(presented))
+	keys := *k.keys.Load()
 	found := -1
-	for i := range k.keys {
-		eq := subtle.ConstantTimeCompare(h[:], k.keys[i].Hash[:])
+	for i := range keys {
+		eq := subtle.ConstantTimeCompare(h[:], keys[i].Hash[:])
 		found = subtle.ConstantTimeSelect(eq, i, found)
 	}
 	if found < 0 {
 		return Key{}, false
 	}
-	return k.keys[found], true
+	return keys[found], true
 }
 
 // refusal reasons, for the debug log only: the client sees one body.

@@ -1,9 +1,14 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -40,9 +45,53 @@ func (s *Server) authenticator() (handlers.Authenticator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.keyring = kr
 	s.log.Info("API keys loaded: every route but /healthz and /readyz needs a key",
 		zap.Int("keys", kr.Len()), zap.String("metrics_auth", s.cfg.MetricsAuth))
 	return kr, nil
+}
+
+// ErrOpenMode: keys cannot be reloaded into a gateway started without
+// any (its routes were built open); restart it with keys.
+var ErrOpenMode = errors.New("server: started without API keys (open mode); restart with keys to enable authentication")
+
+// ReloadKeys reads --api-keys-file and --api-keys again and swaps the new
+// set in at once. On any error (unreadable file, bad entry, no keys left)
+// the keys in force stay as they were.
+func (s *Server) ReloadKeys() error {
+	if s.keyring == nil {
+		return ErrOpenMode
+	}
+	keys, err := auth.Load(s.cfg.APIKeysFile, s.cfg.APIKeys)
+	if err != nil {
+		return fmt.Errorf("server: reload keys: %w", err)
+	}
+	if err := s.keyring.Replace(keys); err != nil {
+		return fmt.Errorf("server: reload keys: %w", err)
+	}
+	s.log.Info("API keys reloaded", zap.Int("keys", len(keys)))
+	return nil
+}
+
+// reloadKeysOnSIGHUP reloads the keys on every SIGHUP until ctx is done.
+// The signal is subscribed before it returns, so a SIGHUP sent once the
+// server answers is never the default (fatal) one.
+func (s *Server) reloadKeysOnSIGHUP(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := s.ReloadKeys(); err != nil {
+					s.log.Error("SIGHUP: API keys not reloaded; the previous keys stay in force", zap.Error(err))
+				}
+			}
+		}
+	}()
 }
 
 // parseTrustedProxies reads CIDRs ("10.0.0.0/8") or single addresses

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
@@ -122,6 +123,8 @@ type Server struct {
 	ln   net.Listener
 
 	metrics *metrics.Metrics
+	// keyring is nil in open mode.
+	keyring *auth.Keyring
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -285,6 +288,9 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	hupCtx, stopHUP := context.WithCancel(ctx)
+	defer stopHUP()
+	s.reloadKeysOnSIGHUP(hupCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	select {
