@@ -27,6 +27,9 @@ type Config struct {
 	// RequestTimeout bounds each request's work against Redis (default 5 s),
 	// not counting wait_ms.
 	RequestTimeout time.Duration
+	// MetricsPublic serves /metrics without a key (--metrics-auth=none).
+	// Default false: /metrics needs an ops key when keys are configured.
+	MetricsPublic bool
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -114,7 +117,11 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		a.registerOps(e, ops)
 	}
 
-	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), ops...)
+	metricsMW := ops
+	if cfg.MetricsPublic {
+		metricsMW = nil
+	}
+	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), metricsMW...)
 	e.GET("/openapi.yaml", a.openapi, client...)
 	return e
 }

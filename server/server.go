@@ -25,9 +25,11 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/scripts"
 )
 
 // Version is the build's version, set with -ldflags "-X github.com/leasegate/leasegate/server.Version=v1.2.3".
@@ -60,6 +62,18 @@ type Config struct {
 	MaxHeaderBytes    int
 	// ShutdownTimeout bounds the graceful drain on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration
+
+	// APIKeysFile is a file of API key entries and APIKeys a
+	// comma-separated list of more (docs/auth.md). Neither: open mode,
+	// loopback only unless InsecureOpen.
+	APIKeysFile  string
+	APIKeys      string
+	InsecureOpen bool
+	// MetricsAuth is MetricsAuthOps (default) or MetricsAuthNone.
+	MetricsAuth string
+	// TrustedProxies are the CIDRs (or addresses) of reverse proxies whose
+	// X-Forwarded-For is believed. Default none: the peer address.
+	TrustedProxies []string
 }
 
 // DefaultConfig returns the documented defaults (docs/configuration.md).
@@ -76,6 +90,7 @@ func DefaultConfig() Config {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ShutdownTimeout:   30 * time.Second,
+		MetricsAuth:       MetricsAuthOps,
 	}
 }
 
@@ -108,6 +123,12 @@ func (c Config) Validate() error {
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
 		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
 	}
+	if c.MetricsAuth != MetricsAuthOps && c.MetricsAuth != MetricsAuthNone {
+		errs = append(errs, fmt.Errorf("metrics-auth must be %q or %q, got %q", MetricsAuthOps, MetricsAuthNone, c.MetricsAuth))
+	}
+	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -122,6 +143,8 @@ type Server struct {
 	ln   net.Listener
 
 	metrics *metrics.Metrics
+	// keyring is nil in open mode.
+	keyring *auth.Keyring
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -136,7 +159,16 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: config: %w", err)
 	}
+	cfg.HTTP.MetricsPublic = cfg.MetricsAuth == MetricsAuthNone
 	s := &Server{cfg: cfg, log: log}
+	authn, err := s.authenticator()
+	if err != nil {
+		return nil, err
+	}
+	ipx, err := ipExtractor(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -156,19 +188,23 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Log:      NewAbuseLogger(abuseLog),
 		Metrics:  s.metrics,
 	})
+	s.rdb.AddHook(s.metrics.RedisHook(scripts.ByName()))
 	s.e = handlers.New(cfg.HTTP, handlers.Deps{
 		Metrics: s.metrics,
 		Locks:   locks,
 		Abuse:   abuseSvc,
 		Ready:   func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Log:     log,
+
+		Auth:        authn,
+		IPExtractor: ipx,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		s.closeRedis()
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
 	}
-	s.ln = ln
+	s.ln = problemListener{ln}
 	s.http = &http.Server{
 		Handler:           s.e,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -296,6 +332,9 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	hupCtx, stopHUP := context.WithCancel(ctx)
+	defer stopHUP()
+	s.reloadKeysOnSIGHUP(hupCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	select {

@@ -2,6 +2,7 @@
 //
 //	leasegate serve [flags]      run the gateway
 //	leasegate abuse SUBCOMMAND   review flagged users (list, show, clear, ban, unban)
+//	leasegate keys hash [flags]  hash (or --generate) an API key
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -30,6 +31,7 @@ const usage = `leasegate: a Redis-native lock gateway
 Usage:
   leasegate serve [flags]        run the gateway (embedded Redis unless --redis-url)
   leasegate abuse list|show|clear|ban|unban   review flagged users (ops)
+  leasegate keys hash [flags]    hash an API key for the key file (docs/auth.md)
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdServe(ctx, args[1:], stdout, stderr, getenv)
 	case "abuse":
 		err = cmdAbuse(ctx, args[1:], stdout, stderr, getenv)
+	case "keys":
+		err = cmdKeys(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -32,6 +32,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) {
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request header block in bytes")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown may take")
 	fs.StringVar(logLevel, "log-level", *logLevel, "debug, info, warn or error")
+	authFlags(fs, cfg)
 }
 
 // abuseFlags are the serve flags of user locks and the abuse log.

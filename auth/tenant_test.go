@@ -1,0 +1,169 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// Resource names chosen to collide across tenants: the same name in both,
+// and names that would forge tenant b's hash tag ("{t=b;r=shared}") from
+// tenant a if the tag were built without escaping.
+var collidingNames = []string{
+	"shared",
+	"{shared}",
+	"shared}",
+	"{",
+	"}",
+	"t=b;r=shared",
+	"b;r=shared",
+	";r=shared",
+	"}{t=b;r=shared}",
+	"shared}:lock",
+	"%7Bt%3Db%3Br%3Dshared%7D",
+	"%", "%25", "a:fence", "x;y=z:%",
+	"ü",
+}
+
+type lockBody struct {
+	Acquired bool `json:"acquired"`
+	Lock     struct {
+		Resource  string `json:"resource"`
+		Owner     string `json:"owner"`
+		Token     int64  `json:"token"`
+		ExpiresAt string `json:"expires_at"`
+	} `json:"lock"`
+}
+
+func decodeLock(t *testing.T, r response) lockBody {
+	t.Helper()
+	var b lockBody
+	if err := json.Unmarshal(r.body, &b); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+	return b
+}
+
+// keyLister lists every key on the Redis under test.
+type keyLister func() []string
+
+func testTenantIsolation(t *testing.T, e *echo.Echo, keys keyLister) {
+	const a, b = "Bearer " + keyClientA, "Bearer " + keyClientB
+	for _, name := range collidingNames {
+		path := "/locks/" + url.PathEscape(name)
+		t.Run("tenant a cannot see or touch tenant b's lock on "+quoted(name), func(t *testing.T) {
+			r := do(t, e, http.MethodPost, path, b, `{"owner":"svc","ttl_seconds":60}`)
+			held := decodeLock(t, r)
+			if r.status != http.StatusOK || !held.Acquired || held.Lock.Resource != name {
+				t.Fatalf("b acquire: got %d %s, want 200 acquired on %q", r.status, r.body, name)
+			}
+
+			if r := do(t, e, http.MethodGet, path, a, ""); r.status != http.StatusNotFound {
+				t.Errorf("a status: got %d %s, want 404", r.status, r.body)
+			}
+			if r := do(t, e, http.MethodDelete, path+"?owner=svc", a, ""); r.status != http.StatusNotFound {
+				t.Errorf("a release with b's owner: got %d %s, want 404", r.status, r.body)
+			}
+			tok := `{"owner":"svc","ttl_seconds":600,"token":` + jsonInt(held.Lock.Token) + `}`
+			if r := do(t, e, http.MethodPost, path+"/renew", a, tok); r.status != http.StatusNotFound {
+				t.Errorf("a renew with b's owner and token: got %d %s, want 404", r.status, r.body)
+			}
+			r = do(t, e, http.MethodPost, path, a, `{"owner":"svc","ttl_seconds":5}`)
+			mine := decodeLock(t, r)
+			if r.status != http.StatusOK || !mine.Acquired {
+				t.Errorf("a acquire: got %d %s, want 200 acquired (no contention with b)", r.status, r.body)
+			}
+
+			r = do(t, e, http.MethodGet, path, b, "")
+			still := decodeLock(t, r)
+			if r.status != http.StatusOK || still.Lock.Token != held.Lock.Token || still.Lock.ExpiresAt != held.Lock.ExpiresAt || still.Lock.Owner != "svc" {
+				t.Errorf("b status after a's calls: got %d %s, want b's lock unchanged (token %d, expires %s)",
+					r.status, r.body, held.Lock.Token, held.Lock.ExpiresAt)
+			}
+
+			if r := do(t, e, http.MethodDelete, path+"?owner=svc", a, ""); r.status != http.StatusNoContent {
+				t.Errorf("a releases its own lock: got %d %s, want 204", r.status, r.body)
+			}
+			if r := do(t, e, http.MethodGet, path, b, ""); r.status != http.StatusOK {
+				t.Errorf("b status after a released its own: got %d %s, want 200", r.status, r.body)
+			}
+			if r := do(t, e, http.MethodDelete, path+"?owner=svc", b, ""); r.status != http.StatusNoContent {
+				t.Errorf("b releases: got %d %s, want 204", r.status, r.body)
+			}
+		})
+	}
+
+	t.Run("every Redis key lives under its own tenant's hash tag", func(t *testing.T) {
+		locks := redislock.New(nil, redislock.Options{Prefix: "lg:"})
+		want := map[string]bool{}
+		for _, name := range collidingNames {
+			for _, tenant := range []string{"a", "b"} {
+				_, fence := locks.Tenant(tenant).Keys(name)
+				want[fence] = true
+			}
+		}
+		got := keys()
+		for _, k := range got {
+			if !want[k] {
+				t.Errorf("unexpected key %q", k)
+			}
+			delete(want, k)
+		}
+		for k := range want {
+			t.Errorf("missing fence key %q", k)
+		}
+		tags := map[string]bool{}
+		for _, name := range collidingNames {
+			for _, tenant := range []string{"a", "b"} {
+				tag := redislock.HashTag(tenant, name)
+				if tags[tag] {
+					t.Errorf("hash tag %q is shared", tag)
+				}
+				tags[tag] = true
+				if strings.Count(tag, "{") != 1 || strings.Count(tag, "}") != 1 || !strings.HasPrefix(tag, "{t="+tenant+";r=") {
+					t.Errorf("tag %q of tenant %q is not one brace pair starting {t=%s;r=", tag, tenant, tenant)
+				}
+			}
+		}
+	})
+}
+
+func jsonInt(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func TestTenantIsolation(t *testing.T) {
+	t.Run("on miniredis", func(t *testing.T) {
+		m := miniredis.RunT(t)
+		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		e := gateway(t, rdb, handlers.DefaultConfig())
+		testTenantIsolation(t, e, func() []string { return m.Keys() })
+	})
+	t.Run("on redis-server", func(t *testing.T) {
+		srv := redistest.Start(t)
+		rdb := srv.Client(t)
+		e := gateway(t, rdb, handlers.DefaultConfig())
+		testTenantIsolation(t, e, func() []string {
+			keys, err := rdb.Keys(context.Background(), "*").Result()
+			if err != nil {
+				t.Fatalf("KEYS: %v", err)
+			}
+			sort.Strings(keys)
+			return keys
+		})
+	})
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+// authFlags binds the authentication and client-IP flags of serve.
+func authFlags(fs *flag.FlagSet, cfg *server.Config) {
+	fs.StringVar(&cfg.APIKeysFile, "api-keys-file", cfg.APIKeysFile, "file of API key entries name:role:tenant:sha256hex, one per line (docs/auth.md)")
+	fs.StringVar(&cfg.APIKeys, "api-keys", cfg.APIKeys, "comma-separated API key entries name:role:tenant:sha256hex, added to --api-keys-file's")
+	fs.BoolVar(&cfg.InsecureOpen, "insecure-open", cfg.InsecureOpen, "allow running without API keys on a non-loopback address (anyone who can connect is an operator)")
+	fs.StringVar(&cfg.MetricsAuth, "metrics-auth", cfg.MetricsAuth, "who may read /metrics when keys are configured: ops (an ops key) or none (anyone)")
+	fs.Var((*cidrList)(&cfg.TrustedProxies), "trusted-proxies", "comma-separated CIDRs or addresses of reverse proxies whose X-Forwarded-For is believed (default none: the peer address is the client)")
+}
+
+// cidrList is a comma-separated flag value; each Set replaces the list, so
+// the command line overrides the environment instead of adding to it.
+type cidrList []string
+
+func (l *cidrList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, ",")
+}
+
+func (l *cidrList) Set(s string) error {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	*l = out
+	return nil
+}

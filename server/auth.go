@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/handlers"
+)
+
+// Values of Config.MetricsAuth.
+const (
+	// MetricsAuthOps: /metrics needs an ops key (when keys are configured).
+	MetricsAuthOps = "ops"
+	// MetricsAuthNone: /metrics is served to anyone who can reach it.
+	MetricsAuthNone = "none"
+)
+
+// authenticator loads the API keys. No keys is open mode (a nil
+// Authenticator), allowed only on a loopback address unless
+// InsecureOpen; it is logged as a warning either way.
+func (s *Server) authenticator() (handlers.Authenticator, error) {
+	keys, err := auth.Load(s.cfg.APIKeysFile, s.cfg.APIKeys)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if len(keys) == 0 {
+		if !isLoopback(s.cfg.Addr) && !s.cfg.InsecureOpen {
+			return nil, fmt.Errorf("server: no API keys configured (--api-keys-file, --api-keys): refusing to serve %q, which is not a loopback address, without authentication; configure keys (see docs/auth.md) or pass --insecure-open", s.cfg.Addr)
+		}
+		s.log.Warn("no API keys configured: the gateway is OPEN, every caller is an operator of the default tenant; development only (see docs/auth.md)",
+			zap.String("addr", s.cfg.Addr), zap.Bool("insecure_open", s.cfg.InsecureOpen))
+		return nil, nil
+	}
+	kr, err := auth.New(keys, s.log.Named("auth"))
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.keyring = kr
+	s.log.Info("API keys loaded: every route but /healthz and /readyz needs a key",
+		zap.Int("keys", kr.Len()), zap.String("metrics_auth", s.cfg.MetricsAuth))
+	return kr, nil
+}
+
+// ErrOpenMode: keys cannot be reloaded into a gateway started without
+// any (its routes were built open); restart it with keys.
+var ErrOpenMode = errors.New("server: started without API keys (open mode); restart with keys to enable authentication")
+
+// ReloadKeys reads --api-keys-file and --api-keys again and swaps the new
+// set in at once. On any error (unreadable file, bad entry, no keys left)
+// the keys in force stay as they were.
+func (s *Server) ReloadKeys() error {
+	if s.keyring == nil {
+		return ErrOpenMode
+	}
+	keys, err := auth.Load(s.cfg.APIKeysFile, s.cfg.APIKeys)
+	if err != nil {
+		return fmt.Errorf("server: reload keys: %w", err)
+	}
+	if err := s.keyring.Replace(keys); err != nil {
+		return fmt.Errorf("server: reload keys: %w", err)
+	}
+	s.log.Info("API keys reloaded", zap.Int("keys", len(keys)))
+	return nil
+}
+
+// reloadKeysOnSIGHUP reloads the keys on every SIGHUP until ctx is done.
+// The signal is subscribed before it returns, so a SIGHUP sent once the
+// server answers is never the default (fatal) one.
+func (s *Server) reloadKeysOnSIGHUP(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := s.ReloadKeys(); err != nil {
+					s.log.Error("SIGHUP: API keys not reloaded; the previous keys stay in force", zap.Error(err))
+				}
+			}
+		}
+	}()
+}
+
+// parseTrustedProxies reads CIDRs ("10.0.0.0/8") or single addresses
+// ("10.0.0.7", meaning /32 or /128).
+func parseTrustedProxies(list []string) ([]*net.IPNet, error) {
+	var nets []*net.IPNet
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "/") {
+			ip := net.ParseIP(s)
+			if ip == nil {
+				return nil, fmt.Errorf("trusted-proxies: %q is neither an IP address nor a CIDR", s)
+			}
+			bits := 128
+			if ip4 := ip.To4(); ip4 != nil {
+				ip, bits = ip4, 32
+			}
+			nets = append(nets, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted-proxies: %w", err)
+		}
+		nets = append(nets, n)
+	}
+	return nets, nil
+}
+
+// ipExtractor decides a request's client IP. With no trusted proxies it is
+// the connection's peer address and X-Forwarded-For is ignored. With
+// some, X-Forwarded-For is read from the right, skipping addresses in the
+// trusted ranges, and the first untrusted one is the client; loopback,
+// link-local and private addresses are trusted only when listed (Echo
+// trusts them by default, which would let anyone on the LAN spoof).
+func ipExtractor(list []string) (echo.IPExtractor, error) {
+	nets, err := parseTrustedProxies(list)
+	if err != nil {
+		return nil, err
+	}
+	if len(nets) == 0 {
+		return echo.ExtractIPDirect(), nil
+	}
+	opts := []echo.TrustOption{
+		echo.TrustLoopback(false),
+		echo.TrustLinkLocal(false),
+		echo.TrustPrivateNet(false),
+	}
+	for _, n := range nets {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...), nil
+}
