@@ -87,7 +87,9 @@ func TestAcquireWithWait(t *testing.T) {
 		a := newWaitAPI(t)
 		a.post(context.Background(), "/locks/job", `{"owner":"a","ttl_seconds":60}`).Body.Close()
 		done := make(chan *http.Response, 1)
-		go func() { done <- a.post(context.Background(), "/locks/job", `{"owner":"b","ttl_seconds":60,"wait_ms":10000}`) }()
+		go func() {
+			done <- a.post(context.Background(), "/locks/job", `{"owner":"b","ttl_seconds":60,"wait_ms":10000}`)
+		}()
 		waitUntil(t, "waiter queued", a.queued("job", 1))
 		if got := testutil.ToFloat64(a.m.Waiters); got != 1 {
 			t.Errorf("got waiters gauge %v, want 1", got)
