@@ -124,9 +124,9 @@ func TestAcquireWithWaitGetsTheLockWhenReleased(t *testing.T) {
 
 // flakyGateway answers the first n requests with 503, then passes on.
 type flakyGateway struct {
-	mu     sync.Mutex
-	n      int
-	next   http.Handler
+	mu   sync.Mutex
+	n    int
+	next http.Handler
 }
 
 func (f *flakyGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
