@@ -1,6 +1,8 @@
 // Command leasegate is the lock gateway and its client-side tools.
 //
 //	leasegate serve [flags]      run the gateway
+//	leasegate lock [flags] RESOURCE -- CMD [ARGS...]
+//	                             run CMD while holding a lock
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -28,6 +30,9 @@ const usage = `leasegate: a Redis-native lock gateway
 
 Usage:
   leasegate serve [flags]        run the gateway (embedded Redis unless --redis-url)
+  leasegate lock [flags] RESOURCE -- CMD [ARGS...]
+                                 run CMD holding the lock on RESOURCE, with its
+                                 fencing token in LEASEGATE_TOKEN
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -45,6 +50,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		err = cmdServe(ctx, args[1:], stdout, stderr, getenv)
+	case "lock":
+		err = cmdLock(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
