@@ -166,7 +166,13 @@ func (k *KeepAlive) run() {
 			k.finish(fmt.Errorf("%w: renewals failed until the lease was about to expire: %w", ErrLeaseLost, lastErr))
 			return
 		}
-		rctx, cancel := context.WithDeadline(k.ctx, lossAt)
+		// One attempt may take until the next would be due, and never
+		// past the loss deadline: a hung request must not eat the margin.
+		attemptEnd := time.Now().Add(interval)
+		if lossAt.Before(attemptEnd) {
+			attemptEnd = lossAt
+		}
+		rctx, cancel := context.WithDeadline(k.ctx, attemptEnd)
 		renewed, err := k.c.renew(rctx, &lease, lease.TTL, false)
 		cancel()
 		switch {
