@@ -93,7 +93,8 @@ type queue struct {
 }
 
 type waiter struct {
-	key  string
+	key    string
+	parked bool // has made its first check and is waiting
 	wake chan struct{} // buffered(1): a pending wake is never lost
 	elem *list.Element
 }
@@ -163,14 +164,26 @@ func (w *Waiter) Waiting() int {
 	return w.count
 }
 
-// Queued is the number of waiters on resource in l's tenant.
+// Queued is the number of waiters on resource in l's tenant that have
+// made their first check and are waiting.
 func (w *Waiter) Queued(l *Locker, resource string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	n := 0
 	if q := w.queues[l.ReleaseMessage(resource)]; q != nil {
-		return q.l.Len()
+		for e := q.l.Front(); e != nil; e = e.Next() {
+			if e.Value.(*waiter).parked {
+				n++
+			}
+		}
 	}
-	return 0
+	return n
+}
+
+func (w *Waiter) park(wt *waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt.parked = true
 }
 
 // run keeps one subscription open until Close.
@@ -457,6 +470,9 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 				sleep.Reset(d)
 			}
 			retry = sleep.C
+		}
+		if !wt.parked {
+			w.park(wt)
 		}
 		select {
 		case <-wt.wake:
