@@ -401,3 +401,43 @@ func TestWaiterWithoutSubscriptionPolls(t *testing.T) {
 		t.Fatalf("got %+v, %v; want acquired by polling", res, err)
 	}
 }
+
+// BenchmarkWaiterWakeUpAfterRelease measures release -> waiter holds the
+// lock, on a real redis-server (target: well under 100 ms).
+func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	ch := "bench:released"
+	l := redislock.New(rdb, redislock.Options{Prefix: "bench:", ReleaseChannel: ch})
+	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
+	b.Cleanup(w.Close)
+	for !w.Active() {
+		time.Sleep(time.Millisecond)
+	}
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		res := fmt.Sprint("bench-", i)
+		if _, err := l.Acquire(ctx, res, "holder", time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			r, err := w.Acquire(ctx, l, redislock.WaitRequest{Resource: res, Owner: "waiter", TTL: time.Minute, Wait: 10 * time.Second})
+			if err == nil && !r.Acquired {
+				err = fmt.Errorf("not acquired: %+v", r)
+			}
+			got <- err
+		}()
+		for w.Queued(l, res) == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		b.StartTimer()
+		if _, err := l.Release(ctx, res, "holder", 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
