@@ -94,9 +94,9 @@ type queue struct {
 
 type waiter struct {
 	key    string
-	parked bool // has made its first check and is waiting
-	wake chan struct{} // buffered(1): a pending wake is never lost
-	elem *list.Element
+	parked bool          // has made its first check and is waiting
+	wake   chan struct{} // buffered(1): a pending wake is never lost
+	elem   *list.Element
 }
 
 // NewWaiter starts a Waiter. With sub nil (or no Channel) there is no
