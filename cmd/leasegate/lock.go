@@ -156,12 +156,7 @@ func splitLockArgs(rest []string) (string, []string, error) {
 	return resource, cmd, nil
 }
 
-var signalNames = map[string]syscall.Signal{
-	"TERM": syscall.SIGTERM, "INT": syscall.SIGINT, "HUP": syscall.SIGHUP,
-	"KILL": syscall.SIGKILL, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
-	"QUIT": syscall.SIGQUIT,
-}
-
+// parseSignal reads TERM, SIGTERM, term or a number.
 func parseSignal(s string) (syscall.Signal, error) {
 	name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "SIG")
 	if sig, ok := signalNames[name]; ok {
@@ -201,15 +196,15 @@ func runLocked(ctx context.Context, argv []string, lease *client.Lease, keep *cl
 		"LEASEGATE_OWNER="+lease.Owner,
 		"LEASEGATE_EXPIRES_AT="+lease.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 	)
-	// Own process group: signals reach CMD once (from us), and reach
-	// everything it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group (unix): signals reach CMD once (from us), and
+	// reach everything it started.
+	ownProcessGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "leasegate: cannot run %q: %v\n", argv[0], err)
 		return exitNoCommand, nil
 	}
-	group := func(sig syscall.Signal) { _ = syscall.Kill(-cmd.Process.Pid, sig) }
+	group := func(sig os.Signal) { signalGroup(cmd, sig) }
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -227,14 +222,14 @@ func runLocked(ctx context.Context, argv []string, lease *client.Lease, keep *cl
 		case err := <-exited:
 			return exitStatus(err), lost
 		case s := <-sigs:
-			group(s.(syscall.Signal))
+			group(s)
 		case <-ctxDone:
 			// Our context ends on SIGINT/SIGTERM too; if a signal is on
 			// its way it is forwarded above, otherwise CMD gets SIGTERM.
 			ctxDone = nil
 			select {
 			case s := <-sigs:
-				group(s.(syscall.Signal))
+				group(s)
 			case <-time.After(50 * time.Millisecond):
 				group(syscall.SIGTERM)
 			}
