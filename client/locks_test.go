@@ -209,3 +209,61 @@ func (c *countingHandler) n() int {
 	defer c.mu.Unlock()
 	return c.count
 }
+
+// lossyProxy forwards every request to the gateway but drops the answer of
+// the first n: the gateway acts, the client sees a broken connection.
+type lossyProxy struct {
+	mu   sync.Mutex
+	n    int
+	next http.Handler
+}
+
+func (p *lossyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	drop := p.n > 0
+	p.n--
+	p.mu.Unlock()
+	if !drop {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	p.next.ServeHTTP(httptest.NewRecorder(), r)
+	panic(http.ErrAbortHandler) // closes the connection without an answer
+}
+
+func TestLostAnswersAreRetriedSafely(t *testing.T) {
+	fast := client.WithRetryPolicy(client.RetryPolicy{Attempts: 3, Base: time.Millisecond, Max: 5 * time.Millisecond})
+	g := newMiniGateway(t)
+	direct := g.client()
+	ctx := context.Background()
+
+	t.Run("an acquire whose answer was lost returns the lease it took, once", func(t *testing.T) {
+		p := &lossyProxy{n: 1, next: proxyTo(t, g.url)}
+		hs := httptest.NewServer(p)
+		t.Cleanup(hs.Close)
+		lease, err := client.New(hs.URL, fast).Acquire(ctx, "lost-acquire", time.Minute)
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		st, err := direct.Status(ctx, "lost-acquire")
+		if err != nil || st.Owner != lease.Owner || st.Token != lease.Token {
+			t.Fatalf("got status %+v, %v; want the lease the caller got (%s, token %d)", st, err, lease.Owner, lease.Token)
+		}
+	})
+
+	t.Run("a release whose answer was lost reports success", func(t *testing.T) {
+		lease, err := direct.Acquire(ctx, "lost-release", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &lossyProxy{n: 1, next: proxyTo(t, g.url)}
+		hs := httptest.NewServer(p)
+		t.Cleanup(hs.Close)
+		if err := client.New(hs.URL, fast).Release(ctx, lease); err != nil {
+			t.Fatalf("got %v, want nil (the first attempt released it)", err)
+		}
+		if _, err := direct.Status(ctx, "lost-release"); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("status got %v, want ErrNotFound", err)
+		}
+	})
+}
