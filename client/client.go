@@ -80,6 +80,8 @@ type Client struct {
 	base   string
 	apiKey string
 	hc     *http.Client
+
+	retryPolicy *RetryPolicy // nil: DefaultRetryPolicy
 }
 
 // Option configures a Client.

@@ -45,6 +45,9 @@ func DefaultConfig() Config {
 // Deps are what the handlers call.
 type Deps struct {
 	Locks *redislock.Locker
+	// Waiter runs acquires with wait_ms > 0. Nil gets a Waiter with no
+	// subscription, which notices releases by polling (docs/waiting.md).
+	Waiter *redislock.Waiter
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -76,6 +79,9 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = metrics.NewForTest()
+	}
+	if deps.Waiter == nil {
+		deps.Waiter = redislock.NewWaiter(nil, redislock.WaiterOptions{})
 	}
 	if deps.IPExtractor == nil {
 		deps.IPExtractor = echo.ExtractIPDirect()

@@ -97,22 +97,61 @@ func (a *API) acquire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.opContext(c)
-	defer cancel()
-	res, err := a.locker(c).Acquire(ctx, req.resource, req.owner, req.ttl)
+	var res redislock.AcquireResult
+	waited := false
+	if req.wait > 0 {
+		a.m.Waiters.Inc()
+		wr, werr := a.deps.Waiter.Acquire(c.Request().Context(), a.locker(c), redislock.WaitRequest{
+			Resource: req.resource, Owner: req.owner, TTL: req.ttl,
+			Wait: req.wait, OpTimeout: a.cfg.RequestTimeout,
+		})
+		a.m.Waiters.Dec()
+		res, waited, err = wr.AcquireResult, wr.Waited, werr
+		if err != nil && c.Request().Context().Err() != nil {
+			// The client went away while waiting: it gets no answer, and
+			// the log shows 499 (docs/waiting.md).
+			a.m.Acquires.WithLabelValues("abandoned").Inc()
+			return clientGone()
+		}
+	} else {
+		ctx, cancel := a.opContext(c)
+		res, err = a.locker(c).Acquire(ctx, req.resource, req.owner, req.ttl)
+		cancel()
+	}
 	if err != nil {
 		return err
 	}
 	if !res.Acquired {
-		a.m.Acquires.WithLabelValues("contended").Inc()
+		outcome := "contended"
+		if waited {
+			outcome = "timed_out"
+		}
+		a.m.Acquires.WithLabelValues(outcome).Inc()
 		return sendJSON(c, http.StatusOK, contendedJSON{
 			Acquired:     false,
 			Resource:     req.resource,
 			RetryAfterMS: max(res.RetryAfter.Milliseconds(), 0),
 		})
 	}
-	a.m.Acquires.WithLabelValues("acquired").Inc()
+	outcome := "acquired"
+	if waited {
+		outcome = "waited"
+	}
+	a.m.Acquires.WithLabelValues(outcome).Inc()
 	return sendJSON(c, http.StatusOK, acquiredJSON{Acquired: true, Lock: toLockJSON(res.Lock)})
+}
+
+// statusClientClosedRequest is nginx's 499: the client closed the
+// connection before the answer. It only shows in logs and metrics.
+const statusClientClosedRequest = 499
+
+func clientGone() *Problem {
+	return &Problem{
+		Type:   ProblemBase + SlugRequestTimeout,
+		Title:  "Client Closed Request",
+		Status: statusClientClosedRequest,
+		Detail: "the client went away while waiting for the lock",
+	}
 }
 
 func (a *API) status(c echo.Context) error {

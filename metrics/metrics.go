@@ -21,7 +21,7 @@ type Metrics struct {
 	RequestDuration *prometheus.HistogramVec // route, method, status
 
 	// Resource locks
-	Acquires *prometheus.CounterVec // outcome: acquired, contended, waited, timed_out
+	Acquires *prometheus.CounterVec // outcome: acquired, contended, waited, timed_out, abandoned
 	Releases *prometheus.CounterVec // result: released, not_found, forbidden
 	Renewals *prometheus.CounterVec // result: renewed, not_found, forbidden
 	Waiters  prometheus.Gauge
@@ -50,7 +50,7 @@ func New(reg *prometheus.Registry) *Metrics {
 		}, []string{"route", "method", "status"}),
 		Acquires: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "lock_acquires_total",
-			Help: "Acquire outcomes: acquired, contended, waited (acquired after waiting), timed_out (waited, not acquired).",
+			Help: "Acquire outcomes: acquired, contended, waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting).",
 		}, []string{"outcome"}),
 		Releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "lock_releases_total",

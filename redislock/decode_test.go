@@ -45,10 +45,10 @@ func (f fakeScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd
 	return redis.NewStringCmd(ctx)
 }
 
-type list = []interface{}
+type reply = []interface{}
 
 func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
-	good := list{int64(1), "7", "1000", "2000", "svc-a", "1000"}
+	good := reply{int64(1), "7", "1000", "2000", "svc-a", "1000"}
 	t.Run("the documented reply decodes", func(t *testing.T) {
 		res, err := New(fakeScripter{good}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
 		if err != nil {
@@ -61,7 +61,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		}
 	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
-		res, err := New(fakeScripter{list{int64(0), "7", "1000", "2000", "svc-b", "1500"}}, Options{}).
+		res, err := New(fakeScripter{reply{int64(0), "7", "1000", "2000", "svc-b", "1500"}}, Options{}).
 			Acquire(context.Background(), "r", "svc-a", time.Second)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
@@ -73,18 +73,18 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	bad := map[string]interface{}{
 		"not a list":              "OK",
 		"nil":                     nil,
-		"too short":               list{int64(1), "7", "1000", "2000", "svc-a"},
-		"too long":                append(append(list{}, good...), "x"),
-		"flag is a string":        list{"1", "7", "1000", "2000", "svc-a", "1000"},
-		"flag out of range":       list{int64(2), "7", "1000", "2000", "svc-a", "1000"},
-		"token is a Lua number":   list{int64(1), int64(7), "1000", "2000", "svc-a", "1000"},
-		"token is not a number":   list{int64(1), "seven", "1000", "2000", "svc-a", "1000"},
-		"time has a fraction":     list{int64(1), "7", "1000.5", "2000", "svc-a", "1000"},
-		"owner is missing":        list{int64(1), "7", "1000", "2000", nil, "1000"},
-		"now is not a string":     list{int64(1), "7", "1000", "2000", "svc-a", int64(1000)},
-		"now is not a number":     list{int64(1), "7", "1000", "2000", "svc-a", "later"},
-		"token overflows int64":   list{int64(1), "99999999999999999999", "1000", "2000", "svc-a", "1000"},
-		"expires_at is nil/false": list{int64(1), "7", "1000", nil, "svc-a", "1000"},
+		"too short":               reply{int64(1), "7", "1000", "2000", "svc-a"},
+		"too long":                append(append(reply{}, good...), "x"),
+		"flag is a string":        reply{"1", "7", "1000", "2000", "svc-a", "1000"},
+		"flag out of range":       reply{int64(2), "7", "1000", "2000", "svc-a", "1000"},
+		"token is a Lua number":   reply{int64(1), int64(7), "1000", "2000", "svc-a", "1000"},
+		"token is not a number":   reply{int64(1), "seven", "1000", "2000", "svc-a", "1000"},
+		"time has a fraction":     reply{int64(1), "7", "1000.5", "2000", "svc-a", "1000"},
+		"owner is missing":        reply{int64(1), "7", "1000", "2000", nil, "1000"},
+		"now is not a string":     reply{int64(1), "7", "1000", "2000", "svc-a", int64(1000)},
+		"now is not a number":     reply{int64(1), "7", "1000", "2000", "svc-a", "later"},
+		"token overflows int64":   reply{int64(1), "99999999999999999999", "1000", "2000", "svc-a", "1000"},
+		"expires_at is nil/false": reply{int64(1), "7", "1000", nil, "svc-a", "1000"},
 	}
 	for name, reply := range bad {
 		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {
@@ -105,20 +105,20 @@ func TestDecodeHeld(t *testing.T) {
 		reply interface{}
 		want  error
 	}{
-		{"{0} is not held", list{int64(0)}, ErrNotHeld},
-		{"{-1} is forbidden", list{int64(-1)}, ErrForbidden},
-		{"a held lease decodes", list{int64(1), "7", "1000", "2000", "svc-a"}, nil},
+		{"{0} is not held", reply{int64(0)}, ErrNotHeld},
+		{"{-1} is forbidden", reply{int64(-1)}, ErrForbidden},
+		{"a held lease decodes", reply{int64(1), "7", "1000", "2000", "svc-a"}, nil},
 		{"a string is a bad reply", "OK", ErrBadReply},
 		{"nil is a bad reply", nil, ErrBadReply},
-		{"an empty list is a bad reply", list{}, ErrBadReply},
-		{"a string flag is a bad reply", list{"1", "7", "1000", "2000", "svc-a"}, ErrBadReply},
-		{"{0} with extra fields is a bad reply", list{int64(0), "7"}, ErrBadReply},
-		{"{-1} with extra fields is a bad reply", list{int64(-1), "7"}, ErrBadReply},
-		{"{1} without the lease is a bad reply", list{int64(1)}, ErrBadReply},
-		{"{1} with a short lease is a bad reply", list{int64(1), "7", "1000", "2000"}, ErrBadReply},
-		{"an unknown flag is a bad reply", list{int64(2), "7", "1000", "2000", "svc-a"}, ErrBadReply},
-		{"a numeric token is a bad reply", list{int64(1), int64(7), "1000", "2000", "svc-a"}, ErrBadReply},
-		{"a non-numeric time is a bad reply", list{int64(1), "7", "soon", "2000", "svc-a"}, ErrBadReply},
+		{"an empty list is a bad reply", reply{}, ErrBadReply},
+		{"a string flag is a bad reply", reply{"1", "7", "1000", "2000", "svc-a"}, ErrBadReply},
+		{"{0} with extra fields is a bad reply", reply{int64(0), "7"}, ErrBadReply},
+		{"{-1} with extra fields is a bad reply", reply{int64(-1), "7"}, ErrBadReply},
+		{"{1} without the lease is a bad reply", reply{int64(1)}, ErrBadReply},
+		{"{1} with a short lease is a bad reply", reply{int64(1), "7", "1000", "2000"}, ErrBadReply},
+		{"an unknown flag is a bad reply", reply{int64(2), "7", "1000", "2000", "svc-a"}, ErrBadReply},
+		{"a numeric token is a bad reply", reply{int64(1), int64(7), "1000", "2000", "svc-a"}, ErrBadReply},
+		{"a non-numeric time is a bad reply", reply{int64(1), "7", "soon", "2000", "svc-a"}, ErrBadReply},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestDecodeHeld(t *testing.T) {
 		})
 	}
 	t.Run("status and renew use it", func(t *testing.T) {
-		l := New(fakeScripter{list{int64(3)}}, Options{})
+		l := New(fakeScripter{reply{int64(3)}}, Options{})
 		if _, err := l.Status(context.Background(), "r"); !errors.Is(err, ErrBadReply) {
 			t.Errorf("status: got %v, want ErrBadReply", err)
 		}
@@ -157,7 +157,7 @@ func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 	for name, reply := range map[string]interface{}{
 		"2":            int64(2),
 		"a string":     "1",
-		"a list":       list{int64(1)},
+		"a list":       reply{int64(1)},
 		"nil":          nil,
 		"-2":           int64(-2),
 		"a big number": int64(1 << 40),

@@ -145,6 +145,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	// keyring is nil in open mode.
 	keyring *auth.Keyring
+	waiter  *redislock.Waiter
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -172,9 +173,17 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
+	// Releases are published on one channel; one subscription per
+	// process wakes the waiting acquires (docs/waiting.md).
+	releaseChannel := cfg.KeyPrefix + "released"
 	locks := redislock.New(s.rdb, redislock.Options{
 		Prefix:         cfg.KeyPrefix,
 		FenceRetention: cfg.FenceRetention,
+		ReleaseChannel: releaseChannel,
+	})
+	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
+		Channel: releaseChannel,
+		Log:     log.Named("waiter"),
 	})
 	s.metrics = metrics.New(prometheus.NewRegistry())
 	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
@@ -193,6 +202,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Metrics: s.metrics,
 		Locks:   locks,
 		Abuse:   abuseSvc,
+		Waiter:  s.waiter,
 		Ready:   func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Log:     log,
 
@@ -303,9 +313,10 @@ func (s *Server) Serve() error {
 	return err
 }
 
-// Shutdown stops accepting, lets in-flight requests finish (bounded by
-// ctx), then closes Redis.
+// Shutdown answers every waiting acquire (contended), stops accepting,
+// lets in-flight requests finish (bounded by ctx), then closes Redis.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.waiter.Close()
 	err := s.http.Shutdown(ctx)
 	s.closeRedis()
 	return err
@@ -313,6 +324,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) closeRedis() {
 	s.closeOnce.Do(func() {
+		if s.waiter != nil {
+			s.waiter.Close()
+		}
 		if s.rdb != nil {
 			_ = s.rdb.Close()
 		}

@@ -3,6 +3,8 @@
 //	leasegate serve [flags]      run the gateway
 //	leasegate abuse SUBCOMMAND   review flagged users (list, show, clear, ban, unban)
 //	leasegate keys hash [flags]  hash (or --generate) an API key
+//	leasegate lock [flags] RESOURCE -- CMD [ARGS...]
+//	                             run CMD while holding a lock
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -32,6 +34,9 @@ Usage:
   leasegate serve [flags]        run the gateway (embedded Redis unless --redis-url)
   leasegate abuse list|show|clear|ban|unban   review flagged users (ops)
   leasegate keys hash [flags]    hash an API key for the key file (docs/auth.md)
+  leasegate lock [flags] RESOURCE -- CMD [ARGS...]
+                                 run CMD holding the lock on RESOURCE, with its
+                                 fencing token in LEASEGATE_TOKEN
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -53,6 +58,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdAbuse(ctx, args[1:], stdout, stderr, getenv)
 	case "keys":
 		err = cmdKeys(args[1:], stdin, stdout, stderr)
+	case "lock":
+		err = cmdLock(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,121 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/client"
+)
+
+func TestKeepAliveKeepsAOneSecondLeaseForFiveSeconds(t *testing.T) {
+	g := newMiniGateway(t)
+	c := g.client()
+	ctx := context.Background()
+	lease, err := c.Acquire(ctx, "job", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.KeepAlive(ctx, lease)
+	select {
+	case <-k.Done():
+		t.Fatalf("lease lost: %v", k.Err())
+	case <-time.After(5 * time.Second):
+	}
+	st, err := c.Status(ctx, "job")
+	if err != nil || st.Token != lease.Token || st.Owner != lease.Owner {
+		t.Fatalf("after 5s got %+v, %v; want still held with token %d", st, err, lease.Token)
+	}
+	if _, err := c.Acquire(ctx, "job", time.Second); !errors.Is(err, client.ErrNotAcquired) {
+		t.Fatalf("another owner got %v, want ErrNotAcquired", err)
+	}
+	k.Stop()
+	if !errors.Is(k.Err(), context.Canceled) || errors.Is(k.Err(), client.ErrLeaseLost) {
+		t.Errorf("after Stop got %v, want context.Canceled and not a loss", k.Err())
+	}
+	if err := c.Release(ctx, lease); err != nil {
+		t.Errorf("release after stop: %v", err)
+	}
+}
+
+func TestKeepAliveSignalsLossWhenTheKeyIsDeleted(t *testing.T) {
+	g := newMiniGateway(t)
+	c := g.client()
+	ctx := context.Background()
+	lease, err := c.Acquire(ctx, "job", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.KeepAlive(ctx, lease)
+	g.mini.Del(g.lockKey("job"))
+	select {
+	case <-k.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("no loss signal within 3s of the key's deletion")
+	}
+	if now := time.Now(); !now.Before(k.Lease().ExpiresAt) {
+		t.Errorf("loss signalled at %v, after the lease's expiry %v", now, k.Lease().ExpiresAt)
+	}
+	if !errors.Is(k.Err(), client.ErrLeaseLost) || !errors.Is(k.Err(), client.ErrNotFound) {
+		t.Errorf("got %v, want ErrLeaseLost caused by ErrNotFound", k.Err())
+	}
+	if cause := context.Cause(k.Context()); !errors.Is(cause, client.ErrLeaseLost) {
+		t.Errorf("got context cause %v, want ErrLeaseLost", cause)
+	}
+}
+
+func TestKeepAliveSignalsLossWhenAnotherOwnerHoldsIt(t *testing.T) {
+	g := newMiniGateway(t)
+	c := g.client()
+	ctx := context.Background()
+	lease, err := c.Acquire(ctx, "job", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.KeepAlive(ctx, lease)
+	g.mini.HSet(g.lockKey("job"), "owner", "intruder")
+	<-k.Done()
+	if !errors.Is(k.Err(), client.ErrLeaseLost) || !errors.Is(k.Err(), client.ErrForbidden) {
+		t.Errorf("got %v, want ErrLeaseLost caused by ErrForbidden", k.Err())
+	}
+}
+
+func TestKeepAliveSignalsLossBeforeExpiryWhenRedisDies(t *testing.T) {
+	g := newRealGateway(t)
+	c := g.client()
+	ctx := context.Background()
+	lease, err := c.Acquire(ctx, "job", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := make(chan struct{}, 1)
+	k := c.KeepAlive(ctx, lease, client.OnRenew(func(client.Lease) {
+		select {
+		case renewed <- struct{}{}:
+		default:
+		}
+	}))
+	// Let it renew once, then kill Redis.
+	select {
+	case <-renewed:
+	case <-k.Done():
+		t.Fatalf("lost before the kill: %v", k.Err())
+	}
+	g.server.Kill()
+	killed := time.Now()
+	select {
+	case <-k.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("no loss signal within 3s of Redis dying")
+	}
+	now := time.Now()
+	exp := k.Lease().ExpiresAt
+	t.Logf("loss signalled %v after the kill, %v before the lease's expiry", now.Sub(killed), exp.Sub(now))
+	if !now.Before(exp) {
+		t.Errorf("loss signalled at %v, not before the lease's expiry %v", now, exp)
+	}
+	if !errors.Is(k.Err(), client.ErrLeaseLost) {
+		t.Errorf("got %v, want ErrLeaseLost", k.Err())
+	}
+}

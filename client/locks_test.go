@@ -1,0 +1,269 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/client"
+)
+
+func TestAcquireRenewRelease(t *testing.T) {
+	g := newMiniGateway(t)
+	c := g.client()
+	ctx := context.Background()
+
+	lease, err := c.Acquire(ctx, "report/daily", 30*time.Second, client.WithOwner("node-a"))
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if lease.Resource != "report/daily" || lease.Owner != "node-a" || lease.Token <= 0 || lease.TTL != 30*time.Second {
+		t.Fatalf("got %+v, want report/daily held by node-a with a token", lease)
+	}
+	if d := lease.ExpiresAt.Sub(lease.AcquiredAt); d != 30*time.Second {
+		t.Errorf("got expires_at - acquired_at = %v, want 30s", d)
+	}
+
+	t.Run("another owner is not acquired and told when to retry", func(t *testing.T) {
+		_, err := c.Acquire(ctx, "report/daily", 30*time.Second)
+		if !errors.Is(err, client.ErrNotAcquired) {
+			t.Fatalf("got %v, want ErrNotAcquired", err)
+		}
+		var na *client.NotAcquiredError
+		if !errors.As(err, &na) || na.RetryAfter <= 0 || na.RetryAfter > 30*time.Second {
+			t.Fatalf("got %#v, want a NotAcquiredError with retry after in (0, 30s]", err)
+		}
+	})
+
+	t.Run("the same owner re-acquires with the same token", func(t *testing.T) {
+		again, err := c.Acquire(ctx, "report/daily", 30*time.Second, client.WithOwner("node-a"))
+		if err != nil || again.Token != lease.Token {
+			t.Fatalf("got %+v, %v; want token %d", again, err, lease.Token)
+		}
+	})
+
+	t.Run("renew keeps the token and moves the expiry", func(t *testing.T) {
+		renewed, err := c.Renew(ctx, lease, time.Minute)
+		if err != nil {
+			t.Fatalf("renew: %v", err)
+		}
+		if renewed.Token != lease.Token || !renewed.ExpiresAt.After(lease.ExpiresAt) {
+			t.Fatalf("got %+v, want token %d and a later expiry than %v", renewed, lease.Token, lease.ExpiresAt)
+		}
+		st, err := c.Status(ctx, "report/daily")
+		if err != nil || !st.ExpiresAt.Equal(renewed.ExpiresAt) {
+			t.Fatalf("status got %+v, %v; want expiry %v", st, err, renewed.ExpiresAt)
+		}
+	})
+
+	t.Run("release by another owner is forbidden", func(t *testing.T) {
+		other := *lease
+		other.Owner = "node-b"
+		if err := c.Release(ctx, &other); !errors.Is(err, client.ErrForbidden) {
+			t.Fatalf("got %v, want ErrForbidden", err)
+		}
+	})
+
+	t.Run("release ends the lease; a second release is not found", func(t *testing.T) {
+		if err := c.Release(ctx, lease); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		if err := c.Release(ctx, lease); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("second release got %v, want ErrNotFound", err)
+		}
+		if _, err := c.Status(ctx, "report/daily"); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("status got %v, want ErrNotFound", err)
+		}
+		if _, err := c.Renew(ctx, lease, 0); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("renew got %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestAcquireRejectsTTLThatIsNotWholeSeconds(t *testing.T) {
+	c := client.New("http://127.0.0.1:1")
+	for _, ttl := range []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond} {
+		if _, err := c.Acquire(context.Background(), "r", ttl); !errors.Is(err, client.ErrValidation) {
+			t.Errorf("ttl %v: got %v, want ErrValidation", ttl, err)
+		}
+	}
+}
+
+func TestAcquireWithWaitGetsTheLockWhenReleased(t *testing.T) {
+	g := newMiniGateway(t)
+	c := g.client()
+	ctx := context.Background()
+	holder, err := c.Acquire(ctx, "job", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	var waited *client.Lease
+	go func() {
+		var err error
+		waited, err = c.Acquire(ctx, "job", time.Minute, client.WithWait(10*time.Second))
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the waiter reach the gateway; either order passes
+	if err := c.Release(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil || waited.Token <= holder.Token {
+			t.Fatalf("got %+v, %v; want a new lease with a higher token than %d", waited, err, holder.Token)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting acquire did not get the lock within 5s of the release")
+	}
+}
+
+// flakyGateway answers the first n requests with 503, then passes on.
+type flakyGateway struct {
+	mu   sync.Mutex
+	n    int
+	next http.Handler
+}
+
+func (f *flakyGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	fail := f.n > 0
+	f.n--
+	f.mu.Unlock()
+	if fail {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"type":"https://leasegate.dev/problems/unavailable","title":"Service Unavailable","status":503,"detail":"x"}`))
+		return
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+func TestRetries(t *testing.T) {
+	fast := client.WithRetryPolicy(client.RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond})
+
+	t.Run("acquire is retried after 503 and succeeds", func(t *testing.T) {
+		g := newMiniGateway(t)
+		f := &flakyGateway{n: 2, next: proxyTo(t, g.url)}
+		hs := httptest.NewServer(f)
+		t.Cleanup(hs.Close)
+		lease, err := client.New(hs.URL, fast).Acquire(context.Background(), "job", time.Minute)
+		if err != nil || lease.Token <= 0 {
+			t.Fatalf("got %+v, %v; want acquired on the third try", lease, err)
+		}
+	})
+
+	t.Run("gives up after the policy's attempts with the last error", func(t *testing.T) {
+		f := &flakyGateway{n: 100}
+		hs := httptest.NewServer(f)
+		t.Cleanup(hs.Close)
+		_, err := client.New(hs.URL, fast).Acquire(context.Background(), "job", time.Minute)
+		if !errors.Is(err, client.ErrUnavailable) {
+			t.Fatalf("got %v, want ErrUnavailable", err)
+		}
+		if got := 100 - f.n; got != 4 {
+			t.Errorf("got %d attempts, want 4", got)
+		}
+	})
+
+	t.Run("a definite answer is never retried", func(t *testing.T) {
+		g := newMiniGateway(t)
+		c := g.client()
+		if _, err := c.Acquire(context.Background(), "job", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		var count countingHandler
+		count.next = proxyTo(t, g.url)
+		hs := httptest.NewServer(&count)
+		t.Cleanup(hs.Close)
+		_, err := client.New(hs.URL, fast).Acquire(context.Background(), "job", time.Minute)
+		if !errors.Is(err, client.ErrNotAcquired) || count.n() != 1 {
+			t.Fatalf("got %v after %d requests, want ErrNotAcquired after 1", err, count.n())
+		}
+		_, err = client.New(hs.URL, fast).Acquire(context.Background(), "", time.Minute)
+		if err == nil || count.n() != 2 {
+			t.Fatalf("got %v after %d requests, want one refused request", err, count.n())
+		}
+	})
+}
+
+type countingHandler struct {
+	mu    sync.Mutex
+	count int
+	next  http.Handler
+}
+
+func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.count++
+	c.mu.Unlock()
+	c.next.ServeHTTP(w, r)
+}
+
+func (c *countingHandler) n() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
+}
+
+// lossyProxy forwards every request to the gateway but drops the answer of
+// the first n: the gateway acts, the client sees a broken connection.
+type lossyProxy struct {
+	mu   sync.Mutex
+	n    int
+	next http.Handler
+}
+
+func (p *lossyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	drop := p.n > 0
+	p.n--
+	p.mu.Unlock()
+	if !drop {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	p.next.ServeHTTP(httptest.NewRecorder(), r)
+	panic(http.ErrAbortHandler) // closes the connection without an answer
+}
+
+func TestLostAnswersAreRetriedSafely(t *testing.T) {
+	fast := client.WithRetryPolicy(client.RetryPolicy{Attempts: 3, Base: time.Millisecond, Max: 5 * time.Millisecond})
+	g := newMiniGateway(t)
+	direct := g.client()
+	ctx := context.Background()
+
+	t.Run("an acquire whose answer was lost returns the lease it took, once", func(t *testing.T) {
+		p := &lossyProxy{n: 1, next: proxyTo(t, g.url)}
+		hs := httptest.NewServer(p)
+		t.Cleanup(hs.Close)
+		lease, err := client.New(hs.URL, fast).Acquire(ctx, "lost-acquire", time.Minute)
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		st, err := direct.Status(ctx, "lost-acquire")
+		if err != nil || st.Owner != lease.Owner || st.Token != lease.Token {
+			t.Fatalf("got status %+v, %v; want the lease the caller got (%s, token %d)", st, err, lease.Owner, lease.Token)
+		}
+	})
+
+	t.Run("a release whose answer was lost reports success", func(t *testing.T) {
+		lease, err := direct.Acquire(ctx, "lost-release", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &lossyProxy{n: 1, next: proxyTo(t, g.url)}
+		hs := httptest.NewServer(p)
+		t.Cleanup(hs.Close)
+		if err := client.New(hs.URL, fast).Release(ctx, lease); err != nil {
+			t.Fatalf("got %v, want nil (the first attempt released it)", err)
+		}
+		if _, err := direct.Status(ctx, "lost-release"); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("status got %v, want ErrNotFound", err)
+		}
+	})
+}

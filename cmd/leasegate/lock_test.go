@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/server"
+)
+
+// lockTestGateway runs a real gateway in-process (embedded Redis).
+type lockTestGateway struct {
+	url string
+	s   *server.Server
+	l   *redislock.Locker
+}
+
+func startLockTestGateway(t *testing.T) *lockTestGateway {
+	t.Helper()
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	s, err := server.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve() }()
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	return &lockTestGateway{url: "http://" + s.Addr(), s: s, l: redislock.New(s.Redis(), redislock.Options{Prefix: cfg.KeyPrefix})}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a child writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type lockRun struct {
+	code           int
+	stdout, stderr *syncBuffer
+}
+
+// runLock runs `leasegate lock` with args in the background.
+func runLock(ctx context.Context, env map[string]string, args ...string) (*lockRun, <-chan struct{}) {
+	r := &lockRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.code = run(ctx, append([]string{"lock"}, args...), strings.NewReader(""), r.stdout, r.stderr,
+			func(k string) string { return env[k] })
+	}()
+	return r, done
+}
+
+func runLockNow(t *testing.T, env map[string]string, args ...string) *lockRun {
+	t.Helper()
+	r, done := runLock(context.Background(), env, args...)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("leasegate lock did not finish within 20s")
+	}
+	return r
+}
+
+func TestLockRunsTheCommandUnderTheLock(t *testing.T) {
+	g := startLockTestGateway(t)
+	env := map[string]string{"LEASEGATE_URL": g.url}
+	c := client.New(g.url)
+
+	t.Run("passes the lease in the environment and releases at exit", func(t *testing.T) {
+		r := runLockNow(t, env, "--owner", "cron-1", "job one", "--",
+			"sh", "-c", `echo "$LEASEGATE_TOKEN|$LEASEGATE_RESOURCE|$LEASEGATE_OWNER|$LEASEGATE_EXPIRES_AT"`)
+		if r.code != 0 {
+			t.Fatalf("got exit %d (stderr %q), want 0", r.code, r.stderr.String())
+		}
+		parts := strings.Split(strings.TrimSpace(r.stdout.String()), "|")
+		if len(parts) != 4 {
+			t.Fatalf("got %q, want token|resource|owner|expires_at", r.stdout.String())
+		}
+		if tok, err := strconv.ParseInt(parts[0], 10, 64); err != nil || tok <= 0 {
+			t.Errorf("got token %q, want a positive integer", parts[0])
+		}
+		if parts[1] != "job one" || parts[2] != "cron-1" {
+			t.Errorf("got resource %q owner %q, want \"job one\" and cron-1", parts[1], parts[2])
+		}
+		if _, err := time.Parse(time.RFC3339Nano, parts[3]); err != nil || !strings.HasSuffix(parts[3], "Z") {
+			t.Errorf("got expires_at %q, want RFC 3339 UTC", parts[3])
+		}
+		if _, err := c.Status(context.Background(), "job one"); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("after exit: status got %v, want ErrNotFound (released)", err)
+		}
+	})
+
+	t.Run("propagates the exit status", func(t *testing.T) {
+		r := runLockNow(t, env, "job-exit", "--", "sh", "-c", "exit 7")
+		if r.code != 7 {
+			t.Fatalf("got exit %d, want 7", r.code)
+		}
+		if _, err := c.Status(context.Background(), "job-exit"); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("after a failing command: status got %v, want ErrNotFound (released)", err)
+		}
+	})
+
+	t.Run("a command that cannot start exits 127 and releases", func(t *testing.T) {
+		r := runLockNow(t, env, "job-missing", "--", "/nonexistent/leasegate-test-cmd")
+		if r.code != 127 {
+			t.Fatalf("got exit %d, want 127", r.code)
+		}
+		if _, err := c.Status(context.Background(), "job-missing"); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("status got %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestLockContention(t *testing.T) {
+	g := startLockTestGateway(t)
+	env := map[string]string{"LEASEGATE_URL": g.url}
+	c := client.New(g.url)
+	holder, err := c.Acquire(context.Background(), "busy", time.Minute, client.WithOwner("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("exits 75 without running the command", func(t *testing.T) {
+		r := runLockNow(t, env, "busy", "--", "sh", "-c", "echo ran")
+		if r.code != exitNotAcquired {
+			t.Fatalf("got exit %d, want %d", r.code, exitNotAcquired)
+		}
+		if strings.Contains(r.stdout.String(), "ran") {
+			t.Error("the command ran without the lock")
+		}
+		if !strings.Contains(r.stderr.String(), "held by another owner") {
+			t.Errorf("got stderr %q, want a clear message", r.stderr.String())
+		}
+	})
+
+	t.Run("with --wait runs the command once the holder releases", func(t *testing.T) {
+		r, done := runLock(context.Background(), env, "--wait", "10s", "busy", "--", "sh", "-c", "echo ran")
+		time.Sleep(100 * time.Millisecond) // either order passes
+		if err := c.Release(context.Background(), holder); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("did not finish")
+		}
+		if r.code != 0 || strings.TrimSpace(r.stdout.String()) != "ran" {
+			t.Fatalf("got exit %d stdout %q stderr %q, want 0 and ran", r.code, r.stdout.String(), r.stderr.String())
+		}
+	})
+}
+
+func TestLockLeaseLossSignalsTheCommand(t *testing.T) {
+	g := startLockTestGateway(t)
+	env := map[string]string{"LEASEGATE_URL": g.url}
+	r, done := runLock(context.Background(), env, "--ttl", "2s", "--lost-signal", "USR1", "--kill-after", "5s", "fragile", "--",
+		"sh", "-c", `trap 'echo got-usr1; exit 0' USR1; echo started; while :; do sleep 0.05; done`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.stdout.String(), "started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("command did not start; stderr %q", r.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	key, _ := g.l.Keys("fragile")
+	if err := g.s.Redis().Del(context.Background(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("leasegate lock did not finish within 10s of the loss")
+	}
+	if r.code != exitLeaseLost {
+		t.Errorf("got exit %d, want %d", r.code, exitLeaseLost)
+	}
+	if !strings.Contains(r.stdout.String(), "got-usr1") {
+		t.Errorf("got stdout %q, want the command to have received USR1", r.stdout.String())
+	}
+	if !strings.Contains(r.stderr.String(), "lost") {
+		t.Errorf("got stderr %q, want a clear loss message", r.stderr.String())
+	}
+}
+
+func TestLockForwardsTerminationToTheCommand(t *testing.T) {
+	g := startLockTestGateway(t)
+	env := map[string]string{"LEASEGATE_URL": g.url}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, done := runLock(ctx, env, "--ttl", "1s", "--owner", "long-job", "interrupted", "--",
+		"sh", "-c", `trap 'echo got-term; exit 143' TERM; echo started; while :; do sleep 0.05; done`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.stdout.String(), "started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("command did not start; stderr %q", r.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The lease outlives its 1s TTL while the command runs.
+	time.Sleep(2500 * time.Millisecond)
+	if st, err := client.New(g.url).Status(context.Background(), "interrupted"); err != nil || st.Owner != "long-job" {
+		t.Fatalf("while running after 2.5s: got %+v, %v; want held by long-job", st, err)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not finish after termination")
+	}
+	if r.code != 143 || !strings.Contains(r.stdout.String(), "got-term") {
+		t.Errorf("got exit %d stdout %q, want 143 after the command got TERM", r.code, r.stdout.String())
+	}
+	if _, err := client.New(g.url).Status(context.Background(), "interrupted"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("status got %v, want released", err)
+	}
+}
+
+func TestLockUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"res"},
+		{"res", "--"},
+		{"--ttl", "1500ms", "res", "--", "true"},
+		{"--lost-signal", "NOPE", "res", "--", "true"},
+	} {
+		r := runLockNow(t, nil, args...)
+		if r.code != 2 {
+			t.Errorf("args %q: got exit %d, want 2 (usage)", args, r.code)
+		}
+	}
+}

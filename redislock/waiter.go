@@ -1,0 +1,491 @@
+package redislock
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// Waiting acquires (docs/waiting.md).
+//
+// A Waiter holds ONE pub/sub subscription per gateway process on the
+// channel the release script publishes to, and fans each release out to the
+// in-process waiters of that lock key. Per lock key, waiters form a FIFO
+// queue; only the head of a queue tries to acquire, so a release is handed
+// to the oldest waiter first.
+//
+// No lost wake-up: a waiter joins its queue BEFORE its first try. A release
+// published after that try is either delivered on the subscription (which
+// wakes the head), or was published while the subscription was not
+// confirmed active; every confirmation of the subscription (the first one
+// and each after a reconnect) wakes every head to re-check. While the
+// subscription is not active, heads also re-check every PollInterval.
+//
+// Expiry needs no keyspace notifications: a contended try returns the
+// holder's remaining time by the Redis clock, and the head sleeps at most
+// that long plus ExpiryMargin before it tries again.
+
+// Subscriber opens pub/sub subscriptions; *redis.Client,
+// *redis.ClusterClient and redis.UniversalClient all are one.
+type Subscriber interface {
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// Defaults of WaiterOptions.
+const (
+	DefaultExpiryMargin   = 10 * time.Millisecond
+	DefaultPollInterval   = 500 * time.Millisecond
+	DefaultHealthInterval = 15 * time.Second
+	DefaultOpTimeout      = 5 * time.Second
+)
+
+// WaiterOptions configure a Waiter. Zero values take the defaults.
+type WaiterOptions struct {
+	// Channel is the release channel (Options.ReleaseChannel of the
+	// Lockers whose releases should wake waiters).
+	Channel string
+	// ExpiryMargin is added to the holder's remaining time before a head
+	// re-tries at expiry, to absorb clock-rate drift and rounding.
+	ExpiryMargin time.Duration
+	// PollInterval is how often heads re-check while the subscription is
+	// not active (starting, reconnecting, or no Subscriber at all).
+	PollInterval time.Duration
+	// HealthInterval: with no traffic for this long the subscription is
+	// PINGed; no answer within another interval counts as a dead
+	// connection, which is reopened.
+	HealthInterval time.Duration
+	// Log receives subscription errors. Nil logs nothing.
+	Log *zap.Logger
+}
+
+// Waiter runs waiting acquires. It is safe for concurrent use. Close it at
+// shutdown: every waiter is answered at once with its last contended
+// result.
+type Waiter struct {
+	sub  Subscriber
+	opts WaiterOptions
+	log  *zap.Logger
+
+	mu     sync.Mutex
+	queues map[string]*queue // by lock key
+	active bool              // subscription confirmed and healthy
+	ps     *redis.PubSub
+	closed bool
+	count  int
+
+	shutdown chan struct{} // closed by Close
+	done     chan struct{} // closed when the subscription loop has ended
+}
+
+// queue is the FIFO of one lock key's waiters.
+type queue struct {
+	l list.List // of *waiter, oldest first
+	// last is the head's latest contended answer and when it came, so a
+	// waiter that never tried can still give a retry_after.
+	last   AcquireResult
+	lastAt time.Time
+}
+
+type waiter struct {
+	key    string
+	parked bool          // has made its first check and is waiting
+	wake   chan struct{} // buffered(1): a pending wake is never lost
+	elem   *list.Element
+}
+
+// NewWaiter starts a Waiter. With sub nil (or no Channel) there is no
+// subscription: heads re-check every PollInterval and at expiry, which is
+// correct but slower to notice releases.
+func NewWaiter(sub Subscriber, opts WaiterOptions) *Waiter {
+	if opts.ExpiryMargin <= 0 {
+		opts.ExpiryMargin = DefaultExpiryMargin
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = DefaultHealthInterval
+	}
+	w := &Waiter{
+		sub:      sub,
+		opts:     opts,
+		log:      opts.Log,
+		queues:   map[string]*queue{},
+		shutdown: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if w.log == nil {
+		w.log = zap.NewNop()
+	}
+	if sub == nil || opts.Channel == "" {
+		close(w.done)
+		return w
+	}
+	go w.run()
+	return w
+}
+
+// Close answers every waiter and stops the subscription. It is safe to
+// call more than once.
+func (w *Waiter) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return
+	}
+	w.closed = true
+	close(w.shutdown)
+	ps := w.ps
+	w.mu.Unlock()
+	if ps != nil {
+		_ = ps.Close()
+	}
+	<-w.done
+}
+
+// Active reports whether the subscription is confirmed and healthy.
+func (w *Waiter) Active() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.active
+}
+
+// Waiting is the number of acquires waiting in this Waiter.
+func (w *Waiter) Waiting() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.count
+}
+
+// Queued is the number of waiters on resource in l's tenant that have
+// made their first check and are waiting.
+func (w *Waiter) Queued(l *Locker, resource string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	if q := w.queues[l.ReleaseMessage(resource)]; q != nil {
+		for e := q.l.Front(); e != nil; e = e.Next() {
+			if e.Value.(*waiter).parked {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (w *Waiter) park(wt *waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt.parked = true
+}
+
+// run keeps one subscription open until Close.
+func (w *Waiter) run() {
+	defer close(w.done)
+	backoff := 50 * time.Millisecond
+	for {
+		ps := w.sub.Subscribe(context.Background(), w.opts.Channel)
+		w.mu.Lock()
+		if w.closed {
+			w.mu.Unlock()
+			_ = ps.Close()
+			return
+		}
+		w.ps = ps
+		w.mu.Unlock()
+
+		confirmed, err := w.consume(ps)
+		_ = ps.Close()
+
+		w.mu.Lock()
+		w.ps = nil
+		w.active = false
+		closed := w.closed
+		w.mu.Unlock()
+		if closed {
+			return
+		}
+		w.log.Warn("release subscription lost; waiters poll until it is back",
+			zap.String("channel", w.opts.Channel), zap.Error(err))
+		if confirmed {
+			backoff = 50 * time.Millisecond
+		}
+		select {
+		case <-w.shutdown:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// consume reads the subscription until it fails. confirmed says whether it
+// was ever confirmed active.
+func (w *Waiter) consume(ps *redis.PubSub) (confirmed bool, err error) {
+	ctx := context.Background()
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, w.opts.HealthInterval)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !pinged {
+				pinged = true
+				if err := ps.Ping(ctx); err != nil {
+					return confirmed, err
+				}
+				continue
+			}
+			return confirmed, err
+		}
+		pinged = false
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" && m.Channel == w.opts.Channel {
+				confirmed = true
+				w.setActive()
+			}
+		case *redis.Message:
+			w.notify(m.Payload)
+		}
+	}
+}
+
+// setActive marks the subscription live and wakes every head: releases
+// published while it was not active were not delivered.
+func (w *Waiter) setActive() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.active = true
+	for _, q := range w.queues {
+		if f := q.l.Front(); f != nil {
+			signal(f.Value.(*waiter).wake)
+		}
+	}
+}
+
+// notify hands a release of key to the head of its queue.
+func (w *Waiter) notify(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[key]; q != nil {
+		if f := q.l.Front(); f != nil {
+			signal(f.Value.(*waiter).wake)
+		}
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue adds a waiter for key; ok is false after Close.
+func (w *Waiter) enqueue(key string) (wt *waiter, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, false
+	}
+	q := w.queues[key]
+	if q == nil {
+		q = &queue{}
+		w.queues[key] = q
+	}
+	wt = &waiter{key: key, wake: make(chan struct{}, 1)}
+	wt.elem = q.l.PushBack(wt)
+	w.count++
+	return wt, true
+}
+
+// dequeue removes wt; if it was the head, the new head is woken so it
+// tries at once (hand-off).
+func (w *Waiter) dequeue(wt *waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[wt.key]
+	if q == nil || wt.elem == nil {
+		return
+	}
+	wasHead := q.l.Front() == wt.elem
+	q.l.Remove(wt.elem)
+	wt.elem = nil
+	w.count--
+	if q.l.Len() == 0 {
+		delete(w.queues, wt.key)
+		return
+	}
+	if wasHead {
+		signal(q.l.Front().Value.(*waiter).wake)
+	}
+}
+
+func (w *Waiter) isHead(wt *waiter) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[wt.key]
+	return q != nil && q.l.Front() == wt.elem
+}
+
+// remember records a head's contended answer as the queue's hint.
+func (w *Waiter) remember(wt *waiter, res AcquireResult, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[wt.key]; q != nil {
+		q.last, q.lastAt = res, at
+	}
+}
+
+// hint returns the queue's latest contended answer.
+func (w *Waiter) hint(wt *waiter) (AcquireResult, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[wt.key]; q != nil {
+		return q.last, q.lastAt
+	}
+	return AcquireResult{}, time.Time{}
+}
+
+// WaitRequest is one waiting acquire.
+type WaitRequest struct {
+	Resource string
+	Owner    string
+	TTL      time.Duration
+	// Wait is the longest the caller waits for the lease; 0 tries once.
+	Wait time.Duration
+	// OpTimeout bounds each Redis call (default DefaultOpTimeout).
+	OpTimeout time.Duration
+}
+
+// WaitResult is the outcome of a waiting acquire.
+type WaitResult struct {
+	AcquireResult
+	// Waited is true when the caller did not get an answer from the first
+	// try: it acquired after waiting, or timed out (or was answered at
+	// shutdown) still contended.
+	Waited bool
+}
+
+// Acquire takes the lease on req.Resource in l's tenant, waiting up to
+// req.Wait while another owner holds it. It returns the contended result
+// when the wait ends without the lease (timeout or Close), and ctx's error
+// as soon as ctx is done (the caller went away). A Redis error ends the
+// wait at once with ErrUnavailable: a lease is never reported granted
+// after an error.
+func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitResult, error) {
+	if req.OpTimeout <= 0 {
+		req.OpTimeout = DefaultOpTimeout
+	}
+	try := func() (AcquireResult, error) {
+		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
+		defer cancel()
+		return l.Acquire(octx, req.Resource, req.Owner, req.TTL)
+	}
+	if req.Wait <= 0 {
+		res, err := try()
+		return WaitResult{AcquireResult: res}, err
+	}
+	deadline := time.NewTimer(req.Wait)
+	defer deadline.Stop()
+
+	wt, ok := w.enqueue(l.ReleaseMessage(req.Resource))
+	if !ok {
+		res, err := try()
+		return WaitResult{AcquireResult: res}, err
+	}
+	defer w.dequeue(wt)
+
+	// last is the latest contended answer, and when it was read, for the
+	// retry_after of a timed-out wait.
+	var last AcquireResult
+	var lastAt time.Time
+	contended := func() WaitResult {
+		if h, at := w.hint(wt); at.After(lastAt) {
+			last, lastAt = h, at
+		}
+		r := last
+		r.Acquired = false
+		if !lastAt.IsZero() {
+			r.RetryAfter = max(last.RetryAfter-time.Since(lastAt), 0)
+		}
+		return WaitResult{AcquireResult: r, Waited: true}
+	}
+
+	first := true
+	if !w.isHead(wt) {
+		// Not first in line: wait our turn, unless the lease is already
+		// ours (a same-owner re-acquire answers at once, as without wait).
+		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
+		lk, err := l.Status(octx, req.Resource)
+		cancel()
+		switch {
+		case err == nil && lk.Owner == req.Owner:
+			res, err := try()
+			if err != nil || res.Acquired {
+				return WaitResult{AcquireResult: res}, err
+			}
+			last, lastAt = res, time.Now()
+		case err == nil:
+			last = AcquireResult{Lock: lk}
+		case !errors.Is(err, ErrNotHeld):
+			return WaitResult{}, err
+		}
+		first = false
+	}
+
+	var sleep *time.Timer
+	defer func() {
+		if sleep != nil {
+			sleep.Stop()
+		}
+	}()
+	for {
+		var retry <-chan time.Time
+		if w.isHead(wt) {
+			res, err := try()
+			if err != nil {
+				return WaitResult{Waited: !first}, err
+			}
+			if res.Acquired {
+				return WaitResult{AcquireResult: res, Waited: !first}, nil
+			}
+			first = false
+			last, lastAt = res, time.Now()
+			w.remember(wt, last, lastAt)
+			d := res.RetryAfter + w.opts.ExpiryMargin
+			if !w.Active() {
+				d = min(d, w.opts.PollInterval)
+			}
+			if sleep == nil {
+				sleep = time.NewTimer(d)
+			} else {
+				sleep.Reset(d)
+			}
+			retry = sleep.C
+		}
+		if !wt.parked {
+			w.park(wt)
+		}
+		select {
+		case <-wt.wake:
+		case <-retry:
+		case <-deadline.C:
+			return contended(), nil
+		case <-w.shutdown:
+			return contended(), nil
+		case <-ctx.Done():
+			return WaitResult{Waited: true}, ctx.Err()
+		}
+		if sleep != nil {
+			sleep.Stop() // Go 1.23+ timers: no stale tick after Stop or Reset
+		}
+	}
+}

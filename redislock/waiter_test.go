@@ -1,0 +1,443 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// waitRig is one backend (miniredis or a real redis-server) with a Locker
+// and a Waiter on it.
+type waitRig struct {
+	name string
+	rdb  *redis.Client
+	mini *miniredis.Miniredis
+	real *redistest.Server
+	l    *redislock.Locker
+	w    *redislock.Waiter
+}
+
+// noPoll makes heads re-check only on a release, a resubscription or at
+// expiry, so a lost wake-up shows up as a timeout instead of being hidden
+// by polling.
+const noPoll = time.Hour
+
+func newWaitRig(t *testing.T, rdb *redis.Client, name string, opts redislock.WaiterOptions) *waitRig {
+	t.Helper()
+	prefix := fmt.Sprintf("wt:%s:%d:", t.Name(), time.Now().UnixNano())
+	opts.Channel = prefix + "released"
+	if opts.PollInterval == 0 {
+		opts.PollInterval = noPoll
+	}
+	r := &waitRig{
+		name: name,
+		rdb:  rdb,
+		l:    redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: opts.Channel}),
+		w:    redislock.NewWaiter(rdb, opts),
+	}
+	t.Cleanup(r.w.Close)
+	waitActive(t, r.w)
+	return r
+}
+
+func newMiniWaitRig(t *testing.T, opts redislock.WaiterOptions) *waitRig {
+	t.Helper()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	r := newWaitRig(t, rdb, "miniredis", opts)
+	r.mini = m
+	return r
+}
+
+func newRealWaitRig(t *testing.T, opts redislock.WaiterOptions) *waitRig {
+	t.Helper()
+	srv := redistest.Start(t)
+	r := newWaitRig(t, srv.Client(t), "redis-server", opts)
+	r.real = srv
+	return r
+}
+
+// forEachWaitRig runs fn on miniredis and on a real redis-server.
+func forEachWaitRig(t *testing.T, opts redislock.WaiterOptions, fn func(t *testing.T, r *waitRig)) {
+	t.Helper()
+	t.Run("on miniredis", func(t *testing.T) { fn(t, newMiniWaitRig(t, opts)) })
+	t.Run("on redis-server", func(t *testing.T) { fn(t, newRealWaitRig(t, opts)) })
+}
+
+// waitActive waits until the waiter's subscription is confirmed.
+func waitActive(t *testing.T, w *redislock.Waiter) {
+	t.Helper()
+	eventually(t, 5*time.Second, "subscription active", w.Active)
+}
+
+// eventually polls cond; used only where no signal exists (queue length
+// and subscription state live inside the Waiter).
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not true after %v", what, within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (r *waitRig) hold(t *testing.T, resource, owner string, ttl time.Duration) redislock.Lock {
+	t.Helper()
+	res, err := r.l.Acquire(context.Background(), resource, owner, ttl)
+	if err != nil || !res.Acquired {
+		t.Fatalf("acquire %s for %s: got %+v, %v; want acquired", resource, owner, res, err)
+	}
+	return res.Lock
+}
+
+func (r *waitRig) release(t *testing.T, resource, owner string) {
+	t.Helper()
+	got, err := r.l.Release(context.Background(), resource, owner, 0)
+	if err != nil || got != redislock.Released {
+		t.Fatalf("release %s by %s: got %v, %v; want released", resource, owner, got, err)
+	}
+}
+
+type waitOutcome struct {
+	res redislock.WaitResult
+	err error
+	at  time.Time
+}
+
+// startWait runs a waiting acquire in a goroutine and returns its answer
+// channel.
+func (r *waitRig) startWait(ctx context.Context, resource, owner string, ttl, wait time.Duration) <-chan waitOutcome {
+	ch := make(chan waitOutcome, 1)
+	go func() {
+		res, err := r.w.Acquire(ctx, r.l, redislock.WaitRequest{Resource: resource, Owner: owner, TTL: ttl, Wait: wait})
+		ch <- waitOutcome{res: res, err: err, at: time.Now()}
+	}()
+	return ch
+}
+
+func receive(t *testing.T, ch <-chan waitOutcome, within time.Duration) waitOutcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(within):
+		t.Fatalf("no answer within %v", within)
+		return waitOutcome{}
+	}
+}
+
+func TestWaiterWakesOnRelease(t *testing.T) {
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		r.hold(t, "job", "holder", time.Minute)
+		ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 10*time.Second)
+		eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+
+		start := time.Now()
+		r.release(t, "job", "holder")
+		o := receive(t, ch, 5*time.Second)
+		if o.err != nil || !o.res.Acquired || !o.res.Waited {
+			t.Fatalf("got %+v, %v; want acquired after waiting", o.res, o.err)
+		}
+		if o.res.Lock.Owner != "waiter" {
+			t.Errorf("got owner %q, want waiter", o.res.Lock.Owner)
+		}
+		lat := o.at.Sub(start)
+		t.Logf("%s: wake-up latency after release: %v", r.name, lat)
+		if lat > time.Second {
+			t.Errorf("got wake-up latency %v, want well under 1s (target 100ms)", lat)
+		}
+		if n := r.w.Waiting(); n != 0 {
+			t.Errorf("got %d waiting after the answer, want 0", n)
+		}
+	})
+}
+
+func TestWaiterWakesAtExpiry(t *testing.T) {
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		held := r.hold(t, "job", "holder", 300*time.Millisecond)
+		ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 10*time.Second)
+		o := receive(t, ch, 5*time.Second)
+		if o.err != nil || !o.res.Acquired {
+			t.Fatalf("got %+v, %v; want acquired after the holder's expiry", o.res, o.err)
+		}
+		// Both clocks are this machine's, so expires_at (Redis clock) and
+		// the answer time (ours) can be compared.
+		lat := o.at.Sub(held.ExpiresAt)
+		t.Logf("%s: wake-up latency after expiry: %v (margin %v)", r.name, lat, redislock.DefaultExpiryMargin)
+		if lat > time.Second+redislock.DefaultExpiryMargin {
+			t.Errorf("got latency after expiry %v, want well under 1s + margin (target 100ms + margin)", lat)
+		}
+		if o.res.Lock.AcquiredAt.Before(held.ExpiresAt) {
+			t.Errorf("got acquired_at %v before the holder's expiry %v", o.res.Lock.AcquiredAt, held.ExpiresAt)
+		}
+	})
+}
+
+func TestWaiterRenewalMakesItWaitAgain(t *testing.T) {
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		r.hold(t, "job", "holder", 200*time.Millisecond)
+		ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 600*time.Millisecond)
+		eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		if _, err := r.l.Renew(context.Background(), "job", "holder", 0, 10*time.Second); err != nil {
+			t.Fatalf("renew: %v", err)
+		}
+		o := receive(t, ch, 5*time.Second)
+		if o.err != nil || o.res.Acquired || !o.res.Waited {
+			t.Fatalf("got %+v, %v; want timed out, still contended", o.res, o.err)
+		}
+		if o.res.RetryAfter < 8*time.Second || o.res.RetryAfter > 10*time.Second {
+			t.Errorf("got retry after %v, want the renewed lease's ~9.4s", o.res.RetryAfter)
+		}
+	})
+}
+
+// TestWaiterNoLostWakeUp races the release against the waiter joining the
+// queue. Polling is off and the holder's lease outlives the wait, so only
+// the release notification can answer the waiter in time.
+func TestWaiterNoLostWakeUp(t *testing.T) {
+	iterations := 500
+	if testing.Short() {
+		iterations = 50
+	}
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		for i := range iterations {
+			res := fmt.Sprintf("race-%d", i)
+			r.hold(t, res, "holder", time.Hour)
+			released := make(chan struct{})
+			go func() {
+				defer close(released)
+				_, _ = r.l.Release(context.Background(), res, "holder", 0)
+			}()
+			got, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{
+				Resource: res, Owner: "waiter", TTL: time.Minute, Wait: 3 * time.Second,
+			})
+			<-released
+			if err != nil || !got.Acquired {
+				t.Fatalf("iteration %d: got %+v, %v; want acquired (a stranded waiter times out)", i, got, err)
+			}
+		}
+	})
+}
+
+func TestWaitersAreServedInArrivalOrder(t *testing.T) {
+	const n = 50
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		r.hold(t, "job", "holder", time.Minute)
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				owner := fmt.Sprintf("w%02d", i)
+				res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{
+					Resource: "job", Owner: owner, TTL: time.Minute, Wait: 30 * time.Second,
+				})
+				if err != nil || !res.Acquired {
+					errs <- fmt.Errorf("waiter %d: got %+v, %v; want acquired", i, res, err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				if rr, err := r.l.Release(context.Background(), "job", owner, res.Lock.Token); err != nil || rr != redislock.Released {
+					errs <- fmt.Errorf("waiter %d: release got %v, %v", i, rr, err)
+				}
+			}()
+			eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
+		}
+		r.release(t, "job", "holder")
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if len(order) != n {
+			t.Fatalf("got %d acquisitions, want %d", len(order), n)
+		}
+		for i, got := range order {
+			if got != i {
+				t.Fatalf("got order %v, want 0..%d in arrival order", order, n-1)
+			}
+		}
+	})
+}
+
+func TestWaiterWhoseClientLeftIsDroppedAtOnce(t *testing.T) {
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		r.hold(t, "job", "holder", time.Minute)
+		ctx, cancel := context.WithCancel(context.Background())
+		gone := r.startWait(ctx, "job", "gone", time.Minute, 30*time.Second)
+		eventually(t, 5*time.Second, "first waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		next := r.startWait(context.Background(), "job", "next", time.Minute, 30*time.Second)
+		eventually(t, 5*time.Second, "second waiter queued", func() bool { return r.w.Queued(r.l, "job") == 2 })
+
+		cancel()
+		o := receive(t, gone, time.Second)
+		if !errors.Is(o.err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", o.err)
+		}
+		if q := r.w.Queued(r.l, "job"); q != 1 {
+			t.Fatalf("got %d queued right after the client left, want 1", q)
+		}
+		r.release(t, "job", "holder")
+		o = receive(t, next, 5*time.Second)
+		if o.err != nil || !o.res.Acquired || o.res.Lock.Owner != "next" {
+			t.Fatalf("got %+v, %v; want the next waiter to acquire", o.res, o.err)
+		}
+	})
+}
+
+func TestWaiterCloseAnswersEveryWaiter(t *testing.T) {
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		r.hold(t, "job", "holder", time.Minute)
+		var chans []<-chan waitOutcome
+		for i := range 5 {
+			chans = append(chans, r.startWait(context.Background(), "job", fmt.Sprint("w", i), time.Minute, 30*time.Second))
+			eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
+		}
+		r.w.Close()
+		for i, ch := range chans {
+			o := receive(t, ch, time.Second)
+			if o.err != nil || o.res.Acquired || !o.res.Waited {
+				t.Errorf("waiter %d: got %+v, %v; want the contended answer", i, o.res, o.err)
+			}
+			if o.res.RetryAfter <= 0 || o.res.RetryAfter > time.Minute {
+				t.Errorf("waiter %d: got retry after %v, want the holder's remaining time", i, o.res.RetryAfter)
+			}
+		}
+		// After Close a wait is a single try.
+		res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "job", Owner: "late", TTL: time.Minute, Wait: 30 * time.Second})
+		if err != nil || res.Acquired || res.Waited {
+			t.Errorf("after close: got %+v, %v; want one contended try", res, err)
+		}
+	})
+}
+
+func TestWaiterSameOwnerIsAnsweredAtOnce(t *testing.T) {
+	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
+		held := r.hold(t, "job", "holder", time.Minute)
+		other := r.startWait(context.Background(), "job", "other", time.Minute, 30*time.Second)
+		eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "job", Owner: "holder", TTL: time.Minute, Wait: 30 * time.Second})
+		if err != nil || !res.Acquired || res.Lock.Token != held.Token {
+			t.Fatalf("got %+v, %v; want the holder's re-acquire with token %d", res, err, held.Token)
+		}
+		r.release(t, "job", "holder")
+		if o := receive(t, other, 5*time.Second); !o.res.Acquired {
+			t.Fatalf("got %+v, %v; want the queued waiter to acquire", o.res, o.err)
+		}
+	})
+}
+
+func TestWaiterRedisErrorEndsTheWaitWithoutAGrant(t *testing.T) {
+	r := newMiniWaitRig(t, redislock.WaiterOptions{})
+	r.hold(t, "job", "holder", 300*time.Millisecond)
+	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 10*time.Second)
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+	r.mini.SetError("LOADING simulated outage")
+	o := receive(t, ch, 5*time.Second)
+	if !errors.Is(o.err, redislock.ErrUnavailable) || o.res.Acquired {
+		t.Fatalf("got %+v, %v; want ErrUnavailable and no grant", o.res, o.err)
+	}
+}
+
+// TestWaiterResubscriptionWakesEveryone drops the subscription and removes
+// the lock in the same transaction, so no release is ever published: only
+// the wake-up on re-subscription can answer the waiter before its wait ends.
+func TestWaiterResubscriptionWakesEveryone(t *testing.T) {
+	r := newRealWaitRig(t, redislock.WaiterOptions{})
+	r.hold(t, "job", "holder", time.Hour)
+	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+	lockKey := r.l.ReleaseMessage("job")
+	_, err := r.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		p.ClientKillByFilter(context.Background(), "TYPE", "pubsub")
+		p.Del(context.Background(), lockKey)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("kill subscriber and delete lock: %v", err)
+	}
+	o := receive(t, ch, 10*time.Second)
+	if o.err != nil || !o.res.Acquired {
+		t.Fatalf("got %+v, %v; want acquired after the re-subscription", o.res, o.err)
+	}
+	waitActive(t, r.w)
+}
+
+func TestWaiterWithoutSubscriptionPolls(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := redislock.New(rdb, redislock.Options{Prefix: "poll:"})
+	w := redislock.NewWaiter(nil, redislock.WaiterOptions{PollInterval: 20 * time.Millisecond})
+	t.Cleanup(w.Close)
+	if _, err := l.Acquire(context.Background(), "job", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for w.Queued(l, "job") == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		_, _ = l.Release(context.Background(), "job", "holder", 0)
+	}()
+	res, err := w.Acquire(context.Background(), l, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
+	if err != nil || !res.Acquired {
+		t.Fatalf("got %+v, %v; want acquired by polling", res, err)
+	}
+}
+
+// BenchmarkWaiterWakeUpAfterRelease measures release -> waiter holds the
+// lock, on a real redis-server (target: well under 100 ms).
+func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	ch := "bench:released"
+	l := redislock.New(rdb, redislock.Options{Prefix: "bench:", ReleaseChannel: ch})
+	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
+	b.Cleanup(w.Close)
+	for !w.Active() {
+		time.Sleep(time.Millisecond)
+	}
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		res := fmt.Sprint("bench-", i)
+		if _, err := l.Acquire(ctx, res, "holder", time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			r, err := w.Acquire(ctx, l, redislock.WaitRequest{Resource: res, Owner: "waiter", TTL: time.Minute, Wait: 10 * time.Second})
+			if err == nil && !r.Acquired {
+				err = fmt.Errorf("not acquired: %+v", r)
+			}
+			got <- err
+		}()
+		for w.Queued(l, res) == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		b.StartTimer()
+		if _, err := l.Release(ctx, res, "holder", 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+func TestShutdownAnswersWaiters(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	s, err := server.New(cfg, nil)
+	if err != nil {
+		t.Fatalf("new: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	base := "http://" + s.Addr()
+
+	post := func(body string) (*http.Response, error) {
+		return http.Post(base+"/locks/job", "application/json", strings.NewReader(body))
+	}
+	resp, err := post(`{"owner":"holder","ttl_seconds":60}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	const n = 3
+	answers := make(chan map[string]any, n)
+	for range n {
+		go func() {
+			resp, err := post(`{"owner":"waiter","ttl_seconds":60,"wait_ms":25000}`)
+			if err != nil {
+				answers <- map[string]any{"error": err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			var v map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&v)
+			v["status"] = resp.StatusCode
+			answers <- v
+		}()
+	}
+	end := time.Now().Add(5 * time.Second)
+	for !strings.Contains(metricsText(t, base), "leasegate_lock_waiters 3") {
+		if time.Now().After(end) {
+			t.Fatal("3 waiters not seen in /metrics after 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	start := time.Now()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	for range n {
+		select {
+		case v := <-answers:
+			if v["status"] != 200 || v["acquired"] != false {
+				t.Errorf("got %v, want 200 contended", v)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("a waiter was not answered within 2s of shutdown")
+		}
+	}
+	t.Logf("shutdown answered %d waiters in %v", n, time.Since(start))
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
