@@ -96,8 +96,9 @@ func TestPHPClient(t *testing.T) {
 	php := phpBinary(t)
 	env := []string{
 		"LEASEGATE_URL=" + startGateway(t, ""),
-		// A gateway whose Redis is not there: every lock call is a 503.
-		"LEASEGATE_DOWN_URL=" + startGateway(t, "redis://"+closedPort(t)),
+		// A gateway whose Redis is not there: every lock call is a 503
+		// (without go-redis's retries, so each one fails fast).
+		"LEASEGATE_DOWN_URL=" + startGateway(t, "redis://"+closedPort(t)+"?max_retries=-1"),
 		// No gateway at all: a transport error.
 		"LEASEGATE_DEAD_URL=http://" + closedPort(t),
 		"LEASEGATE_API_KEY=",

@@ -445,7 +445,7 @@ function group_unavailable(Ctx $ctx): void
     $e = throws(UnavailableException::class, fn () => $down->acquire($ctx->name('down'), 'o', 30), 'acquire with Redis down');
     eq($e?->status, 503, 'status 503');
     check($e !== null && $e->retryAfter !== null && $e->retryAfter >= 1, 'Retry-After given: ' . show($e?->retryAfter));
-    // (Each call takes the gateway a while to give up on Redis: keep them few.)
+    throws(UnavailableException::class, fn () => $down->status($ctx->name('down')), 'status with Redis down is 503, not 404');
     throws(UnavailableException::class, fn () => $down->release($ctx->name('down'), 'o'), 'release with Redis down is 503, not 404');
 }
 
