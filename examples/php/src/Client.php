@@ -48,6 +48,9 @@ final class Client
         ?Transport $transport = null,
         private readonly float $timeout = 10.0,
     ) {
+        if ($timeout <= 0) {
+            throw new \InvalidArgumentException('leasegate: timeout must be positive');
+        }
         $baseUrl ??= self::env('LEASEGATE_URL') ?? self::DEFAULT_URL;
         if (!preg_match('#^https?://[^/?\#]+#i', $baseUrl)) {
             throw new \InvalidArgumentException(sprintf('leasegate: gateway URL %s must start with http:// or https://', json_encode($baseUrl)));
@@ -56,9 +59,6 @@ final class Client
         $apiKey ??= self::env('LEASEGATE_API_KEY');
         $this->apiKey = $apiKey === '' ? null : $apiKey;
         $this->transport = $transport ?? self::defaultTransport();
-        if ($timeout <= 0) {
-            throw new \InvalidArgumentException('leasegate: timeout must be positive');
-        }
     }
 
     /** A client configured from LEASEGATE_URL and LEASEGATE_API_KEY. */

@@ -8,8 +8,9 @@ use LeaseGate\TransportException;
 
 /**
  * Transport on PHP's built-in http:// stream wrapper: no extension needed
- * beyond the standard ones (https:// also needs openssl).
- * ignore_errors makes 4xx and 5xx answers readable like any other.
+ * beyond the standard ones (https:// also needs openssl), but it needs
+ * allow_url_fopen=On (PHP's default). ignore_errors makes 4xx and 5xx
+ * answers readable like any other.
  */
 final class StreamTransport implements Transport
 {
@@ -28,7 +29,6 @@ final class StreamTransport implements Transport
             'header' => implode("\r\n", $lines),
             'ignore_errors' => true,
             'follow_location' => 0,
-            'max_redirects' => 1,
             'protocol_version' => 1.1,
             'timeout' => $timeout,
         ];
