@@ -11,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/server"
 )
@@ -34,14 +35,40 @@ func phpBinary(t *testing.T) string {
 	return bin
 }
 
+// logBuffer collects a gateway's log; it is shown only when the test
+// failed. (Not zaptest: a background goroutine of the gateway may still
+// log after the test has finished, which zaptest turns into a panic.)
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // startGateway runs a gateway on a free loopback port until the test ends
 // and returns its base URL. redisURL "" uses the embedded Redis.
-func startGateway(t *testing.T, redisURL string) string {
+func startGateway(t *testing.T, name, redisURL string) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = redisURL
-	s, err := server.New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	logs := &logBuffer{}
+	log := zap.New(zapcore.NewCore(
+		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
+		zapcore.AddSync(logs),
+		zap.WarnLevel,
+	))
+	s, err := server.New(cfg, log)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -55,6 +82,9 @@ func startGateway(t *testing.T, redisURL string) string {
 		}
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("log of the %s gateway:\n%s", name, logs.String())
 		}
 	})
 	return "http://" + s.Addr()
@@ -95,10 +125,10 @@ func runPHP(t *testing.T, php string, env []string, args ...string) (string, err
 func TestPHPClient(t *testing.T) {
 	php := phpBinary(t)
 	env := []string{
-		"LEASEGATE_URL=" + startGateway(t, ""),
+		"LEASEGATE_URL=" + startGateway(t, "test", ""),
 		// A gateway whose Redis is not there: every lock call is a 503
 		// (without go-redis's retries, so each one fails fast).
-		"LEASEGATE_DOWN_URL=" + startGateway(t, "redis://"+closedPort(t)+"?max_retries=-1"),
+		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+closedPort(t)+"?max_retries=-1"),
 		// No gateway at all: a transport error.
 		"LEASEGATE_DEAD_URL=http://" + closedPort(t),
 		"LEASEGATE_API_KEY=",
