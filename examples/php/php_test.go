@@ -1,0 +1,171 @@
+// Package php_test runs the PHP client's test script (tests/run.php)
+// against a real gateway started in-process, with Debian's php-cli.
+package php_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+// phpBinary returns the php CLI, skipping the test when it is missing
+// (failing it under CI=true, where .ci/run installs php-cli).
+func phpBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("php")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("php not found on PATH (CI=true: this is a failure, .ci/run installs php-cli): %v", err)
+		}
+		t.Skipf("php not installed (apt-get install php-cli): %v", err)
+	}
+	return bin
+}
+
+// logBuffer collects a gateway's log; it is shown only when the test
+// failed. (Not zaptest: a background goroutine of the gateway may still
+// log after the test has finished, which zaptest turns into a panic.)
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startGateway runs a gateway on a free loopback port until the test ends
+// and returns its base URL. redisURL "" uses the embedded Redis.
+func startGateway(t *testing.T, name, redisURL string) string {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.RedisURL = redisURL
+	logs := &logBuffer{}
+	log := zap.New(zapcore.NewCore(
+		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
+		zapcore.AddSync(logs),
+		zap.WarnLevel,
+	))
+	s, err := server.New(cfg, log)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("log of the %s gateway:\n%s", name, logs.String())
+		}
+	})
+	return "http://" + s.Addr()
+}
+
+// closedPort returns a loopback address nothing listens on (a moment ago).
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	return addr
+}
+
+// runPHP runs tests/run.php with args and env, returning its combined
+// output and error (an *exec.ExitError on a non-zero exit).
+func runPHP(t *testing.T, php string, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, php, append([]string{"tests/run.php"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// TestPHPClient runs every group of tests/run.php as a subtest, once per
+// PHP transport available (streams always, curl when the extension is
+// loaded), so a failure names the part of the contract that broke.
+func TestPHPClient(t *testing.T) {
+	php := phpBinary(t)
+	env := []string{
+		"LEASEGATE_URL=" + startGateway(t, "test", ""),
+		// A gateway whose Redis is not there: every lock call is a 503
+		// (without go-redis's retries, so each one fails fast).
+		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+closedPort(t)+"?max_retries=-1"),
+		// No gateway at all: a transport error.
+		"LEASEGATE_DEAD_URL=http://" + closedPort(t),
+		"LEASEGATE_API_KEY=",
+	}
+
+	list, err := runPHP(t, php, env, "--list")
+	if err != nil {
+		t.Fatalf("php tests/run.php --list: %v\n%s", err, list)
+	}
+	var groups []string
+	sc := bufio.NewScanner(strings.NewReader(list))
+	for sc.Scan() {
+		if g := strings.TrimSpace(sc.Text()); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) == 0 {
+		t.Fatalf("php tests/run.php --list printed no groups:\n%s", list)
+	}
+	transports, err := runPHP(t, php, env, "--transports")
+	if err != nil {
+		t.Fatalf("php tests/run.php --transports: %v\n%s", err, transports)
+	}
+
+	for _, transport := range strings.Fields(transports) {
+		for _, group := range groups {
+			t.Run(transport+"/"+group, func(t *testing.T) {
+				out, err := runPHP(t, php, env, "--transport="+transport, "--group="+group)
+				var exit *exec.ExitError
+				switch {
+				case errors.As(err, &exit):
+					t.Fatalf("php tests/run.php --transport=%s --group=%s exited %d:\n%s", transport, group, exit.ExitCode(), out)
+				case err != nil:
+					t.Fatalf("php tests/run.php: %v\n%s", err, out)
+				}
+				t.Logf("%s", out)
+			})
+		}
+	}
+}

@@ -1,0 +1,260 @@
+<?php
+
+declare(strict_types=1);
+
+namespace LeaseGate;
+
+use LeaseGate\Transport\CurlTransport;
+use LeaseGate\Transport\Response;
+use LeaseGate\Transport\StreamTransport;
+use LeaseGate\Transport\Transport;
+
+/**
+ * Client of a leasegate gateway: resource locks with fencing tokens and
+ * per-user locks (the old Lock class's counters).
+ *
+ * Every method makes one HTTP request and never retries on its own, so an
+ * acquire is never sent twice behind your back. Errors are exceptions:
+ * ProblemException subclasses for gateway answers (NotFoundException,
+ * ForbiddenException, ValidationException, UnavailableException, ...),
+ * TransportException when no usable answer arrived. Contention on acquire
+ * is not an error: it is an AcquireResult with acquired === false.
+ *
+ *     $client = new Client();                       // LEASEGATE_URL, LEASEGATE_API_KEY
+ *     $r = $client->acquire('daily-report', gethostname(), 60);
+ *     if ($r->acquired) {
+ *         try { work($r->lease->token); }
+ *         finally { $client->release('daily-report', gethostname(), $r->lease->token); }
+ *     }
+ */
+final class Client
+{
+    public const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+    private readonly string $baseUrl;
+    private readonly ?string $apiKey;
+    private readonly Transport $transport;
+
+    /**
+     * @param ?string $baseUrl gateway URL; null: $LEASEGATE_URL, else http://127.0.0.1:8080
+     * @param ?string $apiKey sent as "Authorization: Bearer"; null: $LEASEGATE_API_KEY
+     *                        (unset or empty: no header, for a gateway in open mode)
+     * @param ?Transport $transport null: curl when the extension is loaded, else PHP streams
+     * @param float $timeout seconds per request, on top of any wait_ms
+     */
+    public function __construct(
+        ?string $baseUrl = null,
+        ?string $apiKey = null,
+        ?Transport $transport = null,
+        private readonly float $timeout = 10.0,
+    ) {
+        if ($timeout <= 0) {
+            throw new \InvalidArgumentException('leasegate: timeout must be positive');
+        }
+        $baseUrl ??= self::env('LEASEGATE_URL') ?? self::DEFAULT_URL;
+        if (!preg_match('#^https?://[^/?\#]+#i', $baseUrl)) {
+            throw new \InvalidArgumentException(sprintf('leasegate: gateway URL %s must start with http:// or https://', json_encode($baseUrl)));
+        }
+        $this->baseUrl = rtrim($baseUrl, '/');
+        $apiKey ??= self::env('LEASEGATE_API_KEY');
+        $this->apiKey = $apiKey === '' ? null : $apiKey;
+        $this->transport = $transport ?? self::defaultTransport();
+    }
+
+    /** A client configured from LEASEGATE_URL and LEASEGATE_API_KEY. */
+    public static function fromEnvironment(): self
+    {
+        return new self();
+    }
+
+    /** curl when the extension is loaded, else the stream wrapper. */
+    public static function defaultTransport(): Transport
+    {
+        return CurlTransport::available() ? new CurlTransport() : new StreamTransport();
+    }
+
+    public function baseUrl(): string
+    {
+        return $this->baseUrl;
+    }
+
+    /**
+     * POST /locks/{resource}. With $waitMs > 0 the gateway waits up to that
+     * long for the holder to release or expire before answering.
+     *
+     * @throws ValidationException bad resource, owner, ttl or wait
+     * @throws UnavailableException Redis is down: nothing was granted
+     * @throws LeaseGateException
+     */
+    public function acquire(string $resource, string $owner, int $ttlSeconds, int $waitMs = 0): AcquireResult
+    {
+        $body = ['owner' => $owner, 'ttl_seconds' => $ttlSeconds];
+        if ($waitMs !== 0) {
+            $body['wait_ms'] = $waitMs;
+        }
+        $data = $this->call('POST', '/locks/' . self::segment($resource, 'resource'), $body, null, max(0, $waitMs) / 1000);
+        return AcquireResult::fromArray($data);
+    }
+
+    /**
+     * GET /locks/{resource}: the live lease.
+     *
+     * @throws NotFoundException no lock, or it expired
+     * @throws LeaseGateException
+     */
+    public function status(string $resource): Lease
+    {
+        $data = $this->call('GET', '/locks/' . self::segment($resource, 'resource'));
+        return Lease::fromArray(is_array($data) ? ($data['lock'] ?? null) : null);
+    }
+
+    /**
+     * DELETE /locks/{resource}. Give the lease's $token to release only
+     * that lease (a former holder whose lease expired and was re-granted
+     * gets ForbiddenException instead of releasing the new holder's).
+     *
+     * @throws NotFoundException nothing to release: no lock, or it expired
+     * @throws ForbiddenException held by another owner, or under another token
+     * @throws LeaseGateException
+     */
+    public function release(string $resource, string $owner, ?int $token = null): void
+    {
+        $query = ['owner' => $owner];
+        if ($token !== null) {
+            $query['token'] = (string) $token;
+        }
+        $this->call('DELETE', '/locks/' . self::segment($resource, 'resource'), null, $query);
+    }
+
+    /**
+     * POST /locks/{resource}/renew: expires_at = now + ttl, token unchanged.
+     *
+     * @throws NotFoundException no lock or it expired (acquire again)
+     * @throws ForbiddenException held by another owner (or another token)
+     * @throws LeaseGateException
+     */
+    public function renew(string $resource, string $owner, int $ttlSeconds, ?int $token = null): Lease
+    {
+        $body = ['owner' => $owner, 'ttl_seconds' => $ttlSeconds];
+        if ($token !== null) {
+            $body['token'] = $token;
+        }
+        $data = $this->call('POST', '/locks/' . self::segment($resource, 'resource') . '/renew', $body);
+        return Lease::fromArray(is_array($data) ? ($data['lock'] ?? null) : null);
+    }
+
+    /**
+     * POST /user-locks/{name}/{user_id}: one attempt in the user's window.
+     * $ttlSeconds null uses the gateway's default (10 s).
+     *
+     * @throws AbnormalUsageException the user is banned ($retryAfter seconds left)
+     * @throws ValidationException bad name, user id or ttl
+     * @throws LeaseGateException
+     */
+    public function addUserLock(string $name, string $userId, ?int $ttlSeconds = null): UserLockResult
+    {
+        $body = $ttlSeconds === null ? null : ['ttl_seconds' => $ttlSeconds];
+        $data = $this->call('POST', self::userLockPath($name, $userId), $body);
+        return UserLockResult::fromArray($data);
+    }
+
+    /**
+     * DELETE /user-locks/{name}/{user_id}: ends the window (the next
+     * addUserLock acquires again).
+     *
+     * @throws NotFoundException there was no counter
+     * @throws LeaseGateException
+     */
+    public function clearUserLock(string $name, string $userId): void
+    {
+        $this->call('DELETE', self::userLockPath($name, $userId));
+    }
+
+    /**
+     * One raw request against the gateway (for routes this class has no
+     * method for, such as the ops API). $path must already be encoded.
+     * Returns the decoded JSON body (null for 204) or throws as the other
+     * methods do.
+     *
+     * @param ?array<string, mixed> $body
+     * @param ?array<string, string> $query
+     *
+     * @throws LeaseGateException
+     */
+    public function request(string $method, string $path, ?array $body = null, ?array $query = null): mixed
+    {
+        return $this->call($method, $path, $body, $query);
+    }
+
+    private static function userLockPath(string $name, string $userId): string
+    {
+        return '/user-locks/' . self::segment($name, 'name') . '/' . self::segment($userId, 'user_id');
+    }
+
+    /**
+     * Percent-encodes one path segment (RFC 3986: everything but
+     * unreserved characters, so "/", "?", "#", "%" and spaces stay inside
+     * the segment). "." and ".." become %2E and %2E%2E, so no client
+     * library or proxy removes them as dot-segments. An empty segment
+     * cannot reach the route at all, so it is refused here instead of
+     * turning into a confusing 404.
+     */
+    private static function segment(string $value, string $what): string
+    {
+        if ($value === '') {
+            throw new \InvalidArgumentException(sprintf('leasegate: %s must not be empty', $what));
+        }
+        if ($value === '.' || $value === '..') {
+            return str_replace('.', '%2E', $value);
+        }
+        return rawurlencode($value);
+    }
+
+    /**
+     * @param ?array<string, mixed> $body
+     * @param ?array<string, string> $query
+     */
+    private function call(string $method, string $path, ?array $body = null, ?array $query = null, float $extraTimeout = 0.0): mixed
+    {
+        $url = $this->baseUrl . $path;
+        if ($query !== null && $query !== []) {
+            $url .= '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
+        }
+        $headers = ['Accept' => 'application/json, application/problem+json'];
+        if ($this->apiKey !== null) {
+            $headers['Authorization'] = 'Bearer ' . $this->apiKey;
+        }
+        $payload = null;
+        if ($body !== null) {
+            try {
+                $payload = json_encode($body, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
+            } catch (\JsonException $e) {
+                throw new \InvalidArgumentException('leasegate: request cannot be encoded as JSON (strings must be UTF-8): ' . $e->getMessage(), 0, $e);
+            }
+            $headers['Content-Type'] = 'application/json';
+        }
+        $response = $this->transport->send($method, $url, $headers, $payload, $this->timeout + $extraTimeout);
+        return self::decode($method, $path, $response);
+    }
+
+    private static function decode(string $method, string $path, Response $response): mixed
+    {
+        if ($response->status < 200 || $response->status > 299) {
+            throw ProblemException::fromResponse($response);
+        }
+        if ($response->status === 204 || $response->body === '') {
+            return null;
+        }
+        try {
+            return json_decode($response->body, true, 64, JSON_THROW_ON_ERROR);
+        } catch (\JsonException $e) {
+            throw new TransportException(sprintf('leasegate: %s %s: answer %d is not JSON: %s', $method, $path, $response->status, $e->getMessage()), 0, $e);
+        }
+    }
+
+    private static function env(string $name): ?string
+    {
+        $value = getenv($name);
+        return is_string($value) && $value !== '' ? $value : null;
+    }
+}

@@ -1,0 +1,74 @@
+<?php
+
+declare(strict_types=1);
+
+namespace LeaseGate\Transport;
+
+use LeaseGate\TransportException;
+
+/**
+ * Transport on ext-curl, used by default when the extension is loaded
+ * (it keeps no connection between calls either, so both transports behave
+ * the same).
+ */
+final class CurlTransport implements Transport
+{
+    public static function available(): bool
+    {
+        return extension_loaded('curl');
+    }
+
+    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response
+    {
+        if (!self::available()) {
+            throw new TransportException('leasegate: the curl extension is not loaded; use StreamTransport');
+        }
+        $lines = ['Expect:'];
+        foreach ($headers as $name => $value) {
+            $lines[] = $name . ': ' . $value;
+        }
+        $received = [];
+        $handle = curl_init();
+        $options = [
+            CURLOPT_URL => $url,
+            CURLOPT_CUSTOMREQUEST => $method,
+            CURLOPT_RETURNTRANSFER => true,
+            CURLOPT_FOLLOWLOCATION => false,
+            CURLOPT_HTTPHEADER => $lines,
+            CURLOPT_TIMEOUT_MS => max(1, (int) ceil($timeout * 1000)),
+            CURLOPT_CONNECTTIMEOUT_MS => max(1, (int) ceil(min($timeout, 10.0) * 1000)),
+            CURLOPT_HEADERFUNCTION => static function ($ch, string $line) use (&$received): int {
+                $received[] = $line;
+                return strlen($line);
+            },
+        ];
+        if (defined('CURLOPT_PROTOCOLS_STR')) {
+            $options[CURLOPT_PROTOCOLS_STR] = 'http,https';
+        }
+        if ($body !== null) {
+            $options[CURLOPT_POSTFIELDS] = $body;
+        } elseif ($method !== 'GET' && $method !== 'HEAD') {
+            $lines[] = 'Content-Length: 0';
+            $options[CURLOPT_HTTPHEADER] = $lines;
+        }
+        curl_setopt_array($handle, $options);
+        $data = curl_exec($handle);
+        $errno = curl_errno($handle);
+        $error = curl_error($handle);
+        curl_close($handle);
+        if ($errno !== 0 || !is_string($data)) {
+            throw new TransportException(sprintf('leasegate: %s %s: curl error %d: %s', $method, self::redact($url), $errno, $error));
+        }
+        $response = Response::fromHeaderLines($received, $data);
+        if ($response === null) {
+            throw new TransportException(sprintf('leasegate: %s %s: no HTTP status line in the answer', $method, self::redact($url)));
+        }
+        return $response;
+    }
+
+    /** Drops any user:password@ from a URL before it goes into a message. */
+    private static function redact(string $url): string
+    {
+        return (string) preg_replace('#//[^/@]*@#', '//', $url);
+    }
+}
