@@ -35,6 +35,8 @@ type Config struct {
 	// RedisURL is a redis:// or rediss:// URL. Empty: embedded in-memory
 	// Redis, loopback only.
 	RedisURL string
+	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (server/redis.go).
+	Redis RedisConfig
 	// KeyPrefix starts every Redis key (default "lg:").
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
@@ -57,6 +59,7 @@ func DefaultConfig() Config {
 		Addr:              "127.0.0.1:8080",
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
+		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout},
 		HTTP:              handlers.DefaultConfig(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
@@ -88,6 +91,7 @@ func (c Config) Validate() error {
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
 		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
 	}
+	errs = append(errs, c.validateRedis()...)
 	return errors.Join(errs...)
 }
 
@@ -123,6 +127,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	locks := redislock.New(s.rdb, redislock.Options{
 		Prefix:         cfg.KeyPrefix,
 		FenceRetention: cfg.FenceRetention,
+		MinReplicas:    cfg.Redis.MinReplicas,
+		ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
 	})
 	s.metrics = metrics.New(prometheus.NewRegistry())
 	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
@@ -151,7 +157,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 }
 
 func (s *Server) connect() error {
-	if s.cfg.RedisURL == "" {
+	if s.cfg.redisMode() == "embedded" {
 		if !isLoopback(s.cfg.Addr) {
 			return fmt.Errorf("server: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", s.cfg.Addr)
 		}
@@ -167,11 +173,12 @@ func (s *Server) connect() error {
 			zap.String("embedded_redis", m.Addr()))
 		return nil
 	}
-	opts, err := redis.ParseURL(s.cfg.RedisURL)
+	rdb, err := NewRedisClient(s.cfg)
 	if err != nil {
-		return fmt.Errorf("server: --redis-url: %w", err)
+		return err
 	}
-	s.rdb = redis.NewClient(opts)
+	s.rdb = rdb
+	s.logRedis()
 	return nil
 }
 
