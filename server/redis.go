@@ -173,9 +173,9 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			return nil, err
 		}
 		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:     r.ClusterAddrs,
-			Username:  r.Username,
-			Password:  r.Password,
+			Addrs:       r.ClusterAddrs,
+			Username:    r.Username,
+			Password:    r.Password,
 			TLSConfig:   tc,
 			ReadTimeout: r.readTimeout(0),
 		}), nil
