@@ -31,9 +31,11 @@ func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
 	bin := Binary(t)
 	s := &Sentinel{MasterName: "lgmaster"}
-	s.Primary = Start(t)
-	s.Replica = Start(t, "--replicaof", "127.0.0.1", fmt.Sprint(s.Primary.Port()))
-	waitReplicaLinked(t, s.Replica, 20*time.Second)
+	// No diskless-sync delay: the replica syncs at once, and either node
+	// can be the primary after a failover.
+	s.Primary = Start(t, "--repl-diskless-sync-delay", "0")
+	s.Replica = Start(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", fmt.Sprint(s.Primary.Port()))
+	s.Replica.WaitReplicaLinked(t, 20*time.Second)
 	for i := 0; i < 3; i++ {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "sentinel.conf")
@@ -125,7 +127,7 @@ func (s *Sentinel) Failover(t testing.TB) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	waitReplicaLinked(t, oldMaster, time.Until(deadline))
+	oldMaster.WaitReplicaLinked(t, time.Until(deadline))
 	return now
 }
 
@@ -155,9 +157,9 @@ func knowsGoodReplica(sc *redis.SentinelClient, name string) bool {
 	return false
 }
 
-// waitReplicaLinked waits until r is a replica whose link to its master is
-// up and in sync.
-func waitReplicaLinked(t testing.TB, r *Server, d time.Duration) {
+// WaitReplicaLinked waits until r is a replica whose link to its master is
+// up and in sync, or fails the test after d.
+func (r *Server) WaitReplicaLinked(t testing.TB, d time.Duration) {
 	t.Helper()
 	rc := r.Client(t)
 	deadline := time.Now().Add(d)
