@@ -15,6 +15,10 @@ import (
 // test, made with `redis-cli --cluster create`.
 type Cluster struct {
 	Nodes []*Server
+	// Replicas added by AddReplica.
+	Replicas []*Server
+
+	bus map[*Server]int // cluster bus port of each node
 }
 
 // StartCluster starts n (at least 3) cluster-enabled redis-servers on free
@@ -27,14 +31,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		t.Fatalf("StartCluster: a Redis Cluster needs at least 3 masters, got %d", n)
 	}
 	cli := lookBinary(t, "redis-cli")
-	c := &Cluster{}
+	c := &Cluster{bus: map[*Server]int{}}
 	for i := 0; i < n; i++ {
-		c.Nodes = append(c.Nodes, Start(t,
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(FreePort(t)),
-			"--cluster-node-timeout", "3000",
-		))
+		c.Nodes = append(c.Nodes, c.startNode(t))
 	}
 	args := []string{"--cluster", "create"}
 	args = append(args, c.Addrs()...)
@@ -47,6 +46,52 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 	c.waitOK(t, 20*time.Second)
 	return c
+}
+
+func (c *Cluster) startNode(t testing.TB) *Server {
+	t.Helper()
+	bus := FreePort(t)
+	s := Start(t,
+		"--cluster-enabled", "yes",
+		"--cluster-config-file", "nodes.conf",
+		"--cluster-port", strconv.Itoa(bus),
+		"--cluster-node-timeout", "3000",
+		"--repl-diskless-sync-delay", "0",
+	)
+	c.bus[s] = bus
+	return s
+}
+
+// AddReplica starts one more cluster node and makes it a replica of
+// master (CLUSTER MEET, then CLUSTER REPLICATE), waiting until its link is
+// up.
+func (c *Cluster) AddReplica(t testing.TB, master *Server) *Server {
+	t.Helper()
+	ctx := context.Background()
+	id, err := master.Client(t).Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatalf("%s: CLUSTER MYID: %v", master, err)
+	}
+	r := c.startNode(t)
+	rc := r.Client(t)
+	if err := rc.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", master.Port(), c.bus[master]).Err(); err != nil {
+		t.Fatalf("%s: CLUSTER MEET %s: %v", r, master, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// Fails with "Unknown node" until the handshake is done.
+		err := rc.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: CLUSTER REPLICATE %s: %v", r, master, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.WaitReplicaLinked(t, time.Until(deadline))
+	c.Replicas = append(c.Replicas, r)
+	return r
 }
 
 // Addrs are host:port of every node.
