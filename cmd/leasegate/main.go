@@ -1,6 +1,7 @@
 // Command leasegate is the lock gateway and its client-side tools.
 //
 //	leasegate serve [flags]      run the gateway
+//	leasegate healthcheck        exit 0 when the gateway answers /readyz
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -28,6 +29,7 @@ const usage = `leasegate: a Redis-native lock gateway
 
 Usage:
   leasegate serve [flags]        run the gateway (embedded Redis unless --redis-url)
+  leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -45,6 +47,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		err = cmdServe(ctx, args[1:], stdout, stderr, getenv)
+	case "healthcheck":
+		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
