@@ -1,7 +1,11 @@
 // Package redistest starts throwaway redis-server processes for tests.
 //
 // Each server runs on a free loopback port in its own temporary directory
-// and is stopped by t.Cleanup. Tests never touch the shared Redis on 6379
+// and is stopped by t.Cleanup. Beside a single server (Start) there are a
+// TLS-only server with a CA made in the test (NewCA, StartTLS), a Redis
+// Cluster of masters made with redis-cli --cluster create (StartCluster,
+// AddReplica), and a primary + replica + three Sentinels with a forced
+// failover (StartSentinel, Failover). Tests never touch the shared Redis on 6379
 // and never FLUSHALL. When redis-server is not installed the test is
 // skipped, except under CI=true, where that is a failure.
 package redistest
