@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
@@ -200,6 +202,51 @@ func TestRedisTLS(t *testing.T) {
 			t.Fatalf("POST /locks/tls-1: got %d, want 200", code)
 		}
 	})
+}
+
+func TestInsecureSkipVerify(t *testing.T) {
+	ca := redistest.NewCA(t)
+	srv := redistest.StartTLS(t, ca, ca.Issue(t, "redis"))
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.RedisURL = srv.URL()
+	cfg.Redis.TLSInsecureSkipVerify = true
+	s, err := server.New(cfg, zap.New(core))
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	if code := do(t, s, http.MethodGet, "/readyz", ""); code != http.StatusOK {
+		t.Fatalf("GET /readyz without the CA but skipping verification: got %d, want 200", code)
+	}
+	if n := logs.FilterMessageSnippet("NOT checked").Len(); n != 1 {
+		t.Fatalf("warnings about the unchecked certificate: got %d, want 1 (logs: %v)", n, logs.All())
+	}
+}
+
+func TestMinReplicasOverHTTP(t *testing.T) {
+	// A Redis with no replica: every grant is refused with 503 and undone.
+	srv := redistest.Start(t)
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.RedisURL = srv.URL()
+	cfg.Redis.MinReplicas = 1
+	cfg.Redis.MinReplicasTimeout = 50 * time.Millisecond
+	s := newServer(t, cfg)
+	req := httptest.NewRequest(http.MethodPost, "/locks/mr-1", strings.NewReader(`{"owner":"a","ttl_seconds":30}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	res := rec.Result()
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), "unavailable") {
+		t.Fatalf("POST /locks/mr-1: got %d Retry-After=%q %s, want 503 unavailable with Retry-After",
+			res.StatusCode, res.Header.Get("Retry-After"), rec.Body.String())
+	}
+	if code := do(t, s, http.MethodGet, "/locks/mr-1", ""); code != http.StatusNotFound {
+		t.Fatalf("GET /locks/mr-1 after the refused grant: got %d, want 404", code)
+	}
 }
 
 func TestRedisACL(t *testing.T) {
