@@ -20,10 +20,11 @@ import (
 //
 //   - *redis.Client (single node, or Sentinel's failover client): one
 //     Pipeline is written and read on one pooled connection.
-//   - *redis.ClusterClient: its pipelines route a key-less WAIT by command
-//     policy (a random or every shard), never to "the node that ran the
-//     script", so the pipeline is built on the client of the master that
-//     owns the key's slot (MasterForKey).
+//   - *redis.ClusterClient: its pipelines route each command by its key,
+//     and WAIT has none: go-redis refuses to pipeline it (command policy
+//     "all shards") or sends it to an arbitrary master, never to "the node
+//     that ran the script". So the pipeline is built on the client of the
+//     master that owns the key's slot (MasterForKey).
 //
 // When fewer replicas acknowledge in time:
 //   - Acquire undoes its grant by releasing with the new token (a same-owner
