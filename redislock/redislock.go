@@ -27,6 +27,11 @@ var (
 	ErrUnavailable = errors.New("redislock: redis unavailable")
 	// ErrBadReply: a script answered in a shape it never documents.
 	ErrBadReply = errors.New("redislock: unexpected script reply")
+	// ErrNotReplicated: with Options.MinReplicas, fewer replicas than asked
+	// acknowledged a grant in time. An acquire was undone; a renew left the
+	// lease as it was before (see replicate.go). It wraps ErrUnavailable,
+	// so callers that map ErrUnavailable to 503 need nothing more.
+	ErrNotReplicated = fmt.Errorf("redislock: grant not acknowledged by enough replicas: %w", ErrUnavailable)
 )
 
 // DefaultFenceRetention is how long a resource's fence key outlives its
@@ -44,7 +49,17 @@ type Options struct {
 	// ReleaseChannel, when set, is the pub/sub channel the release script
 	// publishes to, so waiters can wake up.
 	ReleaseChannel string
+	// MinReplicas, when above 0, makes Acquire and Renew send WAIT
+	// MinReplicas ReplicaTimeout on the connection that ran the script, so a
+	// grant counts only once that many replicas have it. See replicate.go.
+	MinReplicas int
+	// ReplicaTimeout bounds that WAIT (default DefaultReplicaTimeout).
+	ReplicaTimeout time.Duration
 }
+
+// DefaultReplicaTimeout is the WAIT timeout when MinReplicas is set and
+// ReplicaTimeout is not.
+const DefaultReplicaTimeout = 100 * time.Millisecond
 
 // Locker takes, reads, renews and releases leases. It is safe for
 // concurrent use. Tenant returns a view that lives in another namespace.
@@ -62,6 +77,9 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	}
 	if opts.FenceRetention <= 0 {
 		opts.FenceRetention = DefaultFenceRetention
+	}
+	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
+		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
 	return &Locker{rdb: rdb, opts: opts}
 }
@@ -140,8 +158,8 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 	if ttlMS <= 0 {
 		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	v, err := scripts.Acquire.Run(ctx, l.rdb, []string{lock, fence},
-		owner, ttlMS, l.opts.FenceRetention.Milliseconds()).Result()
+	v, acked, err := l.run(ctx, scripts.Acquire, []string{lock, fence},
+		owner, ttlMS, l.opts.FenceRetention.Milliseconds())
 	if err != nil {
 		return AcquireResult{}, unavailable(err)
 	}
@@ -163,6 +181,10 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 		return AcquireResult{}, fmt.Errorf("%w: acquire now %v", ErrBadReply, arr[5])
 	}
 	res := AcquireResult{Acquired: flag == 1, Lock: lk}
+	if res.Acquired && acked != nil {
+		l.undoAcquire(ctx, resource, owner, lk.Token)
+		return AcquireResult{}, acked
+	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(lk.ExpiresAt.UnixMilli()-now) * time.Millisecond
 	}
@@ -188,12 +210,18 @@ func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64,
 	if ttlMS <= 0 {
 		return Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	v, err := scripts.Renew.Run(ctx, l.rdb, []string{lock, fence},
-		owner, ttlMS, l.opts.FenceRetention.Milliseconds(), tokenArg(token)).Result()
+	v, acked, err := l.run(ctx, scripts.Renew, []string{lock, fence},
+		owner, ttlMS, l.opts.FenceRetention.Milliseconds(), tokenArg(token))
 	if err != nil {
 		return Lock{}, unavailable(err)
 	}
-	return decodeHeld("renew", resource, v)
+	lk, err := decodeHeld("renew", resource, v)
+	if err == nil && acked != nil {
+		// The lease is left as it was: its holder must rely only on the
+		// expiry it had before this renew (docs/deployment.md).
+		return Lock{}, acked
+	}
+	return lk, err
 }
 
 // Release ends owner's lease on resource. token 0 means any token of owner.

@@ -42,6 +42,8 @@ type Config struct {
 	// RedisURL is a redis:// or rediss:// URL. Empty: embedded in-memory
 	// Redis, loopback only.
 	RedisURL string
+	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (server/redis.go).
+	Redis RedisConfig
 	// KeyPrefix starts every Redis key (default "lg:").
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
@@ -82,6 +84,7 @@ func DefaultConfig() Config {
 		Addr:              "127.0.0.1:8080",
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
+		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout},
 		HTTP:              handlers.DefaultConfig(),
 		AbusePolicies:     abuse.DefaultPolicies(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -129,6 +132,7 @@ func (c Config) Validate() error {
 	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateRedis()...)
 	return errors.Join(errs...)
 }
 
@@ -180,6 +184,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Prefix:         cfg.KeyPrefix,
 		FenceRetention: cfg.FenceRetention,
 		ReleaseChannel: releaseChannel,
+		MinReplicas:    cfg.Redis.MinReplicas,
+		ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
 	})
 	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
 		Channel: releaseChannel,
@@ -238,7 +244,7 @@ func NewAbuseLogger(w io.Writer) *zap.Logger {
 }
 
 func (s *Server) connect() error {
-	if s.cfg.RedisURL == "" {
+	if s.cfg.redisMode() == "embedded" {
 		if !isLoopback(s.cfg.Addr) {
 			return fmt.Errorf("server: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", s.cfg.Addr)
 		}
@@ -254,11 +260,12 @@ func (s *Server) connect() error {
 			zap.String("embedded_redis", m.Addr()))
 		return nil
 	}
-	opts, err := redis.ParseURL(s.cfg.RedisURL)
+	rdb, err := NewRedisClient(s.cfg)
 	if err != nil {
-		return fmt.Errorf("server: --redis-url: %w", err)
+		return err
 	}
-	s.rdb = redis.NewClient(opts)
+	s.rdb = rdb
+	s.logRedis()
 	return nil
 }
 

@@ -5,6 +5,7 @@
 //	leasegate keys hash [flags]  hash (or --generate) an API key
 //	leasegate lock [flags] RESOURCE -- CMD [ARGS...]
 //	                             run CMD while holding a lock
+//	leasegate healthcheck        exit 0 when the gateway answers /readyz
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -37,6 +38,7 @@ Usage:
   leasegate lock [flags] RESOURCE -- CMD [ARGS...]
                                  run CMD holding the lock on RESOURCE, with its
                                  fencing token in LEASEGATE_TOKEN
+  leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdKeys(args[1:], stdin, stdout, stderr)
 	case "lock":
 		err = cmdLock(ctx, args[1:], stdin, stdout, stderr, getenv)
+	case "healthcheck":
+		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,7 +1,11 @@
 // Package redistest starts throwaway redis-server processes for tests.
 //
 // Each server runs on a free loopback port in its own temporary directory
-// and is stopped by t.Cleanup. Tests never touch the shared Redis on 6379
+// and is stopped by t.Cleanup. Beside a single server (Start) there are a
+// TLS-only server with a CA made in the test (NewCA, StartTLS), a Redis
+// Cluster of masters made with redis-cli --cluster create (StartCluster,
+// AddReplica), and a primary + replica + three Sentinels with a forced
+// failover (StartSentinel, Failover). Tests never touch the shared Redis on 6379
 // and never FLUSHALL. When redis-server is not installed the test is
 // skipped, except under CI=true, where that is a failure.
 package redistest
@@ -17,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +35,14 @@ type Server struct {
 	dir  string
 	port int
 	args []string
+	// lead goes before the generated arguments (a config file and
+	// --sentinel for a Sentinel).
+	lead []string
+	// tls: the port is the TLS port and the plain port is off.
+	tls bool
+	// readyLine is the log line that says the server is up (default
+	// "Ready to accept connections"; Sentinel never prints that).
+	readyLine string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -79,15 +92,20 @@ func FreePort(t testing.TB) int {
 
 func (s *Server) start() {
 	s.t.Helper()
-	args := []string{
-		"--port", strconv.Itoa(s.port),
+	args := append([]string(nil), s.lead...)
+	if s.tls {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port))
+	} else {
+		args = append(args, "--port", strconv.Itoa(s.port))
+	}
+	args = append(args,
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
 		"--save", "",
 		"--appendonly", "no",
 		"--daemonize", "no",
 		"--logfile", "",
-	}
+	)
 	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
@@ -100,6 +118,10 @@ func (s *Server) start() {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
 	ready := make(chan struct{})
+	readyText := s.readyLine
+	if readyText == "" {
+		readyText = "Ready to accept connections"
+	}
 	var logMu sync.Mutex
 	var log strings.Builder
 	go func() {
@@ -110,7 +132,7 @@ func (s *Server) start() {
 			logMu.Lock()
 			log.WriteString(line + "\n")
 			logMu.Unlock()
-			if !signalled && strings.Contains(line, "Ready to accept connections") {
+			if !signalled && strings.Contains(line, readyText) {
 				signalled = true
 				close(ready)
 			}
@@ -143,8 +165,13 @@ func (s *Server) start() {
 // Addr is host:port of the server.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
-// URL is the server's redis:// URL.
-func (s *Server) URL() string { return "redis://" + s.Addr() }
+// URL is the server's redis:// URL (rediss:// for StartTLS).
+func (s *Server) URL() string {
+	if s.tls {
+		return "rediss://" + s.Addr()
+	}
+	return "redis://" + s.Addr()
+}
 
 // Port is the server's TCP port.
 func (s *Server) Port() int { return s.port }
@@ -170,6 +197,7 @@ func (s *Server) Stop() {
 	if cmd == nil {
 		return
 	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // in case it was Paused
 	_ = cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-done:
@@ -195,6 +223,26 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// Pause freezes the server (SIGSTOP): it keeps its connections but answers
+// nothing, as a hung or partitioned node would. Resume undoes it; Stop and
+// Kill work on a paused server.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig os.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("%s: not running", s)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("%s: signal %v: %v", s, sig, err)
+	}
 }
 
 // Restart stops the server and starts it again on the same port and

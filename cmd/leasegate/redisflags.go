@@ -1,0 +1,49 @@
+package main
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+// redisFlags binds the Redis deployment flags beside --redis-url
+// (docs/configuration.md, docs/deployment.md).
+func redisFlags(fs *flag.FlagSet, r *server.RedisConfig) {
+	fs.StringVar(&r.SentinelMaster, "redis-sentinel-master", r.SentinelMaster, "Sentinel master name (with --redis-sentinel-addrs)")
+	fs.Var(addrList{&r.SentinelAddrs}, "redis-sentinel-addrs", "comma-separated host:port of the Sentinels")
+	fs.StringVar(&r.SentinelUsername, "redis-sentinel-username", r.SentinelUsername, "username for the Sentinels themselves (ACL)")
+	fs.StringVar(&r.SentinelPassword, "redis-sentinel-password", r.SentinelPassword, "password for the Sentinels themselves")
+	fs.Var(addrList{&r.ClusterAddrs}, "redis-cluster-addrs", "comma-separated host:port seeds of a Redis Cluster")
+	fs.StringVar(&r.Username, "redis-username", r.Username, "Redis ACL username (overrides the URL's)")
+	fs.StringVar(&r.Password, "redis-password", r.Password, "Redis password (overrides the URL's); prefer LEASEGATE_REDIS_PASSWORD to a flag")
+	fs.BoolVar(&r.TLS, "redis-tls", r.TLS, "use TLS to Redis (implied by rediss:// and by the other --redis-tls-* flags)")
+	fs.StringVar(&r.TLSCA, "redis-tls-ca", r.TLSCA, "PEM file of CA certificates to trust for Redis (default: system roots)")
+	fs.StringVar(&r.TLSCert, "redis-tls-cert", r.TLSCert, "PEM client certificate for mutual TLS (with --redis-tls-key)")
+	fs.StringVar(&r.TLSKey, "redis-tls-key", r.TLSKey, "PEM client key for mutual TLS (with --redis-tls-cert)")
+	fs.StringVar(&r.TLSServerName, "redis-tls-server-name", r.TLSServerName, "name expected in Redis's certificate (default: the host dialled)")
+	fs.BoolVar(&r.TLSInsecureSkipVerify, "redis-tls-insecure-skip-verify", r.TLSInsecureSkipVerify, "do NOT verify Redis's certificate (testing only; logged as a warning)")
+	fs.IntVar(&r.MinReplicas, "min-replicas", r.MinReplicas, "replicas that must acknowledge (WAIT) each grant, else it is undone and the caller gets 503; 0 = off")
+	fs.DurationVar(&r.MinReplicasTimeout, "min-replicas-timeout", r.MinReplicasTimeout, "how long each grant waits for --min-replicas acknowledgements")
+}
+
+// addrList is a comma-separated list flag; setting it replaces the list.
+type addrList struct{ p *[]string }
+
+func (a addrList) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return strings.Join(*a.p, ",")
+}
+
+func (a addrList) Set(v string) error {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	*a.p = out
+	return nil
+}

@@ -1,0 +1,142 @@
+package redistest
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a Redis Cluster of masters only, each a Server owned by the
+// test, made with `redis-cli --cluster create`.
+type Cluster struct {
+	Nodes []*Server
+	// Replicas added by AddReplica.
+	Replicas []*Server
+
+	bus map[*Server]int // cluster bus port of each node
+}
+
+// StartCluster starts n (at least 3) cluster-enabled redis-servers on free
+// ports (data and bus port both chosen free), joins them with
+// `redis-cli --cluster create --cluster-replicas 0 --cluster-yes`, and
+// waits until every node reports cluster_state:ok.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	if n < 3 {
+		t.Fatalf("StartCluster: a Redis Cluster needs at least 3 masters, got %d", n)
+	}
+	cli := lookBinary(t, "redis-cli")
+	c := &Cluster{bus: map[*Server]int{}}
+	for i := 0; i < n; i++ {
+		c.Nodes = append(c.Nodes, c.startNode(t))
+	}
+	args := []string{"--cluster", "create"}
+	args = append(args, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.waitOK(t, 20*time.Second)
+	return c
+}
+
+func (c *Cluster) startNode(t testing.TB) *Server {
+	t.Helper()
+	bus := FreePort(t)
+	s := Start(t,
+		"--cluster-enabled", "yes",
+		"--cluster-config-file", "nodes.conf",
+		"--cluster-port", strconv.Itoa(bus),
+		"--cluster-node-timeout", "3000",
+		"--repl-diskless-sync-delay", "0",
+	)
+	c.bus[s] = bus
+	return s
+}
+
+// AddReplica starts one more cluster node and makes it a replica of
+// master (CLUSTER MEET, then CLUSTER REPLICATE), waiting until its link is
+// up.
+func (c *Cluster) AddReplica(t testing.TB, master *Server) *Server {
+	t.Helper()
+	ctx := context.Background()
+	id, err := master.Client(t).Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatalf("%s: CLUSTER MYID: %v", master, err)
+	}
+	r := c.startNode(t)
+	rc := r.Client(t)
+	if err := rc.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", master.Port(), c.bus[master]).Err(); err != nil {
+		t.Fatalf("%s: CLUSTER MEET %s: %v", r, master, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// Fails with "Unknown node" until the handshake is done.
+		err := rc.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: CLUSTER REPLICATE %s: %v", r, master, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.WaitReplicaLinked(t, time.Until(deadline))
+	c.Replicas = append(c.Replicas, r)
+	return r
+}
+
+// Addrs are host:port of every node.
+func (c *Cluster) Addrs() []string {
+	var a []string
+	for _, n := range c.Nodes {
+		a = append(a, n.Addr())
+	}
+	return a
+}
+
+// waitOK polls CLUSTER INFO on every node until all say cluster_state:ok
+// and know every slot, or fails the test at the deadline.
+func (c *Cluster) waitOK(t testing.TB, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	ctx := context.Background()
+	var last string
+	for _, n := range c.Nodes {
+		rc := n.Client(t)
+		for {
+			info, err := rc.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_slots_ok:16384") {
+				break
+			}
+			last = info
+			if err != nil {
+				last = err.Error()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster not ok after %v; %s says:\n%s", d, n, last)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// Client returns a cluster client seeded with every node, closed at
+// cleanup.
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	t.Cleanup(func() { _ = rc.Close() })
+	if err := rc.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("ping cluster: %v", err)
+	}
+	return rc
+}

@@ -1,0 +1,177 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel is a primary, one replica and three Sentinels watching them,
+// every process owned by the test.
+type Sentinel struct {
+	// MasterName is the name the Sentinels monitor.
+	MasterName string
+	// Primary and Replica are the data nodes as started; after Failover
+	// their roles are swapped (ask MasterAddr).
+	Primary, Replica *Server
+	Sentinels        []*Server
+}
+
+// StartSentinel starts a primary, a replica of it, and three Sentinels
+// (quorum 2) on free ports, and waits until every Sentinel knows the
+// replica, so a failover can be forced at once.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	bin := Binary(t)
+	s := &Sentinel{MasterName: "lgmaster"}
+	// No diskless-sync delay: the replica syncs at once, and either node
+	// can be the primary after a failover.
+	s.Primary = Start(t, "--repl-diskless-sync-delay", "0")
+	s.Replica = Start(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", fmt.Sprint(s.Primary.Port()))
+	s.Replica.WaitReplicaLinked(t, 20*time.Second)
+	for i := 0; i < 3; i++ {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "sentinel.conf")
+		body := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
+			"sentinel down-after-milliseconds %[1]s 2000\n"+
+			"sentinel failover-timeout %[1]s 10000\n"+
+			"sentinel parallel-syncs %[1]s 1\n", s.MasterName, s.Primary.Port())
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatalf("write %s: %v", conf, err)
+		}
+		sn := &Server{t: t, bin: bin, dir: dir, lead: []string{conf, "--sentinel"}, readyLine: "+monitor master"}
+		sn.port = FreePort(t)
+		sn.start()
+		t.Cleanup(sn.Stop)
+		s.Sentinels = append(s.Sentinels, sn)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, sn := range s.Sentinels {
+		sc := sn.sentinelClient(t)
+		for !knowsGoodReplica(sc, s.MasterName) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not know a healthy replica of %s after 20s", sn, s.MasterName)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return s
+}
+
+// Addrs are host:port of the Sentinels.
+func (s *Sentinel) Addrs() []string {
+	var a []string
+	for _, sn := range s.Sentinels {
+		a = append(a, sn.Addr())
+	}
+	return a
+}
+
+// MasterAddr is the master's host:port as the first Sentinel sees it.
+func (s *Sentinel) MasterAddr(t testing.TB) string {
+	t.Helper()
+	sc := s.Sentinels[0].sentinelClient(t)
+	hp, err := sc.GetMasterAddrByName(context.Background(), s.MasterName).Result()
+	if err != nil || len(hp) != 2 {
+		t.Fatalf("get-master-addr-by-name %s: %v %v", s.MasterName, hp, err)
+	}
+	return net.JoinHostPort(hp[0], hp[1])
+}
+
+// Failover forces a failover (SENTINEL FAILOVER) and waits until every
+// Sentinel names the former replica as master, it answers as a master, and
+// the former master has become its replica with a live link. It returns
+// the new master's address.
+func (s *Sentinel) Failover(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	old := s.MasterAddr(t)
+	if err := s.Sentinels[0].sentinelClient(t).Failover(ctx, s.MasterName).Err(); err != nil {
+		t.Fatalf("SENTINEL FAILOVER %s: %v", s.MasterName, err)
+	}
+	deadline := time.Now().Add(25 * time.Second)
+	var now string
+	for _, sn := range s.Sentinels {
+		sc := sn.sentinelClient(t)
+		for {
+			hp, err := sc.GetMasterAddrByName(ctx, s.MasterName).Result()
+			if err == nil && len(hp) == 2 && net.JoinHostPort(hp[0], hp[1]) != old {
+				now = net.JoinHostPort(hp[0], hp[1])
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still names %s as master 25s after SENTINEL FAILOVER (%v %v)", sn, old, hp, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	newMaster, oldMaster := s.Replica, s.Primary
+	if newMaster.Addr() != now {
+		newMaster, oldMaster = s.Primary, s.Replica
+	}
+	nc := newMaster.Client(t)
+	for {
+		role, err := nc.Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not a master after failover: %v %v", newMaster, role, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	oldMaster.WaitReplicaLinked(t, time.Until(deadline))
+	return now
+}
+
+func (s *Server) sentinelClient(t testing.TB) *redis.SentinelClient {
+	t.Helper()
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = sc.Close() })
+	return sc
+}
+
+// knowsGoodReplica: the Sentinel lists a replica of name that is neither
+// down nor disconnected and whose link to the master is up.
+func knowsGoodReplica(sc *redis.SentinelClient, name string) bool {
+	reps, err := sc.Replicas(context.Background(), name).Result()
+	if err != nil {
+		return false
+	}
+	for _, r := range reps {
+		flags := r["flags"]
+		if strings.Contains(flags, "s_down") || strings.Contains(flags, "disconnected") {
+			continue
+		}
+		if r["master-link-status"] == "ok" {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitReplicaLinked waits until r is a replica whose link to its master is
+// up and in sync, or fails the test after d.
+func (r *Server) WaitReplicaLinked(t testing.TB, d time.Duration) {
+	t.Helper()
+	rc := r.Client(t)
+	deadline := time.Now().Add(d)
+	for {
+		info, err := rc.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
+			!strings.Contains(info, "master_sync_in_progress:1") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: replica link not up after %v: %v\n%s", r, d, err, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,167 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// primaryWithReplica starts a primary and a replica of it and returns a
+// client of each.
+func primaryWithReplica(t *testing.T) (primary, replica *redistest.Server, pc, rc *redis.Client) {
+	t.Helper()
+	primary = redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	replica = redistest.Start(t, "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
+	pc, rc = primary.Client(t), replica.Client(t)
+	replica.WaitReplicaLinked(t, 20*time.Second)
+	// A write on one connection acknowledged by WAIT on it: the replica
+	// is loaded and acknowledging.
+	conn := pc.Conn()
+	defer conn.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		acks, err := int64(0), conn.Set(context.Background(), t.Name()+":probe", "1", time.Minute).Err()
+		if err == nil {
+			acks, err = conn.Wait(context.Background(), 1, 100*time.Millisecond).Result()
+		}
+		if err == nil && acks == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica not acknowledging after 20s: got %d acks (%v), want 1", acks, err)
+		}
+	}
+	return primary, replica, pc, rc
+}
+
+func replicated(rdb redis.Scripter) *redislock.Locker {
+	return redislock.New(rdb, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second})
+}
+
+func TestMinReplicasOnRealRedis(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("an acknowledged grant is already on the replica when Acquire returns", func(t *testing.T) {
+		_, _, pc, rc := primaryWithReplica(t)
+		l := replicated(pc)
+		for i := 0; i < 20; i++ {
+			res := fmt.Sprintf("%s-%d", t.Name(), i)
+			got, err := l.Acquire(ctx, res, "a", time.Minute)
+			if err != nil || !got.Acquired {
+				t.Fatalf("acquire %s: got %+v, %v; want acquired", res, got, err)
+			}
+			key, _ := l.Keys(res)
+			tok, err := rc.HGet(ctx, key, "token").Int64()
+			if err != nil || tok != got.Lock.Token {
+				t.Fatalf("replica token of %s: got %d (%v), want %d", res, tok, err, got.Lock.Token)
+			}
+		}
+	})
+
+	t.Run("without any replica the grant is undone and the caller told unavailable", func(t *testing.T) {
+		pc := redistest.Start(t).Client(t)
+		l := replicated(pc)
+		res := t.Name()
+		_, err := l.Acquire(ctx, res, "a", time.Minute)
+		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, redislock.ErrUnavailable) {
+			t.Fatalf("acquire: got %v, want ErrNotReplicated wrapping ErrUnavailable", err)
+		}
+		if _, err := redislock.New(pc, redislock.Options{}).Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
+			t.Fatalf("status after undone grant: got %v, want ErrNotHeld", err)
+		}
+	})
+
+	t.Run("a hung replica does not acknowledge, so the grant is undone until it is back", func(t *testing.T) {
+		_, replica, pc, _ := primaryWithReplica(t)
+		l := replicated(pc)
+		plain := redislock.New(pc, redislock.Options{})
+		res := t.Name()
+		replica.Pause()
+		_, err := l.Acquire(ctx, res, "a", time.Minute)
+		if !errors.Is(err, redislock.ErrNotReplicated) {
+			replica.Resume()
+			t.Fatalf("acquire with the replica paused: got %v, want ErrNotReplicated", err)
+		}
+		if _, err := plain.Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
+			t.Errorf("status after undone grant: got %v, want ErrNotHeld", err)
+		}
+		replica.Resume()
+		got, err := l.Acquire(ctx, res, "a", time.Minute)
+		if err != nil || !got.Acquired {
+			t.Fatalf("acquire after resume: got %+v, %v; want acquired", got, err)
+		}
+	})
+
+	t.Run("a same-owner re-acquire that is not replicated is undone too", func(t *testing.T) {
+		_, replica, pc, _ := primaryWithReplica(t)
+		l := replicated(pc)
+		res := t.Name()
+		if got, err := l.Acquire(ctx, res, "a", time.Minute); err != nil || !got.Acquired {
+			t.Fatalf("acquire: got %+v, %v; want acquired", got, err)
+		}
+		replica.Pause()
+		_, err := l.Acquire(ctx, res, "a", time.Minute)
+		replica.Resume()
+		if !errors.Is(err, redislock.ErrNotReplicated) {
+			t.Fatalf("re-acquire: got %v, want ErrNotReplicated", err)
+		}
+		if _, err := l.Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
+			t.Fatalf("status: got %v, want ErrNotHeld (a 503 from acquire means not held)", err)
+		}
+	})
+
+	t.Run("a renew that is not replicated keeps the lease and its token", func(t *testing.T) {
+		_, replica, pc, _ := primaryWithReplica(t)
+		l := replicated(pc)
+		res := t.Name()
+		first, err := l.Acquire(ctx, res, "a", time.Minute)
+		if err != nil || !first.Acquired {
+			t.Fatalf("acquire: got %+v, %v; want acquired", first, err)
+		}
+		replica.Pause()
+		_, err = l.Renew(ctx, res, "a", first.Lock.Token, 2*time.Minute)
+		replica.Resume()
+		if !errors.Is(err, redislock.ErrNotReplicated) {
+			t.Fatalf("renew: got %v, want ErrNotReplicated", err)
+		}
+		got, err := l.Status(ctx, res)
+		if err != nil || got.Token != first.Lock.Token || got.Owner != "a" {
+			t.Fatalf("status: got %+v, %v; want owner a with token %d", got, err, first.Lock.Token)
+		}
+		renewed, err := l.Renew(ctx, res, "a", first.Lock.Token, 2*time.Minute)
+		if err != nil || renewed.Token != first.Lock.Token {
+			t.Fatalf("renew after resume: got %+v, %v; want token %d", renewed, err, first.Lock.Token)
+		}
+	})
+
+	t.Run("a contended acquire is answered as usual", func(t *testing.T) {
+		_, _, pc, _ := primaryWithReplica(t)
+		l := replicated(pc)
+		res := t.Name()
+		if got, err := l.Acquire(ctx, res, "a", time.Minute); err != nil || !got.Acquired {
+			t.Fatalf("acquire: got %+v, %v; want acquired", got, err)
+		}
+		got, err := l.Acquire(ctx, res, "b", time.Minute)
+		if err != nil || got.Acquired || got.Lock.Owner != "a" {
+			t.Fatalf("contended acquire: got %+v, %v; want not acquired, held by a", got, err)
+		}
+	})
+
+	t.Run("a flushed script cache falls back to EVAL inside the pipeline", func(t *testing.T) {
+		_, _, pc, _ := primaryWithReplica(t)
+		if err := pc.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatalf("script flush: %v", err)
+		}
+		got, err := replicated(pc).Acquire(ctx, t.Name(), "a", time.Minute)
+		if err != nil || !got.Acquired {
+			t.Fatalf("acquire after SCRIPT FLUSH: got %+v, %v; want acquired", got, err)
+		}
+	})
+}

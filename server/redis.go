@@ -1,0 +1,255 @@
+package server
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// RedisConfig is how the gateway reaches a real Redis deployment, beside
+// Config.RedisURL (single node). Exactly one of RedisURL, SentinelMaster
+// (with SentinelAddrs) or ClusterAddrs may be set; none of them runs the
+// embedded in-memory Redis. See docs/deployment.md.
+type RedisConfig struct {
+	// SentinelMaster is the master name Sentinel monitors; with
+	// SentinelAddrs the gateway follows that master across failovers.
+	SentinelMaster string
+	// SentinelAddrs are host:port of the Sentinels.
+	SentinelAddrs []string
+	// SentinelUsername / SentinelPassword authenticate to the Sentinels
+	// themselves (their requirepass / ACL), not to the data nodes.
+	SentinelUsername string
+	SentinelPassword string
+	// ClusterAddrs are host:port seeds of a Redis Cluster.
+	ClusterAddrs []string
+
+	// Username and Password authenticate to the data nodes (Redis ACL).
+	// They override a username/password given in the URL.
+	Username string
+	Password string
+
+	// TLS turns TLS on (a rediss:// URL does too).
+	TLS bool
+	// TLSCA is a PEM file of CA certificates to trust instead of the
+	// system pool.
+	TLSCA string
+	// TLSCert and TLSKey are a PEM client certificate and key (mutual TLS).
+	TLSCert string
+	TLSKey  string
+	// TLSServerName is the name checked in the server's certificate
+	// (default: the host dialled).
+	TLSServerName string
+	// TLSInsecureSkipVerify accepts any server certificate. Testing only.
+	TLSInsecureSkipVerify bool
+
+	// MinReplicas, when above 0, makes every grant wait (Redis WAIT) until
+	// that many replicas have it; otherwise the grant is undone and the
+	// caller gets 503. See redislock.Options.MinReplicas.
+	MinReplicas int
+	// MinReplicasTimeout bounds that wait.
+	MinReplicasTimeout time.Duration
+}
+
+// DefaultMinReplicasTimeout is the default of --min-replicas-timeout.
+const DefaultMinReplicasTimeout = 100 * time.Millisecond
+
+// redisMode names the deployment the config selects.
+func (c Config) redisMode() string {
+	switch {
+	case c.Redis.SentinelMaster != "" || len(c.Redis.SentinelAddrs) > 0:
+		return "sentinel"
+	case len(c.Redis.ClusterAddrs) > 0:
+		return "cluster"
+	case c.RedisURL != "":
+		return "single"
+	}
+	return "embedded"
+}
+
+// validateRedis reports every inconsistency of the Redis settings.
+func (c Config) validateRedis() []error {
+	r := c.Redis
+	var errs []error
+	set := 0
+	if c.RedisURL != "" {
+		set++
+	}
+	if r.SentinelMaster != "" || len(r.SentinelAddrs) > 0 {
+		set++
+	}
+	if len(r.ClusterAddrs) > 0 {
+		set++
+	}
+	if set > 1 {
+		errs = append(errs, errors.New("set only one of --redis-url, --redis-sentinel-master/--redis-sentinel-addrs, --redis-cluster-addrs"))
+	}
+	if c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
+		errs = append(errs, errors.New("redis-url must start with redis:// or rediss://"))
+	}
+	if r.SentinelMaster != "" && len(r.SentinelAddrs) == 0 {
+		errs = append(errs, errors.New("redis-sentinel-master needs --redis-sentinel-addrs"))
+	}
+	if len(r.SentinelAddrs) > 0 && r.SentinelMaster == "" {
+		errs = append(errs, errors.New("redis-sentinel-addrs needs --redis-sentinel-master"))
+	}
+	if (r.SentinelUsername != "" || r.SentinelPassword != "") && len(r.SentinelAddrs) == 0 {
+		errs = append(errs, errors.New("redis-sentinel-username/password need --redis-sentinel-addrs"))
+	}
+	for _, a := range append(append([]string(nil), r.SentinelAddrs...), r.ClusterAddrs...) {
+		if a == "" || !strings.Contains(a, ":") {
+			errs = append(errs, fmt.Errorf("redis address %q is not host:port", a))
+		}
+	}
+	if (r.TLSCert == "") != (r.TLSKey == "") {
+		errs = append(errs, errors.New("redis-tls-cert and redis-tls-key go together"))
+	}
+	if r.MinReplicas < 0 {
+		errs = append(errs, errors.New("min-replicas must not be negative"))
+	}
+	if r.MinReplicas > 0 && r.MinReplicasTimeout <= 0 {
+		errs = append(errs, errors.New("min-replicas-timeout must be positive"))
+	}
+	if set == 0 {
+		tlsSet := r.TLS || r.TLSCA != "" || r.TLSCert != "" || r.TLSServerName != "" || r.TLSInsecureSkipVerify
+		if tlsSet || r.Username != "" || r.Password != "" {
+			errs = append(errs, errors.New("redis TLS and credential flags need --redis-url, --redis-sentinel-* or --redis-cluster-addrs"))
+		}
+		if r.MinReplicas > 0 {
+			errs = append(errs, errors.New("min-replicas needs a real Redis with replicas, not the embedded one"))
+		}
+	}
+	return errs
+}
+
+// NewRedisClient builds the go-redis client for a validated config: a
+// *redis.Client for a URL, a Sentinel-backed failover *redis.Client, or a
+// *redis.ClusterClient. It does not dial; the first command does.
+func NewRedisClient(c Config) (redis.UniversalClient, error) {
+	r := c.Redis
+	switch c.redisMode() {
+	case "single":
+		opts, err := redis.ParseURL(c.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("server: --redis-url: %w", err)
+		}
+		if r.Username != "" {
+			opts.Username = r.Username
+		}
+		if r.Password != "" {
+			opts.Password = r.Password
+		}
+		tc, err := r.tlsConfig(opts.TLSConfig)
+		if err != nil {
+			return nil, err
+		}
+		opts.TLSConfig = tc
+		opts.ReadTimeout = r.readTimeout(opts.ReadTimeout)
+		return redis.NewClient(opts), nil
+	case "sentinel":
+		tc, err := r.tlsConfig(nil)
+		if err != nil {
+			return nil, err
+		}
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:       r.SentinelMaster,
+			SentinelAddrs:    r.SentinelAddrs,
+			SentinelUsername: r.SentinelUsername,
+			SentinelPassword: r.SentinelPassword,
+			Username:         r.Username,
+			Password:         r.Password,
+			TLSConfig:        tc,
+			ReadTimeout:      r.readTimeout(0),
+		}), nil
+	case "cluster":
+		tc, err := r.tlsConfig(nil)
+		if err != nil {
+			return nil, err
+		}
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:       r.ClusterAddrs,
+			Username:    r.Username,
+			Password:    r.Password,
+			TLSConfig:   tc,
+			ReadTimeout: r.readTimeout(0),
+		}), nil
+	}
+	return nil, errors.New("server: no Redis configured")
+}
+
+// readTimeout leaves room for WAIT in a pipeline, which is read with the
+// connection's read timeout (go-redis's default is 3s).
+func (r RedisConfig) readTimeout(cur time.Duration) time.Duration {
+	if cur <= 0 {
+		cur = 3 * time.Second
+	}
+	if need := r.MinReplicasTimeout + time.Second; r.MinReplicas > 0 && need > cur {
+		return need
+	}
+	return cur
+}
+
+// tlsConfig returns the TLS settings to use, or nil for plain TCP. base is
+// what a rediss:// URL already asked for.
+func (r RedisConfig) tlsConfig(base *tls.Config) (*tls.Config, error) {
+	on := base != nil || r.TLS || r.TLSCA != "" || r.TLSCert != "" || r.TLSServerName != "" || r.TLSInsecureSkipVerify
+	if !on {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if base != nil {
+		tc = base.Clone()
+		if tc.MinVersion < tls.VersionTLS12 {
+			tc.MinVersion = tls.VersionTLS12
+		}
+	}
+	if r.TLSCA != "" {
+		pem, err := os.ReadFile(r.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("server: --redis-tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("server: --redis-tls-ca: no PEM certificate in %s", r.TLSCA)
+		}
+		tc.RootCAs = pool
+	}
+	if r.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(r.TLSCert, r.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("server: --redis-tls-cert/--redis-tls-key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if r.TLSServerName != "" {
+		tc.ServerName = r.TLSServerName
+	}
+	tc.InsecureSkipVerify = r.TLSInsecureSkipVerify
+	return tc, nil
+}
+
+// logRedis says at start which deployment the gateway uses, and warns
+// loudly about settings that weaken it. No secret is logged.
+func (s *Server) logRedis() {
+	r := s.cfg.Redis
+	fields := []zap.Field{zap.String("redis_mode", s.cfg.redisMode())}
+	switch s.cfg.redisMode() {
+	case "sentinel":
+		fields = append(fields, zap.String("sentinel_master", r.SentinelMaster), zap.Strings("sentinel_addrs", r.SentinelAddrs))
+	case "cluster":
+		fields = append(fields, zap.Strings("cluster_addrs", r.ClusterAddrs))
+	}
+	if r.MinReplicas > 0 {
+		fields = append(fields, zap.Int("min_replicas", r.MinReplicas), zap.Duration("min_replicas_timeout", r.MinReplicasTimeout))
+	}
+	s.log.Info("redis", fields...)
+	if r.TLSInsecureSkipVerify {
+		s.log.Warn("--redis-tls-insecure-skip-verify is set: the Redis server's certificate is NOT checked, so anyone on the network path can impersonate Redis and read or forge every lock; use it only for testing")
+	}
+}
