@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"gopkg.in/yaml.v3"
 
 	"github.com/leasegate/leasegate/server"
@@ -107,6 +108,38 @@ func TestDockerCompose(t *testing.T) {
 		}
 		if grace, err := time.ParseDuration(gw.StopGracePeriod); err != nil || grace <= cfg.ShutdownTimeout {
 			t.Errorf("stop_grace_period: got %q (%v), want longer than the shutdown timeout %v", gw.StopGracePeriod, err, cfg.ShutdownTimeout)
+		}
+	})
+
+	t.Run("the gateway starts with this environment", func(t *testing.T) {
+		// Everything as compose sets it, but Redis is a local miniredis
+		// and the port is picked free; the host stays non-loopback, so the
+		// open-mode refusal is exercised as in the container.
+		cfg := server.DefaultConfig()
+		level := "info"
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		af := serveFlags(fs, &cfg, &level)
+		getenv := func(k string) string { return gw.Environment[k] }
+		if err := parseFlags(fs, nil, getenv, io.Discard); err != nil {
+			t.Fatalf("parse compose environment: %v", err)
+		}
+		closeLog, err := af.apply(&cfg, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatalf("abuse settings: %v", err)
+		}
+		t.Cleanup(func() { _ = closeLog() })
+		host, _, err := net.SplitHostPort(cfg.Addr)
+		if err != nil {
+			t.Fatalf("LEASEGATE_ADDR %q: %v", cfg.Addr, err)
+		}
+		cfg.Addr = net.JoinHostPort(host, "0")
+		cfg.RedisURL = "redis://" + miniredis.RunT(t).Addr()
+		s, err := server.New(cfg, nil)
+		if err != nil {
+			t.Fatalf("server.New with the compose environment: %v", err)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
 		}
 	})
 

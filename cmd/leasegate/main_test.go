@@ -24,12 +24,20 @@ func env(kv map[string]string) func(string) string {
 // parseServe parses serve's flags as cmdServe does, without running.
 func parseServe(t *testing.T, args []string, kv map[string]string) (server.Config, string, error) {
 	t.Helper()
+	cfg, level, _, err := parseServeAll(t, args, kv)
+	return cfg, level, err
+}
+
+// parseServeAll is parseServe that also returns the abuse flags, which
+// become part of the config only when cmdServe applies them.
+func parseServeAll(t *testing.T, args []string, kv map[string]string) (server.Config, string, abuseFlags, error) {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	level := "info"
 	fs := flag.NewFlagSet("leasegate serve", flag.ContinueOnError)
-	serveFlags(fs, &cfg, &level)
+	af := serveFlags(fs, &cfg, &level)
 	err := parseFlags(fs, args, env(kv), io.Discard)
-	return cfg, level, err
+	return cfg, level, *af, err
 }
 
 func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
@@ -63,8 +71,35 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MAX_HEADER_BYTES":    "2048",
 			"LEASEGATE_SHUTDOWN_TIMEOUT":    "7s",
 			"LEASEGATE_LOG_LEVEL":           "debug",
+
+			"LEASEGATE_API_KEYS_FILE":   "/etc/leasegate/keys",
+			"LEASEGATE_API_KEYS":        "a:client:t:" + strings.Repeat("ab", 32),
+			"LEASEGATE_INSECURE_OPEN":   "true",
+			"LEASEGATE_METRICS_AUTH":    "none",
+			"LEASEGATE_TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.1",
+
+			"LEASEGATE_REDIS_SENTINEL_MASTER":          "mymaster",
+			"LEASEGATE_REDIS_SENTINEL_ADDRS":           "s1:26379,s2:26379",
+			"LEASEGATE_REDIS_SENTINEL_USERNAME":        "sen-user",
+			"LEASEGATE_REDIS_SENTINEL_PASSWORD":        "sen-pass",
+			"LEASEGATE_REDIS_CLUSTER_ADDRS":            "c1:7000,c2:7000",
+			"LEASEGATE_REDIS_USERNAME":                 "gw",
+			"LEASEGATE_REDIS_PASSWORD":                 "pw",
+			"LEASEGATE_REDIS_TLS":                      "true",
+			"LEASEGATE_REDIS_TLS_CA":                   "/ca.pem",
+			"LEASEGATE_REDIS_TLS_CERT":                 "/cert.pem",
+			"LEASEGATE_REDIS_TLS_KEY":                  "/key.pem",
+			"LEASEGATE_REDIS_TLS_SERVER_NAME":          "redis.internal",
+			"LEASEGATE_REDIS_TLS_INSECURE_SKIP_VERIFY": "true",
+			"LEASEGATE_MIN_REPLICAS":                   "2",
+			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
+
+			"LEASEGATE_ABUSE_POLICY_FILE":    "/etc/leasegate/policies.json",
+			"LEASEGATE_ABUSE_MAX_ATTEMPTS":   "9",
+			"LEASEGATE_ABUSE_FLAG_RETENTION": "12h",
+			"LEASEGATE_ABUSE_LOG":            "/var/log/leasegate/abuse.log",
 		}
-		cfg, level, err := parseServe(t, nil, kv)
+		cfg, level, af, err := parseServeAll(t, nil, kv)
 		if err != nil {
 			t.Fatalf("parse: %v", err)
 		}
@@ -83,6 +118,35 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.IdleTimeout = 6 * time.Second
 		want.MaxHeaderBytes = 2048
 		want.ShutdownTimeout = 7 * time.Second
+		want.APIKeysFile = "/etc/leasegate/keys"
+		want.APIKeys = "a:client:t:" + strings.Repeat("ab", 32)
+		want.InsecureOpen = true
+		want.MetricsAuth = "none"
+		want.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1"}
+		want.Redis.SentinelMaster = "mymaster"
+		want.Redis.SentinelAddrs = []string{"s1:26379", "s2:26379"}
+		want.Redis.SentinelUsername = "sen-user"
+		want.Redis.SentinelPassword = "sen-pass"
+		want.Redis.ClusterAddrs = []string{"c1:7000", "c2:7000"}
+		want.Redis.Username = "gw"
+		want.Redis.Password = "pw"
+		want.Redis.TLS = true
+		want.Redis.TLSCA = "/ca.pem"
+		want.Redis.TLSCert = "/cert.pem"
+		want.Redis.TLSKey = "/key.pem"
+		want.Redis.TLSServerName = "redis.internal"
+		want.Redis.TLSInsecureSkipVerify = true
+		want.Redis.MinReplicas = 2
+		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
+		wantAbuse := abuseFlags{
+			policyFile:    "/etc/leasegate/policies.json",
+			maxAttempts:   9,
+			flagRetention: 12 * time.Hour,
+			log:           "/var/log/leasegate/abuse.log",
+		}
+		if af != wantAbuse {
+			t.Errorf("got abuse flags %+v, want %+v", af, wantAbuse)
+		}
 		if !reflect.DeepEqual(cfg, want) || level != "debug" {
 			t.Errorf("got %+v level %q,\nwant %+v level debug", cfg, level, want)
 		}

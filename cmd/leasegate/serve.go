@@ -15,8 +15,10 @@ import (
 	"github.com/leasegate/leasegate/server"
 )
 
-// serveFlags binds every serve flag to cfg.
-func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) {
+// serveFlags binds every serve flag: most straight into cfg, the user-lock
+// policy file and abuse log into the returned abuseFlags, which apply()
+// turns into cfg's policies and log writer after parsing.
+func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFlags {
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address")
 	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (loopback only, development)")
 	redisFlags(fs, &cfg.Redis)
@@ -34,6 +36,9 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown may take")
 	fs.StringVar(logLevel, "log-level", *logLevel, "debug, info, warn or error")
 	authFlags(fs, cfg)
+	af := &abuseFlags{}
+	af.bind(fs)
+	return af
 }
 
 // abuseFlags are the serve flags of user locks and the abuse log.
@@ -88,9 +93,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	cfg := server.DefaultConfig()
 	level := "info"
 	fs := flag.NewFlagSet("leasegate serve", flag.ContinueOnError)
-	serveFlags(fs, &cfg, &level)
-	var af abuseFlags
-	af.bind(fs)
+	af := serveFlags(fs, &cfg, &level)
 	if err := parseFlags(fs, args, getenv, stderr); err != nil {
 		return err
 	}
