@@ -11,5 +11,8 @@ func ByName() map[string]*redis.Script {
 		"release": Release,
 		"renew":   Renew,
 		"status":  Status,
+
+		"user_attempt": UserAttempt,
+		"ban":          Ban,
 	}
 }
