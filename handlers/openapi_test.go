@@ -47,6 +47,9 @@ type specCase struct {
 	// JSON Schema but not an integer literal); the gateway is stricter.
 	specRejects bool
 	redisDown   bool // make every Redis command fail for this request
+	// cookies sends the cookies earlier answers set (a browser's jar);
+	// "{csrf}" in body is replaced by the ops page's CSRF cookie.
+	cookies bool
 	// before, when set, runs just before the request (e.g. to break data).
 	before func(t *testing.T, g *specGateway)
 }
@@ -55,6 +58,7 @@ const (
 	keyClient  = "client-key-0123456789"
 	keyOps     = "ops-key-0123456789"
 	specTenant = "spec-tenant"
+	formType   = "application/x-www-form-urlencoded"
 )
 
 var (
@@ -144,6 +148,27 @@ var specRoutes = []specCase{
 	{name: "the ops page is HTML for an ops key", method: "GET", target: "/ops/", key: keyOps, status: 200},
 	{name: "the ops page with a client key is 403", method: "GET", target: "/ops/", key: keyClient, status: 403},
 
+	{name: "the ops page without a key or session redirects to the login form", method: "GET", target: "/ops/", status: 303, specRejects: true},
+	{name: "the /ops redirect needs no key", method: "GET", target: "/ops", status: 301},
+	{name: "the ops stylesheet needs no key", method: "GET", target: "/ops/assets/ops.css", status: 200},
+	{name: "the login form needs no key", method: "GET", target: "/ops/login", status: 200, cookies: true},
+	{name: "a login with a client key is 403 with the form again", method: "POST", target: "/ops/login", ctype: formType, body: "csrf={csrf}&key=" + keyClient, status: 403, cookies: true},
+	{name: "a login with an unknown key is 401 with the form again", method: "POST", target: "/ops/login", ctype: formType, body: "csrf={csrf}&key=not-a-key-0123456789", status: 401, cookies: true},
+	{name: "a login without the CSRF token is 403", method: "POST", target: "/ops/login", ctype: formType, body: "key=" + keyOps, status: 403, cookies: true, specRejects: true},
+	{name: "a login with a JSON body is 415", method: "POST", target: "/ops/login", body: `{"key":"x"}`, status: 415, cookies: true, specRejects: true},
+	{name: "a login with an ops key is 303 to the page with a session", method: "POST", target: "/ops/login", ctype: formType, body: "csrf={csrf}&key=" + keyOps, status: 303, cookies: true},
+	{name: "the ops page with the session is HTML", method: "GET", target: "/ops/?lock=receiveDailyTask", status: 200, cookies: true},
+	{name: "the login form with a session redirects to the page", method: "GET", target: "/ops/login", status: 303, cookies: true},
+	{name: "banning from the page is 303 back to it", method: "POST", target: "/ops/ban", ctype: formType, body: "csrf={csrf}&user_id=u-3&seconds=600&reason=spec+test", status: 303, cookies: true},
+	{name: "unbanning from the page is 303 back to it", method: "POST", target: "/ops/unban", ctype: formType, body: "csrf={csrf}&user_id=u-3", status: 303, cookies: true},
+	{name: "clearing from the page is 303 back to it", method: "POST", target: "/ops/clear", ctype: formType, body: "csrf={csrf}&user_id=u-3&lock=receiveDailyTask", status: 303, cookies: true},
+	{name: "a page action without the CSRF token is 403", method: "POST", target: "/ops/clear", ctype: formType, body: "user_id=u-3", status: 403, cookies: true, specRejects: true},
+	{name: "a page action with an ops key and the CSRF token is 303", method: "POST", target: "/ops/unban", key: keyOps, ctype: formType, body: "csrf={csrf}&user_id=u-3", status: 303, cookies: true},
+	{name: "a page action without a session or key redirects to the login form", method: "POST", target: "/ops/clear", ctype: formType, body: "csrf=x&user_id=u-3", status: 303, specRejects: true},
+	{name: "the JSON API does not take the session cookie", method: "GET", target: "/abuse/flagged", status: 401, cookies: true, specRejects: true},
+	{name: "logging out is 303 to the login form", method: "POST", target: "/ops/logout", ctype: formType, body: "csrf={csrf}", status: 303, cookies: true},
+	{name: "the ops page after logging out redirects to the login form", method: "GET", target: "/ops/", status: 303, cookies: true, specRejects: true},
+
 	{name: "an unknown route is 404", method: "GET", target: "/no/such/route", key: keyClient, status: 404},
 	{name: "PUT on a lock is 405 with Allow", method: "PUT", target: "/locks/doc", key: keyClient, body: `{}`, status: 405},
 	{name: "POST on healthz is 405 with Allow", method: "POST", target: "/healthz", status: 405},
@@ -181,6 +206,8 @@ type specGateway struct {
 	router routers.Router
 	// outage makes every Redis command fail until restore is called.
 	outage func(t *testing.T) (restore func())
+	// jar holds the cookies answers set, by name.
+	jar map[string]*http.Cookie
 }
 
 // newSpecGateway is a gateway on miniredis.
@@ -231,7 +258,7 @@ func newSpecGatewayOn(t *testing.T, addr string) *specGateway {
 	if err != nil {
 		t.Fatalf("building the spec router: %v", err)
 	}
-	return &specGateway{e: e, rdb: rdb, locks: locks.Tenant(specTenant), doc: doc, router: router}
+	return &specGateway{e: e, rdb: rdb, locks: locks.Tenant(specTenant), doc: doc, router: router, jar: map[string]*http.Cookie{}}
 }
 
 func loadSpec(t *testing.T) *openapi3.T {
@@ -248,9 +275,16 @@ func loadSpec(t *testing.T) *openapi3.T {
 }
 
 // bearerKeyPresent is the spec side of authentication: a request meets
-// the bearer scheme when it sends a non-empty Bearer credential (whether
-// the key is known is the gateway's business).
+// the bearer scheme when it sends a non-empty Bearer credential, and the
+// opsSession scheme when it sends the session cookie (whether they are
+// valid is the gateway's business).
 func bearerKeyPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	if in.SecuritySchemeName == "opsSession" {
+		if ck, err := in.RequestValidationInput.Request.Cookie("leasegate_ops_session"); err != nil || ck.Value == "" {
+			return errors.New("no session cookie")
+		}
+		return nil
+	}
 	if in.SecuritySchemeName != "bearer" {
 		return errors.New("unknown security scheme " + in.SecuritySchemeName)
 	}
@@ -261,7 +295,7 @@ func bearerKeyPresent(_ context.Context, in *openapi3filter.AuthenticationInput)
 	return nil
 }
 
-func newRequest(t *testing.T, c specCase, target, body string) *http.Request {
+func (g *specGateway) newRequest(t *testing.T, c specCase, target, body string) *http.Request {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -278,7 +312,23 @@ func newRequest(t *testing.T, c specCase, target, body string) *http.Request {
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
+	if c.cookies {
+		for _, ck := range g.jar {
+			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+	}
 	return req
+}
+
+// keepCookies updates the jar from an answer's Set-Cookie headers.
+func (g *specGateway) keepCookies(res *http.Response) {
+	for _, ck := range res.Cookies() {
+		if ck.MaxAge < 0 {
+			delete(g.jar, ck.Name)
+		} else {
+			g.jar[ck.Name] = ck
+		}
+	}
 }
 
 // run sends c through the gateway and checks the status, the request and
@@ -287,6 +337,9 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 	t.Helper()
 	target := strings.ReplaceAll(c.target, "{token}", strconv.FormatInt(*token, 10))
 	body := strings.ReplaceAll(c.body, "{token}", strconv.FormatInt(*token, 10))
+	if ck := g.jar["leasegate_ops_csrf"]; ck != nil {
+		body = strings.ReplaceAll(body, "{csrf}", ck.Value)
+	}
 
 	if c.before != nil {
 		c.before(t, g)
@@ -295,8 +348,9 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 		defer g.outage(t)()
 	}
 	rec := httptest.NewRecorder()
-	g.e.ServeHTTP(rec, newRequest(t, c, target, body))
+	g.e.ServeHTTP(rec, g.newRequest(t, c, target, body))
 	res := rec.Result()
+	defer g.keepCookies(res)
 	got, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatalf("reading the answer: %v", err)
@@ -312,7 +366,7 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 		IncludeResponseStatus: true, // a status openapi.yaml does not list is an error
 		MultiError:            true,
 	}
-	req := newRequest(t, c, target, body) // a fresh body: validation reads it
+	req := g.newRequest(t, c, target, body) // a fresh body: validation reads it
 	route, pathParams, err := g.router.FindRoute(req)
 	if err != nil {
 		g.checkUnrouted(t, c, req, res, got, err)
