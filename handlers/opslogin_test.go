@@ -61,6 +61,7 @@ func parseKeys(t *testing.T, entries ...string) []auth.Key {
 // on miniredis and the abuse log captured.
 type loginEnv struct {
 	e     *echo.Echo
+	mini  *miniredis.Miniredis
 	rdb   *redis.Client
 	ring  *auth.Keyring
 	audit *syncBuffer
@@ -77,7 +78,7 @@ func newLoginEnv(t *testing.T, cfg handlers.Config) *loginEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &loginEnv{rdb: rdb, ring: ring, audit: &syncBuffer{}, cfg: cfg}
+	env := &loginEnv{mini: m, rdb: rdb, ring: ring, audit: &syncBuffer{}, cfg: cfg}
 	env.e = env.gateway(t, ring)
 	return env
 }
