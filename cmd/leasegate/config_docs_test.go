@@ -107,12 +107,14 @@ func sameDefault(doc, real string) bool {
 }
 
 // serveFlagSet is the flag set `leasegate serve` parses, as cmdServe
-// builds it.
+// builds it (its own flags and the abuse flags).
 func serveFlagSet() *flag.FlagSet {
 	cfg := server.DefaultConfig()
 	level := "info" // cmdServe's default log level
 	fs := flag.NewFlagSet("leasegate serve", flag.ContinueOnError)
 	serveFlags(fs, &cfg, &level)
+	var af abuseFlags
+	af.bind(fs)
 	return fs
 }
 

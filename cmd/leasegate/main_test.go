@@ -63,6 +63,30 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MAX_HEADER_BYTES":    "2048",
 			"LEASEGATE_SHUTDOWN_TIMEOUT":    "7s",
 			"LEASEGATE_LOG_LEVEL":           "debug",
+
+			"LEASEGATE_API_KEYS_FILE":      "/etc/leasegate/keys",
+			"LEASEGATE_API_KEYS":           "a:client:t:" + strings.Repeat("0", 64),
+			"LEASEGATE_INSECURE_OPEN":      "true",
+			"LEASEGATE_METRICS_AUTH":       "none",
+			"LEASEGATE_TRUSTED_PROXIES":    "10.0.0.0/8, 192.0.2.1",
+			"LEASEGATE_OPS_SESSION_TTL":    "30m",
+			"LEASEGATE_OPS_SECURE_COOKIES": "true",
+
+			"LEASEGATE_REDIS_SENTINEL_MASTER":          "mymaster",
+			"LEASEGATE_REDIS_SENTINEL_ADDRS":           "s1:26379,s2:26379",
+			"LEASEGATE_REDIS_SENTINEL_USERNAME":        "sentinel-user",
+			"LEASEGATE_REDIS_SENTINEL_PASSWORD":        "sentinel-pass",
+			"LEASEGATE_REDIS_CLUSTER_ADDRS":            "c1:7000",
+			"LEASEGATE_REDIS_USERNAME":                 "gw",
+			"LEASEGATE_REDIS_PASSWORD":                 "pw",
+			"LEASEGATE_REDIS_TLS":                      "true",
+			"LEASEGATE_REDIS_TLS_CA":                   "/ca.pem",
+			"LEASEGATE_REDIS_TLS_CERT":                 "/cert.pem",
+			"LEASEGATE_REDIS_TLS_KEY":                  "/key.pem",
+			"LEASEGATE_REDIS_TLS_SERVER_NAME":          "redis.internal",
+			"LEASEGATE_REDIS_TLS_INSECURE_SKIP_VERIFY": "true",
+			"LEASEGATE_MIN_REPLICAS":                   "1",
+			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
 		}
 		cfg, level, err := parseServe(t, nil, kv)
 		if err != nil {
@@ -83,6 +107,30 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.IdleTimeout = 6 * time.Second
 		want.MaxHeaderBytes = 2048
 		want.ShutdownTimeout = 7 * time.Second
+		want.APIKeysFile = "/etc/leasegate/keys"
+		want.APIKeys = "a:client:t:" + strings.Repeat("0", 64)
+		want.InsecureOpen = true
+		want.MetricsAuth = "none"
+		want.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1"}
+		want.HTTP.OpsSessionTTL = 30 * time.Minute
+		want.HTTP.OpsSecureCookies = true
+		want.Redis = server.RedisConfig{
+			SentinelMaster:        "mymaster",
+			SentinelAddrs:         []string{"s1:26379", "s2:26379"},
+			SentinelUsername:      "sentinel-user",
+			SentinelPassword:      "sentinel-pass",
+			ClusterAddrs:          []string{"c1:7000"},
+			Username:              "gw",
+			Password:              "pw",
+			TLS:                   true,
+			TLSCA:                 "/ca.pem",
+			TLSCert:               "/cert.pem",
+			TLSKey:                "/key.pem",
+			TLSServerName:         "redis.internal",
+			TLSInsecureSkipVerify: true,
+			MinReplicas:           1,
+			MinReplicasTimeout:    250 * time.Millisecond,
+		}
 		if !reflect.DeepEqual(cfg, want) || level != "debug" {
 			t.Errorf("got %+v level %q,\nwant %+v level debug", cfg, level, want)
 		}
