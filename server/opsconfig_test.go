@@ -11,7 +11,8 @@ func TestValidateBoundsTheOpsSessionTTL(t *testing.T) {
 		ttl time.Duration
 		ok  bool
 	}{
-		{0, false},
+		{0, true}, // a Config not made by DefaultConfig: the default
+		{-time.Minute, false},
 		{59 * time.Second, false},
 		{time.Minute, true},
 		{8 * time.Hour, true},

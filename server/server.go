@@ -130,8 +130,9 @@ func (c Config) Validate() error {
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
 		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
 	}
-	if c.HTTP.OpsSessionTTL < time.Minute || c.HTTP.OpsSessionTTL > MaxOpsSessionTTL {
-		errs = append(errs, fmt.Errorf("ops-session-ttl must be from 1m to %v, got %v", MaxOpsSessionTTL, c.HTTP.OpsSessionTTL))
+	// 0 (a Config not made by DefaultConfig) means the default.
+	if ttl := c.HTTP.OpsSessionTTL; ttl != 0 && (ttl < time.Minute || ttl > MaxOpsSessionTTL) {
+		errs = append(errs, fmt.Errorf("ops-session-ttl must be from 1m to 168h, got %v", ttl))
 	}
 	if c.MetricsAuth != MetricsAuthOps && c.MetricsAuth != MetricsAuthNone {
 		errs = append(errs, fmt.Errorf("metrics-auth must be %q or %q, got %q", MetricsAuthOps, MetricsAuthNone, c.MetricsAuth))
