@@ -164,4 +164,46 @@ func (k *Keyring) Middleware() echo.MiddlewareFunc {
 	}
 }
 
-var _ handlers.Authenticator = (*Keyring)(nil)
+// principal is what the handlers may know of a key: no key-file details
+// beyond name, role, tenant, and the stored hash as the key's own secret
+// for the ops page's session cookies (docs/auth.md).
+func principal(key Key) handlers.Principal {
+	return handlers.Principal{
+		Name:   key.Name,
+		Role:   key.Role,
+		Tenant: key.Tenant,
+		Secret: append([]byte(nil), key.Hash[:]...),
+	}
+}
+
+// CheckKey authenticates a key presented outside an Authorization header:
+// the /ops/ page's login form. The key must have the shape a Bearer key
+// must have (ValidKey) and is then compared as Middleware compares it, in
+// constant time against every stored hash.
+func (k *Keyring) CheckKey(presented string) (handlers.Principal, bool) {
+	if ValidKey(presented) != nil {
+		return handlers.Principal{}, false
+	}
+	key, ok := k.lookup(presented)
+	if !ok {
+		return handlers.Principal{}, false
+	}
+	return principal(key), true
+}
+
+// KeyByName returns the configured key called name, from the set in force
+// now: a key removed or replaced by a reload (SIGHUP) is gone at once.
+// Names are not secrets (they are in logs and audit records).
+func (k *Keyring) KeyByName(name string) (handlers.Principal, bool) {
+	for _, key := range *k.keys.Load() {
+		if key.Name == name {
+			return principal(key), true
+		}
+	}
+	return handlers.Principal{}, false
+}
+
+var (
+	_ handlers.Authenticator = (*Keyring)(nil)
+	_ handlers.KeyLogin      = (*Keyring)(nil)
+)

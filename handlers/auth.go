@@ -69,3 +69,25 @@ func requireRole(want Role) echo.MiddlewareFunc {
 		}
 	}
 }
+
+// Principal is an authenticated API key as the /ops/ page's login sees
+// it. Secret is a per-key secret that keys the MAC of the key's session
+// cookies; auth.Keyring gives the key's stored SHA-256, so removing or
+// changing the key revokes its sessions on every gateway instance that
+// shares the key file.
+type Principal struct {
+	Name   string
+	Role   Role
+	Tenant string
+	Secret []byte
+}
+
+// KeyLogin is what the /ops/ page's browser login needs from the
+// Authenticator (auth.Keyring implements both): checking a key pasted
+// into the login form, and finding a key again by name to verify a
+// session cookie. An Authenticator without it leaves the page to Bearer
+// keys only.
+type KeyLogin interface {
+	CheckKey(presented string) (Principal, bool)
+	KeyByName(name string) (Principal, bool)
+}

@@ -30,6 +30,13 @@ type Config struct {
 	// MetricsPublic serves /metrics without a key (--metrics-auth=none).
 	// Default false: /metrics needs an ops key when keys are configured.
 	MetricsPublic bool
+	// OpsSessionTTL is how long a login to the /ops/ page lasts (default
+	// 8 h); see docs/abuse.md.
+	OpsSessionTTL time.Duration
+	// OpsSecureCookies marks the /ops/ page's cookies Secure even on plain
+	// HTTP requests (a gateway behind a TLS-terminating proxy). Over TLS
+	// they are always Secure.
+	OpsSecureCookies bool
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -39,6 +46,7 @@ func DefaultConfig() Config {
 		MaxWait:        30 * time.Second,
 		BodyLimit:      16 << 10,
 		RequestTimeout: 5 * time.Second,
+		OpsSessionTTL:  DefaultOpsSessionTTL,
 	}
 }
 
@@ -69,6 +77,8 @@ type API struct {
 	deps Deps
 	log  *zap.Logger
 	m    *metrics.Metrics
+	// login is deps.Auth's KeyLogin, nil in open mode or when it has none.
+	login KeyLogin
 }
 
 // New builds the Echo instance with every route, the request logger and
@@ -86,7 +96,11 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	if deps.IPExtractor == nil {
 		deps.IPExtractor = echo.ExtractIPDirect()
 	}
+	if cfg.OpsSessionTTL <= 0 {
+		cfg.OpsSessionTTL = DefaultOpsSessionTTL
+	}
 	a := &API{cfg: cfg, deps: deps, log: deps.Log, m: deps.Metrics}
+	a.login, _ = deps.Auth.(KeyLogin)
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -120,7 +134,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/abuse/flagged/:user_id", a.clearFlagged, ops...)
 		e.POST("/abuse/bans/:user_id", a.ban, ops...)
 		e.DELETE("/abuse/bans/:user_id", a.unban, ops...)
-		a.registerOps(e, ops)
+		a.registerOps(e, authn)
 	}
 
 	metricsMW := ops

@@ -21,7 +21,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/api"
+	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
@@ -45,6 +47,9 @@ type specCase struct {
 	// JSON Schema but not an integer literal); the gateway is stricter.
 	specRejects bool
 	redisDown   bool // make every Redis command fail for this request
+	// cookies sends the cookies earlier answers set (a browser's jar);
+	// "{csrf}" in body is replaced by the ops page's CSRF cookie.
+	cookies bool
 	// before, when set, runs just before the request (e.g. to break data).
 	before func(t *testing.T, g *specGateway)
 }
@@ -53,6 +58,7 @@ const (
 	keyClient  = "client-key-0123456789"
 	keyOps     = "ops-key-0123456789"
 	specTenant = "spec-tenant"
+	formType   = "application/x-www-form-urlencoded"
 )
 
 var (
@@ -117,17 +123,6 @@ var specRoutes = []specCase{
 	{name: "openapi.yaml with a client key is this document", method: "GET", target: "/openapi.yaml", key: keyClient, status: 200},
 	{name: "openapi.yaml without a key is 401", method: "GET", target: "/openapi.yaml", status: 401, specRejects: true},
 
-	{name: "an unknown route is 404", method: "GET", target: "/no/such/route", key: keyClient, status: 404},
-	{name: "PUT on a lock is 405 with Allow", method: "PUT", target: "/locks/doc", key: keyClient, body: `{}`, status: 405},
-	{name: "POST on healthz is 405 with Allow", method: "POST", target: "/healthz", status: 405},
-}
-
-// pendingRoutes are the cases for routes other branches build in parallel
-// (user locks and the ops review: issue 3). They do not run here: the lead
-// enables them after merging, by moving these rows into specRoutes (the
-// route drift test fails until then, naming each route that is now
-// registered). They are not done until they run.
-var pendingRoutes = []specCase{
 	{name: "a first user-lock attempt acquires", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 200},
 	{name: "a second user-lock attempt counts", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, body: `{"ttl_seconds":10}`, status: 200},
 	{name: "a third user-lock attempt counts", method: "POST", target: "/user-locks/receiveDailyTask/u-1", key: keyClient, status: 200},
@@ -152,29 +147,54 @@ var pendingRoutes = []specCase{
 	{name: "clearing a user with no flags is 404", method: "DELETE", target: "/abuse/flagged/u-1", key: keyOps, status: 404},
 	{name: "the ops page is HTML for an ops key", method: "GET", target: "/ops/", key: keyOps, status: 200},
 	{name: "the ops page with a client key is 403", method: "GET", target: "/ops/", key: keyClient, status: 403},
+
+	{name: "the ops page without a key or session redirects to the login form", method: "GET", target: "/ops/", status: 303, specRejects: true},
+	{name: "the /ops redirect needs no key", method: "GET", target: "/ops", status: 301},
+	{name: "the ops stylesheet needs no key", method: "GET", target: "/ops/assets/ops.css", status: 200},
+	{name: "the login form needs no key", method: "GET", target: "/ops/login", status: 200, cookies: true},
+	{name: "a login with a client key is 403 with the form again", method: "POST", target: "/ops/login", ctype: formType, body: "csrf={csrf}&key=" + keyClient, status: 403, cookies: true},
+	{name: "a login with an unknown key is 401 with the form again", method: "POST", target: "/ops/login", ctype: formType, body: "csrf={csrf}&key=not-a-key-0123456789", status: 401, cookies: true},
+	{name: "a login without the CSRF token is 403", method: "POST", target: "/ops/login", ctype: formType, body: "key=" + keyOps, status: 403, cookies: true, specRejects: true},
+	{name: "a login with a JSON body is 415", method: "POST", target: "/ops/login", body: `{"key":"x"}`, status: 415, cookies: true, specRejects: true},
+	{name: "a login with an ops key is 303 to the page with a session", method: "POST", target: "/ops/login", ctype: formType, body: "csrf={csrf}&key=" + keyOps, status: 303, cookies: true},
+	{name: "the ops page with the session is HTML", method: "GET", target: "/ops/?lock=receiveDailyTask", status: 200, cookies: true},
+	{name: "the login form with a session redirects to the page", method: "GET", target: "/ops/login", status: 303, cookies: true},
+	{name: "banning from the page is 303 back to it", method: "POST", target: "/ops/ban", ctype: formType, body: "csrf={csrf}&user_id=u-3&seconds=600&reason=spec+test", status: 303, cookies: true},
+	{name: "unbanning from the page is 303 back to it", method: "POST", target: "/ops/unban", ctype: formType, body: "csrf={csrf}&user_id=u-3", status: 303, cookies: true},
+	{name: "clearing from the page is 303 back to it", method: "POST", target: "/ops/clear", ctype: formType, body: "csrf={csrf}&user_id=u-3&lock=receiveDailyTask", status: 303, cookies: true},
+	{name: "a page action without the CSRF token is 403", method: "POST", target: "/ops/clear", ctype: formType, body: "user_id=u-3", status: 403, cookies: true, specRejects: true},
+	{name: "a page action with an ops key and the CSRF token is 303", method: "POST", target: "/ops/unban", key: keyOps, ctype: formType, body: "csrf={csrf}&user_id=u-3", status: 303, cookies: true},
+	{name: "a page action without a session or key redirects to the login form", method: "POST", target: "/ops/clear", ctype: formType, body: "csrf=x&user_id=u-3", status: 303, specRejects: true},
+	{name: "the JSON API does not take the session cookie", method: "GET", target: "/abuse/flagged", status: 401, cookies: true, specRejects: true},
+	{name: "logging out is 303 to the login form", method: "POST", target: "/ops/logout", ctype: formType, body: "csrf={csrf}", status: 303, cookies: true},
+	{name: "the ops page after logging out redirects to the login form", method: "GET", target: "/ops/", status: 303, cookies: true, specRejects: true},
+
+	{name: "an unknown route is 404", method: "GET", target: "/no/such/route", key: keyClient, status: 404},
+	{name: "PUT on a lock is 405 with Allow", method: "PUT", target: "/locks/doc", key: keyClient, body: `{}`, status: 405},
+	{name: "POST on healthz is 405 with Allow", method: "POST", target: "/healthz", status: 405},
 }
 
-// keyAuth stands in for the gateway's API-key authenticator in these
-// tests: it answers as the contract says (Bearer keys, a role per key,
-// 401 with WWW-Authenticate: Bearer), so the spec's security and 401/403
-// answers are exercised through the real requireRole and error handler.
-type keyAuth map[string]handlers.Role
-
-func (k keyAuth) Middleware() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			key, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			role, known := k[key]
-			if !ok || !known {
-				p := handlers.NewProblem(http.StatusUnauthorized, handlers.SlugUnauthorized, "missing or invalid API key")
-				p.Headers = map[string]string{echo.HeaderWWWAuthenticate: "Bearer"}
-				return p
-			}
-			c.Set(handlers.TenantKey, specTenant)
-			c.Set(handlers.RoleKey, role)
-			return next(c)
+// specKeys is the gateway's real API-key authenticator (package auth)
+// with one client and one ops key of specTenant, so the spec's security,
+// 401 and 403 answers and the ops page's login are the production ones.
+func specKeys(t *testing.T) *auth.Keyring {
+	t.Helper()
+	var keys []auth.Key
+	for _, entry := range []string{
+		"spec-client:client:" + specTenant + ":" + auth.HashKey(keyClient),
+		"spec-ops:ops:" + specTenant + ":" + auth.HashKey(keyOps),
+	} {
+		k, err := auth.ParseEntry(entry)
+		if err != nil {
+			t.Fatalf("parsing %q: %v", entry, err)
 		}
+		keys = append(keys, k)
 	}
+	ring, err := auth.New(keys, nil)
+	if err != nil {
+		t.Fatalf("auth.New: %v", err)
+	}
+	return ring
 }
 
 // specGateway is a gateway on a Redis plus the loaded spec.
@@ -186,6 +206,8 @@ type specGateway struct {
 	router routers.Router
 	// outage makes every Redis command fail until restore is called.
 	outage func(t *testing.T) (restore func())
+	// jar holds the cookies answers set, by name.
+	jar map[string]*http.Cookie
 }
 
 // newSpecGateway is a gateway on miniredis.
@@ -227,15 +249,16 @@ func newSpecGatewayOn(t *testing.T, addr string) *specGateway {
 	locks := redislock.New(rdb, redislock.Options{Prefix: "spec:"})
 	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{
 		Locks: locks,
+		Abuse: abuse.New(rdb, abuse.Options{Prefix: "spec:"}),
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Auth:  keyAuth{keyClient: handlers.RoleClient, keyOps: handlers.RoleOps},
+		Auth:  specKeys(t),
 	})
 	doc := loadSpec(t)
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		t.Fatalf("building the spec router: %v", err)
 	}
-	return &specGateway{e: e, rdb: rdb, locks: locks.Tenant(specTenant), doc: doc, router: router}
+	return &specGateway{e: e, rdb: rdb, locks: locks.Tenant(specTenant), doc: doc, router: router, jar: map[string]*http.Cookie{}}
 }
 
 func loadSpec(t *testing.T) *openapi3.T {
@@ -252,9 +275,16 @@ func loadSpec(t *testing.T) *openapi3.T {
 }
 
 // bearerKeyPresent is the spec side of authentication: a request meets
-// the bearer scheme when it sends a non-empty Bearer credential (whether
-// the key is known is the gateway's business).
+// the bearer scheme when it sends a non-empty Bearer credential, and the
+// opsSession scheme when it sends the session cookie (whether they are
+// valid is the gateway's business).
 func bearerKeyPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	if in.SecuritySchemeName == "opsSession" {
+		if ck, err := in.RequestValidationInput.Request.Cookie("leasegate_ops_session"); err != nil || ck.Value == "" {
+			return errors.New("no session cookie")
+		}
+		return nil
+	}
 	if in.SecuritySchemeName != "bearer" {
 		return errors.New("unknown security scheme " + in.SecuritySchemeName)
 	}
@@ -265,7 +295,7 @@ func bearerKeyPresent(_ context.Context, in *openapi3filter.AuthenticationInput)
 	return nil
 }
 
-func newRequest(t *testing.T, c specCase, target, body string) *http.Request {
+func (g *specGateway) newRequest(t *testing.T, c specCase, target, body string) *http.Request {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -282,7 +312,23 @@ func newRequest(t *testing.T, c specCase, target, body string) *http.Request {
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
+	if c.cookies {
+		for _, ck := range g.jar {
+			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+	}
 	return req
+}
+
+// keepCookies updates the jar from an answer's Set-Cookie headers.
+func (g *specGateway) keepCookies(res *http.Response) {
+	for _, ck := range res.Cookies() {
+		if ck.MaxAge < 0 {
+			delete(g.jar, ck.Name)
+		} else {
+			g.jar[ck.Name] = ck
+		}
+	}
 }
 
 // run sends c through the gateway and checks the status, the request and
@@ -291,6 +337,9 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 	t.Helper()
 	target := strings.ReplaceAll(c.target, "{token}", strconv.FormatInt(*token, 10))
 	body := strings.ReplaceAll(c.body, "{token}", strconv.FormatInt(*token, 10))
+	if ck := g.jar["leasegate_ops_csrf"]; ck != nil {
+		body = strings.ReplaceAll(body, "{csrf}", ck.Value)
+	}
 
 	if c.before != nil {
 		c.before(t, g)
@@ -299,8 +348,9 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 		defer g.outage(t)()
 	}
 	rec := httptest.NewRecorder()
-	g.e.ServeHTTP(rec, newRequest(t, c, target, body))
+	g.e.ServeHTTP(rec, g.newRequest(t, c, target, body))
 	res := rec.Result()
+	defer g.keepCookies(res)
 	got, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatalf("reading the answer: %v", err)
@@ -316,7 +366,7 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 		IncludeResponseStatus: true, // a status openapi.yaml does not list is an error
 		MultiError:            true,
 	}
-	req := newRequest(t, c, target, body) // a fresh body: validation reads it
+	req := g.newRequest(t, c, target, body) // a fresh body: validation reads it
 	route, pathParams, err := g.router.FindRoute(req)
 	if err != nil {
 		g.checkUnrouted(t, c, req, res, got, err)
@@ -456,8 +506,7 @@ func TestOpenAPIYAMLServesTheEmbeddedDocument(t *testing.T) {
 
 // TestEveryRouteIsInTheSpecAndBack catches drift after merges: every
 // route handlers.New registers is an operation of openapi.yaml, and every
-// operation is registered, except those whose cases still wait in
-// pendingRoutes.
+// operation is registered.
 func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
 	g := newSpecGateway(t)
 
@@ -474,29 +523,14 @@ func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
 			documented[method+" "+path] = true
 		}
 	}
-	pending := map[string]string{} // operation -> a pending case's name
-	for _, c := range pendingRoutes {
-		route, _, err := g.router.FindRoute(httptest.NewRequest(c.method, c.target, nil))
-		if err != nil {
-			t.Errorf("pending case %q: %s %s is not in openapi.yaml: %v", c.name, c.method, c.target, err)
-			continue
-		}
-		pending[route.Method+" "+route.Path] = c.name
-	}
-
 	for op := range registered {
 		if !documented[op] {
 			t.Errorf("%s is registered in handlers.New but not described in api/openapi.yaml", op)
 		}
 	}
 	for op := range documented {
-		if !registered[op] && pending[op] == "" {
+		if !registered[op] {
 			t.Errorf("%s is described in api/openapi.yaml but not registered in handlers.New", op)
-		}
-	}
-	for op, name := range pending {
-		if registered[op] {
-			t.Errorf("%s is now registered: move its cases (e.g. %q) from pendingRoutes into specRoutes", op, name)
 		}
 	}
 }

@@ -23,11 +23,12 @@ import (
 
 // The /ops/ page: server-rendered with html/template (which escapes every
 // user id), its stylesheet embedded, no script at all. Its forms post to
-// /ops/clear, /ops/ban and /ops/unban and are protected against CSRF
-// twice: http.CrossOriginProtection refuses cross-origin posts (by
-// Sec-Fetch-Site, or Origin against Host), and every form carries a
-// token that must equal the SameSite=Strict, HttpOnly cookie set with the
-// page (double submit). See docs/abuse.md.
+// /ops/clear, /ops/ban, /ops/unban, /ops/login and /ops/logout and are
+// protected against CSRF twice: http.CrossOriginProtection refuses
+// cross-origin posts (by Sec-Fetch-Site, or Origin against Host), and
+// every form carries a token that must equal the SameSite=Strict,
+// HttpOnly cookie set with the page (double submit). With API keys a
+// browser logs in at /ops/login (opslogin.go). See docs/abuse.md.
 
 //go:embed opspage
 var opsFiles embed.FS
@@ -42,6 +43,8 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 		return t.UTC().Format(time.DateTime)
 	},
 }).ParseFS(opsFiles, "opspage/page.html"))
+
+var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html"))
 
 // csrfCookie names the ops page's CSRF cookie.
 const csrfCookie = "leasegate_ops_csrf"
@@ -70,6 +73,8 @@ type opsFlash struct {
 type opsView struct {
 	Tenant   string
 	Operator string
+	// Session: the operator logged in with /ops/login (show Log out).
+	Session  bool
 	Lock     string
 	CSRF     string
 	Items    []opsRow
@@ -91,15 +96,26 @@ var opsMessages = map[string]opsFlash{
 	"invalid":     {Kind: "error", Text: "The request was not valid; nothing was changed."},
 }
 
-func (a *API) registerOps(e *echo.Echo, ops []echo.MiddlewareFunc) {
+// registerOps adds the page's routes. authn is the API's authentication;
+// the page's own routes also take the session cookie of /ops/login
+// (pageAuth), which no other route accepts. The redirect and the
+// stylesheet are public: the login form needs the stylesheet, and both
+// are the same fixed bytes for everyone.
+func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
+	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(RoleOps)}
 	e.GET("/ops", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, "/ops/")
-	}, ops...)
-	e.GET("/ops/", a.opsPage, ops...)
-	e.GET("/ops/assets/ops.css", a.opsAsset, ops...)
-	e.POST("/ops/clear", a.opsAction("clear"), ops...)
-	e.POST("/ops/ban", a.opsAction("ban"), ops...)
-	e.POST("/ops/unban", a.opsAction("unban"), ops...)
+	})
+	e.GET("/ops/assets/ops.css", a.opsAsset)
+	e.GET("/ops/", a.opsPage, page...)
+	e.POST("/ops/clear", a.opsAction("clear"), page...)
+	e.POST("/ops/ban", a.opsAction("ban"), page...)
+	e.POST("/ops/unban", a.opsAction("unban"), page...)
+	if a.deps.Auth == nil || a.login != nil {
+		e.GET("/ops/login", a.loginForm)
+		e.POST("/ops/login", a.loginSubmit)
+		e.POST("/ops/logout", a.logout)
+	}
 }
 
 func (a *API) opsAsset(c echo.Context) error {
@@ -123,10 +139,15 @@ func pageHeaders(h http.Header) {
 
 // csrfToken returns the request's CSRF cookie value, setting a new one
 // when there is none or it is malformed.
-func csrfToken(c echo.Context) string {
+func (a *API) csrfToken(c echo.Context) string {
 	if ck, err := c.Cookie(csrfCookie); err == nil && validToken(ck.Value) {
 		return ck.Value
 	}
+	return a.newCSRFToken(c)
+}
+
+// newCSRFToken sets a fresh CSRF cookie and returns its value.
+func (a *API) newCSRFToken(c echo.Context) string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	tok := hex.EncodeToString(b[:])
@@ -135,7 +156,7 @@ func csrfToken(c echo.Context) string {
 		Value:    tok,
 		Path:     "/ops/",
 		HttpOnly: true,
-		Secure:   c.IsTLS(),
+		Secure:   a.secureCookies(c),
 		SameSite: http.SameSiteStrictMode,
 	})
 	return tok
@@ -172,7 +193,8 @@ func (a *API) opsPage(c echo.Context) error {
 		Tenant:   tenantOf(c),
 		Operator: Operator(c),
 		Lock:     q.Lock,
-		CSRF:     csrfToken(c),
+		CSRF:     a.csrfToken(c),
+		Session:  viaSession(c),
 		Paged:    q.Cursor != "",
 		FirstURL: opsURL(q.Lock, "", "", ""),
 		PageSize: opsPageSize,
@@ -226,33 +248,44 @@ func opsURL(lock, cursor, msg, user string) string {
 	return "/ops/?" + q.Encode()
 }
 
+// pageForm reads a form post of the page's (actions, login, logout):
+// same origin, a form body within the limit, and the CSRF token equal to
+// the cookie's. Anything else is a problem, and nothing is done.
+func (a *API) pageForm(c echo.Context) (url.Values, error) {
+	r := c.Request()
+	if err := crossOrigin.Check(r); err != nil {
+		return nil, NewProblem(http.StatusForbidden, SlugForbidden, "cross-origin form posts are refused")
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	if err != nil || mt != echo.MIMEApplicationForm {
+		return nil, NewProblem(http.StatusUnsupportedMediaType, SlugUnsupportedMedia,
+			"the ops page posts application/x-www-form-urlencoded")
+	}
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, a.cfg.BodyLimit)
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge, "form too large")
+		}
+		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "malformed form")
+	}
+	form := r.PostForm
+	ck, err := c.Cookie(csrfCookie)
+	tok := form.Get("csrf")
+	if err != nil || !validToken(ck.Value) || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(tok)) != 1 {
+		return nil, NewProblem(http.StatusForbidden, SlugForbidden,
+			"missing or wrong CSRF token: reload the ops page and try again")
+	}
+	return form, nil
+}
+
 // opsAction handles a form post of the page: checks origin and token,
 // validates, acts, and redirects back to the page (post/redirect/get).
 func (a *API) opsAction(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		if err := crossOrigin.Check(r); err != nil {
-			return NewProblem(http.StatusForbidden, SlugForbidden, "cross-origin form posts are refused")
-		}
-		mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
-		if err != nil || mt != echo.MIMEApplicationForm {
-			return NewProblem(http.StatusUnsupportedMediaType, SlugUnsupportedMedia,
-				"the ops page posts application/x-www-form-urlencoded")
-		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, a.cfg.BodyLimit)
-		if err := r.ParseForm(); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge, "form too large")
-			}
-			return NewProblem(http.StatusBadRequest, SlugMalformed, "malformed form")
-		}
-		form := r.PostForm
-		ck, err := c.Cookie(csrfCookie)
-		tok := form.Get("csrf")
-		if err != nil || !validToken(ck.Value) || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(tok)) != 1 {
-			return NewProblem(http.StatusForbidden, SlugForbidden,
-				"missing or wrong CSRF token: reload the ops page and try again")
+		form, err := a.pageForm(c)
+		if err != nil {
+			return err
 		}
 		user := form.Get("user_id")
 		lock := form.Get("lock")

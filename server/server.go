@@ -78,6 +78,10 @@ type Config struct {
 	TrustedProxies []string
 }
 
+// MaxOpsSessionTTL bounds --ops-session-ttl: a stolen session cookie
+// cannot outlive a week, and an operator logs in again at least weekly.
+const MaxOpsSessionTTL = 7 * 24 * time.Hour
+
 // DefaultConfig returns the documented defaults (docs/configuration.md).
 func DefaultConfig() Config {
 	return Config{
@@ -125,6 +129,10 @@ func (c Config) Validate() error {
 	}
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
 		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
+	}
+	// 0 (a Config not made by DefaultConfig) means the default.
+	if ttl := c.HTTP.OpsSessionTTL; ttl != 0 && (ttl < time.Minute || ttl > MaxOpsSessionTTL) {
+		errs = append(errs, fmt.Errorf("ops-session-ttl must be from 1m to 168h, got %v", ttl))
 	}
 	if c.MetricsAuth != MetricsAuthOps && c.MetricsAuth != MetricsAuthNone {
 		errs = append(errs, fmt.Errorf("metrics-auth must be %q or %q, got %q", MetricsAuthOps, MetricsAuthNone, c.MetricsAuth))

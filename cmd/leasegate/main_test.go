@@ -72,11 +72,13 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_SHUTDOWN_TIMEOUT":    "7s",
 			"LEASEGATE_LOG_LEVEL":           "debug",
 
-			"LEASEGATE_API_KEYS_FILE":   "/etc/leasegate/keys",
-			"LEASEGATE_API_KEYS":        "a:client:t:" + strings.Repeat("ab", 32),
-			"LEASEGATE_INSECURE_OPEN":   "true",
-			"LEASEGATE_METRICS_AUTH":    "none",
-			"LEASEGATE_TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.1",
+			"LEASEGATE_API_KEYS_FILE":      "/etc/leasegate/keys",
+			"LEASEGATE_API_KEYS":           "a:client:t:" + strings.Repeat("ab", 32),
+			"LEASEGATE_INSECURE_OPEN":      "true",
+			"LEASEGATE_METRICS_AUTH":       "none",
+			"LEASEGATE_TRUSTED_PROXIES":    "10.0.0.0/8,192.0.2.1",
+			"LEASEGATE_OPS_SESSION_TTL":    "30m",
+			"LEASEGATE_OPS_SECURE_COOKIES": "true",
 
 			"LEASEGATE_REDIS_SENTINEL_MASTER":          "mymaster",
 			"LEASEGATE_REDIS_SENTINEL_ADDRS":           "s1:26379,s2:26379",
@@ -123,6 +125,8 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.InsecureOpen = true
 		want.MetricsAuth = "none"
 		want.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1"}
+		want.HTTP.OpsSessionTTL = 30 * time.Minute
+		want.HTTP.OpsSecureCookies = true
 		want.Redis.SentinelMaster = "mymaster"
 		want.Redis.SentinelAddrs = []string{"s1:26379", "s2:26379"}
 		want.Redis.SentinelUsername = "sen-user"
