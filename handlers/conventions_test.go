@@ -358,7 +358,7 @@ func TestRoutes(t *testing.T) {
 					}
 					continue
 				}
-				checkProblem(t, res, http.StatusMethodNotAllowed, "method-not-allowed")
+				checkProblem(t, res, http.StatusMethodNotAllowed, "malformed-request")
 			}
 		}
 	})

@@ -24,7 +24,6 @@ const (
 	SlugValidation        = "validation"
 	SlugMalformed         = "malformed-request"
 	SlugNotFound          = "not-found"
-	SlugMethodNotAllowed  = "method-not-allowed"
 	SlugForbidden         = "forbidden"
 	SlugUnauthorized      = "unauthorized"
 	SlugPayloadTooLarge   = "payload-too-large"
@@ -33,7 +32,6 @@ const (
 	SlugAbnormalUsage     = "abnormal-usage-detected"
 	SlugUnavailable       = "unavailable"
 	SlugInternal          = "internal"
-	SlugHeaderTooLarge    = "header-too-large"
 	SlugRequestTimeout    = "request-timeout"
 	problemContentType    = "application/problem+json"
 	defaultRetryAfterSecs = 1
@@ -140,7 +138,9 @@ func httpErrorProblem(he *echo.HTTPError) *Problem {
 	case http.StatusNotFound:
 		return NewProblem(he.Code, SlugNotFound, "no such route")
 	case http.StatusMethodNotAllowed:
-		return NewProblem(he.Code, SlugMethodNotAllowed, "method not allowed on this route; see the Allow header")
+		// The contract's slug list has no 405 of its own: a wrong method is
+		// a malformed request for this route (docs/api.md).
+		return NewProblem(he.Code, SlugMalformed, "method not allowed on this route; see the Allow header")
 	case http.StatusRequestEntityTooLarge:
 		return NewProblem(he.Code, SlugPayloadTooLarge, "request body too large")
 	case http.StatusUnsupportedMediaType:

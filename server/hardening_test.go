@@ -95,8 +95,8 @@ func TestOversizeHeadersGet431Problem(t *testing.T) {
 	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("got %d %q, want 431", res.StatusCode, body)
 	}
-	if slug := problemType(t, res, body); slug != "header-too-large" {
-		t.Errorf("got problem type %q, want header-too-large", slug)
+	if slug := problemType(t, res, body); slug != "payload-too-large" {
+		t.Errorf("got problem type %q, want payload-too-large", slug)
 	}
 
 	t.Run("headers under the limit are served", func(t *testing.T) {

@@ -34,7 +34,7 @@ const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnectio
 
 var rawRewrites = map[string][]byte{
 	"HTTP/1.1 431 Request Header Fields Too Large" + goErrorHeaders + "431 Request Header Fields Too Large": rawProblem(
-		handlers.NewProblem(http.StatusRequestHeaderFieldsTooLarge, handlers.SlugHeaderTooLarge,
+		handlers.NewProblem(http.StatusRequestHeaderFieldsTooLarge, handlers.SlugPayloadTooLarge,
 			"the request's header block is larger than the server accepts (--max-header-bytes)")),
 	"HTTP/1.1 400 Bad Request" + goErrorHeaders + "400 Bad Request": rawProblem(
 		handlers.NewProblem(http.StatusBadRequest, handlers.SlugMalformed, "malformed HTTP request")),

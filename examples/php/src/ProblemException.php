@@ -20,7 +20,6 @@ class ProblemException extends LeaseGateException
         'validation' => ValidationException::class,
         'malformed-request' => MalformedRequestException::class,
         'not-found' => NotFoundException::class,
-        'method-not-allowed' => MethodNotAllowedException::class,
         'forbidden' => ForbiddenException::class,
         'unauthorized' => UnauthorizedException::class,
         'payload-too-large' => PayloadTooLargeException::class,
@@ -37,7 +36,7 @@ class ProblemException extends LeaseGateException
         401 => 'unauthorized',
         403 => 'forbidden',
         404 => 'not-found',
-        405 => 'method-not-allowed',
+        405 => 'malformed-request',
         413 => 'payload-too-large',
         415 => 'unsupported-media-type',
         422 => 'validation',
@@ -137,6 +136,11 @@ class ProblemException extends LeaseGateException
     /** @return class-string<ProblemException> */
     private static function classFor(string $slug, int $status): string
     {
+        if ($status === 405) {
+            // The gateway answers a wrong method with the contract's
+            // "malformed-request" slug; the status says which case it is.
+            return MethodNotAllowedException::class;
+        }
         return self::CLASSES[$slug] ?? self::CLASSES[self::STATUS_SLUGS[$status] ?? ''] ?? self::class;
     }
 

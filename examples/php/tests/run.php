@@ -182,7 +182,7 @@ function group_offline(Ctx $ctx): void
         [401, 'unauthorized', UnauthorizedException::class],
         [403, 'forbidden', ForbiddenException::class],
         [404, 'not-found', NotFoundException::class],
-        [405, 'method-not-allowed', MethodNotAllowedException::class],
+        [405, 'malformed-request', MethodNotAllowedException::class],
         [413, 'payload-too-large', PayloadTooLargeException::class],
         [415, 'unsupported-media-type', UnsupportedMediaTypeException::class],
         [422, 'validation', ValidationException::class],
