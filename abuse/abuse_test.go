@@ -219,7 +219,7 @@ func TestConcurrentAttemptsCountExactlyOnce(t *testing.T) {
 		if flaggedNow != 1 {
 			t.Errorf("got %d flagging attempts, want exactly 1", flaggedNow)
 		}
-		recs := lb.events(t, "flagged")
+		recs := lb.Events(t, "flagged")
 		if len(recs) != 1 {
 			t.Fatalf("got %d abuse-log records, want exactly 1", len(recs))
 		}
@@ -257,7 +257,7 @@ func TestAbuseLogKeepsHostileUserIDsInOneRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		recs := lb.events(t, "flagged")
+		recs := lb.Events(t, "flagged")
 		if len(recs) != len(ids) {
 			t.Fatalf("got %d records, want %d (one per user, each one JSON line)", len(recs), len(ids))
 		}
@@ -266,7 +266,7 @@ func TestAbuseLogKeepsHostileUserIDsInOneRecord(t *testing.T) {
 				t.Errorf("record %d: got user_id %q, want %q", i, recs[i]["user_id"], id)
 			}
 		}
-		all := lb.records(t)
+		all := lb.Records(t)
 		if len(all) != len(ids) {
 			t.Errorf("got %d log lines, want %d: a user id broke a line", len(all), len(ids))
 		}
@@ -323,7 +323,7 @@ func TestBans(t *testing.T) {
 			if !res.Acquired {
 				t.Errorf("got acquired false: the banned attempt was counted, want it not counted")
 			}
-			if got := lb.events(t, "unbanned"); len(got) != 1 || got[0]["operator"] != "alice" {
+			if got := lb.Events(t, "unbanned"); len(got) != 1 || got[0]["operator"] != "alice" {
 				t.Errorf("got unban audit %v, want one naming alice", got)
 			}
 		})
@@ -343,7 +343,7 @@ func TestBans(t *testing.T) {
 			if err != nil || uf.Ban == nil || uf.Ban.Reason != "spam" || uf.Ban.By != "bob" {
 				t.Errorf("got %+v, %v, want the ban by bob for spam", uf, err)
 			}
-			if got := lb.events(t, "banned"); len(got) != 1 || got[0]["operator"] != "bob" {
+			if got := lb.Events(t, "banned"); len(got) != 1 || got[0]["operator"] != "bob" {
 				t.Errorf("got ban audit %v, want one naming bob", got)
 			}
 		})
@@ -427,7 +427,7 @@ func TestFlaggedRegistry(t *testing.T) {
 			if err := svc.ClearFlags(ctx, "t-clear", "u1", Meta{}); !errors.Is(err, ErrNotFound) {
 				t.Errorf("second clear: got %v, want ErrNotFound", err)
 			}
-			if got := lb.events(t, "flags_cleared"); len(got) != 1 || got[0]["operator"] != "carol" {
+			if got := lb.Events(t, "flags_cleared"); len(got) != 1 || got[0]["operator"] != "carol" {
 				t.Errorf("got clear audit %v, want one naming carol", got)
 			}
 			b.advance(ttl + 100*time.Millisecond)

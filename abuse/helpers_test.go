@@ -1,9 +1,6 @@
 package abuse
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -55,54 +53,9 @@ func miniBackend(t *testing.T) backend {
 	}}
 }
 
-// logBuffer is an abuse log that keeps its JSON lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) Sync() error { return nil }
-
-// records returns each line decoded; a line that is not one JSON object
-// fails the test.
-func (l *logBuffer) records(t *testing.T) []map[string]any {
+func newService(t *testing.T, b backend, pol Policies) (*Service, *logbuf.Buffer) {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimRight(l.buf.String(), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("abuse log line is not one JSON object: %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func (l *logBuffer) events(t *testing.T, event string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, r := range l.records(t) {
-		if r["event"] == event {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func newService(t *testing.T, b backend, pol Policies) (*Service, *logBuffer) {
-	t.Helper()
-	lb := &logBuffer{}
+	lb := &logbuf.Buffer{}
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.DebugLevel)
 	return New(b.rdb, Options{Prefix: "lgtest:", Policies: pol, Log: zap.New(core)}), lb
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -43,43 +43,10 @@ func (headerAuth) Middleware() echo.MiddlewareFunc {
 	}
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Sync() error { return nil }
-
-func (b *syncBuffer) records(t *testing.T, event string) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if m["event"] == event {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 type abuseEnv struct {
 	e    *echo.Echo
 	mini *miniredis.Miniredis
-	log  *syncBuffer
+	log  *logbuf.Buffer
 	now  time.Time
 }
 
@@ -90,7 +57,7 @@ func newAbuseEnv(t *testing.T, pol abuse.Policies) *abuseEnv {
 	m.SetTime(now)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	lb := &syncBuffer{}
+	lb := &logbuf.Buffer{}
 	alog := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.InfoLevel))
 	e := New(DefaultConfig(), Deps{
 		Locks: redislock.New(rdb, redislock.Options{}),
@@ -267,7 +234,7 @@ func TestAbuseLogRecordFromHTTP(t *testing.T) {
 		}
 		reqID = rec.Header().Get(echo.HeaderXRequestID)
 	}
-	recs := env.log.records(t, "flagged")
+	recs := env.log.Events(t, "flagged")
 	if len(recs) != 1 {
 		t.Fatalf("got %d flagged records, want 1", len(recs))
 	}
@@ -398,11 +365,11 @@ func TestOpsReviewRoutes(t *testing.T) {
 		env.do(t, "DELETE", "/abuse/flagged/u3", "").want(t, 404)
 		env.do(t, "POST", "/user-locks/login/u3", "").want(t, 200)
 		env.do(t, "GET", "/abuse/flagged/u3", "").want(t, 404)
-		recs := env.log.records(t, "flags_cleared")
+		recs := env.log.Events(t, "flags_cleared")
 		if len(recs) != 1 || recs[0]["operator"] != "key:oncall" || recs[0]["user_id"] != "u3" {
 			t.Errorf("got audit %v, want one for u3 by key:oncall", recs)
 		}
-		bans := env.log.records(t, "banned")
+		bans := env.log.Events(t, "banned")
 		if len(bans) != 1 || bans[0]["operator"] != OpenModeOperator {
 			t.Errorf("got ban audit %v, want one by %q", bans, OpenModeOperator)
 		}
@@ -473,7 +440,7 @@ func TestConcurrentUserLockRequests(t *testing.T) {
 	if acquired != 1 {
 		t.Errorf("got %d acquired, want 1", acquired)
 	}
-	if recs := env.log.records(t, "flagged"); len(recs) != 1 {
+	if recs := env.log.Events(t, "flagged"); len(recs) != 1 {
 		t.Errorf("got %d abuse-log records, want 1", len(recs))
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -33,7 +33,7 @@ type harness struct {
 	mini  *miniredis.Miniredis
 	rdb   *redis.Client
 	locks *redislock.Locker
-	logs  *syncBuffer
+	logs  *logbuf.Buffer
 	now   time.Time
 }
 
@@ -61,7 +61,7 @@ func newRealHarness(t *testing.T) *harness {
 func newHarnessOn(t *testing.T, rdb *redis.Client) *harness {
 	t.Helper()
 	locks := redislock.New(rdb, redislock.Options{Prefix: "lg:"})
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	log := zap.New(zapcore.NewCore(
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
 		zapcore.AddSync(logs), zapcore.DebugLevel))
@@ -224,22 +224,4 @@ func quote(s string) string {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

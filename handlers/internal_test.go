@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -51,7 +52,7 @@ func (oddScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
 // An unexpected script reply is a 500 "internal" problem that reveals
 // nothing, is logged, and is never a grant.
 func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	h := &harness{
 		e: handlers.New(handlers.DefaultConfig(), handlers.Deps{
 			Locks: redislock.New(oddScripter{}, redislock.Options{}),

@@ -24,6 +24,7 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -64,7 +65,7 @@ type loginEnv struct {
 	mini  *miniredis.Miniredis
 	rdb   *redis.Client
 	ring  *auth.Keyring
-	audit *syncBuffer
+	audit *logbuf.Buffer
 	cfg   handlers.Config
 }
 
@@ -78,7 +79,7 @@ func newLoginEnv(t *testing.T, cfg handlers.Config) *loginEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &loginEnv{mini: m, rdb: rdb, ring: ring, audit: &syncBuffer{}, cfg: cfg}
+	env := &loginEnv{mini: m, rdb: rdb, ring: ring, audit: &logbuf.Buffer{}, cfg: cfg}
 	env.e = env.gateway(t, ring)
 	return env
 }

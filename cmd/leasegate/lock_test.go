@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
 )
@@ -39,32 +38,14 @@ func startLockTestGateway(t *testing.T) *lockTestGateway {
 	return &lockTestGateway{url: "http://" + s.Addr(), s: s, l: redislock.New(s.Redis(), redislock.Options{Prefix: cfg.KeyPrefix})}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a child writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type lockRun struct {
 	code           int
-	stdout, stderr *syncBuffer
+	stdout, stderr *logbuf.Buffer
 }
 
 // runLock runs `leasegate lock` with args in the background.
 func runLock(ctx context.Context, env map[string]string, args ...string) (*lockRun, <-chan struct{}) {
-	r := &lockRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	r := &lockRun{stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -234,24 +234,6 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects the server's log lines written from its goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -262,7 +244,7 @@ func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout lockedBuffer
+	var stdout logbuf.Buffer
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {

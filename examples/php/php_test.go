@@ -11,13 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -35,26 +35,6 @@ func phpBinary(t *testing.T) string {
 	return bin
 }
 
-// logBuffer collects a gateway's log; it is shown only when the test
-// failed. (Not zaptest: a background goroutine of the gateway may still
-// log after the test has finished, which zaptest turns into a panic.)
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startGateway runs a gateway on a free loopback port until the test ends
 // and returns its base URL. redisURL "" uses the embedded Redis.
 func startGateway(t *testing.T, name, redisURL string) string {
@@ -62,7 +42,7 @@ func startGateway(t *testing.T, name, redisURL string) string {
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = redisURL
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	log := zap.New(zapcore.NewCore(
 		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
 		zapcore.AddSync(logs),
