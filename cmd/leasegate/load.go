@@ -82,24 +82,8 @@ Flags:
 `
 
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	f := loadFlags{
-		url:         "http://127.0.0.1:8080",
-		duration:    10 * time.Second,
-		concurrency: 8,
-		scenario:    scenarioAcquireRelease,
-		ttl:         10 * time.Second,
-	}
-	fs := flag.NewFlagSet("leasegate load", flag.ContinueOnError)
-	fs.StringVar(&f.url, "url", f.url, "gateway base URL (loopback only unless --allow-remote)")
-	fs.StringVar(&f.apiKey, "api-key", "", "API key (sent as Authorization: Bearer)")
-	fs.DurationVar(&f.duration, "duration", f.duration, "how long to run, at most "+maxLoadDuration.String())
-	fs.IntVar(&f.requests, "requests", 0, "stop after exactly this many requests (0: run for --duration)")
-	fs.IntVar(&f.concurrency, "concurrency", f.concurrency, "workers sending requests at the same time")
-	fs.IntVar(&f.resources, "resources", 0, "distinct resource names (user ids for user-lock); 1: all workers contend on one lock (0: one per worker, 1 for contended)")
-	fs.StringVar(&f.scenario, "scenario", f.scenario, "acquire-release, contended or user-lock")
-	fs.DurationVar(&f.ttl, "ttl", f.ttl, "lease (or user-lock window) time, whole seconds")
-	fs.BoolVar(&f.json, "json", false, "print the summary as JSON")
-	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow a gateway that is not on a loopback address")
+	var f loadFlags
+	fs := loadFlagSet(&f)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, loadUsage)
 		fs.PrintDefaults()
@@ -136,6 +120,23 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitError{code: 1, msg: "no request succeeded"}
 	}
 	return nil
+}
+
+// loadFlagSet binds the flags of `leasegate load` to f, with their
+// defaults (docs/configuration.md lists them; a test keeps the two equal).
+func loadFlagSet(f *loadFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("leasegate load", flag.ContinueOnError)
+	fs.StringVar(&f.url, "url", "http://127.0.0.1:8080", "gateway base URL (loopback only unless --allow-remote)")
+	fs.StringVar(&f.apiKey, "api-key", "", "API key (sent as Authorization: Bearer)")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to run, at most "+maxLoadDuration.String())
+	fs.IntVar(&f.requests, "requests", 0, "stop after exactly this many requests (0: run for --duration)")
+	fs.IntVar(&f.concurrency, "concurrency", 8, "workers sending requests at the same time")
+	fs.IntVar(&f.resources, "resources", 0, "distinct resource names (user ids for user-lock); 1: all workers contend on one lock (0: one per worker, 1 for contended)")
+	fs.StringVar(&f.scenario, "scenario", scenarioAcquireRelease, "acquire-release, contended or user-lock")
+	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease (or user-lock window) time, whole seconds")
+	fs.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow a gateway that is not on a loopback address")
+	return fs
 }
 
 func (f *loadFlags) validate() error {

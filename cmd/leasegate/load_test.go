@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -367,4 +368,33 @@ func TestLoadUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigurationDocListsEveryLoadFlag keeps the `leasegate load` table
+// of docs/configuration.md equal to the flags: every flag has one row with
+// its environment variable and default, and every row names a real flag.
+func TestConfigurationDocListsEveryLoadFlag(t *testing.T) {
+	var f loadFlags
+	fs := loadFlagSet(&f)
+	rows := readFlagTable(t, configDoc, "## `leasegate load`")
+	documented := map[string]flagRow{}
+	for _, r := range rows {
+		name, ok := strings.CutPrefix(r.flag, "--")
+		if _, dup := documented[name]; !ok || dup || fs.Lookup(name) == nil || r.meaning == "" {
+			t.Errorf("%s:%d: got row for %q, want each `--flag` of leasegate load once, with a meaning", configDoc, r.line, r.flag)
+			continue
+		}
+		documented[name] = r
+	}
+	fs.VisitAll(func(fl *flag.Flag) {
+		r, ok := documented[fl.Name]
+		switch {
+		case !ok:
+			t.Errorf("--%s (%s) is not documented in %s", fl.Name, fl.Usage, configDoc)
+		case r.env != envName(fl.Name):
+			t.Errorf("%s:%d: --%s: got env %q, want %q", configDoc, r.line, fl.Name, r.env, envName(fl.Name))
+		case !sameDefault(r.defValue, fl.DefValue):
+			t.Errorf("%s:%d: --%s: got default %q, want %q", configDoc, r.line, fl.Name, r.defValue, fl.DefValue)
+		}
+	})
 }
