@@ -658,7 +658,7 @@ type opSummary struct {
 type userLockSummary struct {
 	Acquired int64 `json:"acquired"`
 	Repeated int64 `json:"repeated"`
-	Flagged  int64 `json:"flagged"`
+	Flagged  int64 `json:"flagged_answers"`
 }
 
 type fenceSummary struct {
@@ -729,7 +729,7 @@ func (s *loadSummary) print(w io.Writer) {
 	fmt.Fprintf(tw, "requests\t%d\t(successes %d, errors %d)\n", s.Requests, s.Successes, s.Errors)
 	fmt.Fprintf(tw, "throughput\t%.1f req/s\t\n", s.Throughput)
 	if s.UserLocks != nil {
-		fmt.Fprintf(tw, "user locks\t%d acquired, %d repeated, %d flagged\t\n", s.UserLocks.Acquired, s.UserLocks.Repeated, s.UserLocks.Flagged)
+		fmt.Fprintf(tw, "user locks\t%d acquired, %d repeated, %d flagged answers\t\n", s.UserLocks.Acquired, s.UserLocks.Repeated, s.UserLocks.Flagged)
 	} else {
 		fmt.Fprintf(tw, "acquired\t%d\t\n", s.Acquired)
 		fmt.Fprintf(tw, "contended\t%d\t\n", s.Contended)
