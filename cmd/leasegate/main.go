@@ -6,6 +6,7 @@
 //	leasegate lock [flags] RESOURCE -- CMD [ARGS...]
 //	                             run CMD while holding a lock
 //	leasegate healthcheck        exit 0 when the gateway answers /readyz
+//	leasegate load [flags]       drive a (loopback) gateway with a bounded load
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -39,6 +40,8 @@ Usage:
                                  run CMD holding the lock on RESOURCE, with its
                                  fencing token in LEASEGATE_TOKEN
   leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
+  leasegate load [flags]         drive a loopback gateway with a bounded load; print
+                                 throughput, latency percentiles and a fencing check
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -64,6 +67,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdLock(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "healthcheck":
 		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
+	case "load":
+		err = cmdLoad(ctx, args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
