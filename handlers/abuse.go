@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -151,6 +152,12 @@ func (a *API) noBody(c echo.Context) error {
 }
 
 func (a *API) clearFlagged(c echo.Context) error {
+	return a.operatorAction(c, a.deps.Abuse.ClearFlags)
+}
+
+// operatorAction runs a bodyless, queryless operator action on the
+// {user_id} of the path (clear flags, unban) and answers 204.
+func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenant, user string, meta abuse.Meta) error) error {
 	if err := a.noBody(c); err != nil {
 		return err
 	}
@@ -162,7 +169,7 @@ func (a *API) clearFlagged(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	if err := a.deps.Abuse.ClearFlags(ctx, tenantOf(c), user, abuseMeta(c)); err != nil {
+	if err := act(ctx, tenantOf(c), user, abuseMeta(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -219,19 +226,5 @@ func (a *API) ban(c echo.Context) error {
 }
 
 func (a *API) unban(c echo.Context) error {
-	if err := a.noBody(c); err != nil {
-		return err
-	}
-	var ck checker
-	user := userIDParam(c, &ck)
-	noQuery(c, &ck)
-	if err := ck.err(); err != nil {
-		return err
-	}
-	ctx, cancel := a.opContext(c)
-	defer cancel()
-	if err := a.deps.Abuse.Unban(ctx, tenantOf(c), user, abuseMeta(c)); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+	return a.operatorAction(c, a.deps.Abuse.Unban)
 }
