@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -338,6 +340,64 @@ func TestRedisClusterThroughConfig(t *testing.T) {
 			t.Fatalf("GET /locks/%s: got %d, want 200", res, code)
 		}
 	}
+	// Each script is measured once: on a cluster the hook sits on the node
+	// clients, which every command passes through.
+	if got := redisOps(t, s, "acquire"); got != 6 {
+		t.Errorf("acquire scripts measured: got %v, want 6", got)
+	}
+}
+
+func TestRedisMetricsOnClusterWithMinReplicas(t *testing.T) {
+	// --min-replicas runs each grant as a pipeline on the key's master
+	// client, bypassing the cluster client's hooks; it is measured anyway.
+	cl := redistest.StartCluster(t, 3)
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Redis.ClusterAddrs = cl.Addrs()
+	cfg.Redis.MinReplicas = 1
+	cfg.Redis.MinReplicasTimeout = 10 * time.Millisecond
+	s := newServer(t, cfg)
+	acquireAll := func() {
+		t.Helper()
+		for i := 0; i < 4; i++ {
+			// No replicas: each grant is undone and answered 503, after
+			// its pipeline (script + WAIT) ran.
+			if code := do(t, s, http.MethodPost, fmt.Sprintf("/locks/mr-%d", i), `{"owner":"a","ttl_seconds":30}`); code != http.StatusServiceUnavailable {
+				t.Fatalf("POST /locks/mr-%d: got %d, want 503 (not replicated)", i, code)
+			}
+		}
+	}
+	// The first round also pays for NOSCRIPT on each master (EVALSHA, then
+	// EVAL: two pipelines); the second round is one pipeline per grant.
+	acquireAll()
+	before := redisOps(t, s, "pipeline:acquire")
+	if before < 4 {
+		t.Fatalf("acquire pipelines measured in the first round: got %v, want at least 4", before)
+	}
+	acquireAll()
+	if got := redisOps(t, s, "pipeline:acquire") - before; got != 4 {
+		t.Errorf("acquire pipelines measured in the second round: got %v, want 4", got)
+	}
+}
+
+// redisOps reads leasegate_redis_duration_seconds_count for op from the
+// server's /metrics.
+func redisOps(t *testing.T, s *server.Server, op string) float64 {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	prefix := `leasegate_redis_duration_seconds_count{op="` + op + `"} `
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			v, err := strconv.ParseFloat(strings.TrimPrefix(l, prefix), 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", l, err)
+			}
+			return v
+		}
+	}
+	return 0
 }
 
 // aclLine is the ACL SETUSER line of docs/deployment.md.

@@ -182,9 +182,12 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.metrics = metrics.New(prometheus.NewRegistry())
+	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
+	instrument(s.rdb, s.metrics.RedisHook(scripts.ByName()))
 	// Releases are published on one channel; one subscription per
 	// process wakes the waiting acquires (docs/waiting.md).
 	releaseChannel := cfg.KeyPrefix + "released"
@@ -199,8 +202,6 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Channel: releaseChannel,
 		Log:     log.Named("waiter"),
 	})
-	s.metrics = metrics.New(prometheus.NewRegistry())
-	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
 	abuseLog := cfg.AbuseLog
 	if abuseLog == nil {
 		abuseLog = os.Stdout
@@ -211,7 +212,6 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Log:      NewAbuseLogger(abuseLog),
 		Metrics:  s.metrics,
 	})
-	s.rdb.AddHook(s.metrics.RedisHook(scripts.ByName()))
 	s.e = handlers.New(cfg.HTTP, handlers.Deps{
 		Metrics: s.metrics,
 		Locks:   locks,
@@ -275,6 +275,19 @@ func (s *Server) connect() error {
 	s.rdb = rdb
 	s.logRedis()
 	return nil
+}
+
+// instrument records every Redis call's latency and errors with hook, once.
+// A ClusterClient runs each command and pipeline through a node client,
+// including the per-node pipelines of --min-replicas that bypass the
+// cluster client's own hooks, so there the hook goes on every node (as it
+// is created; nothing has been created before the first command).
+func instrument(rdb redis.UniversalClient, hook redis.Hook) {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		cc.OnNewNode(func(node *redis.Client) { node.AddHook(hook) })
+		return
+	}
+	rdb.AddHook(hook)
 }
 
 // advanceClock makes the embedded miniredis expire keys as real time
