@@ -66,7 +66,7 @@ var (
 	longResource = strings.Repeat("r", 256)
 )
 
-// specRoutes drives every route registered on this branch through the
+// specRoutes drives every route the gateway registers through the
 // gateway; each answer (and each request) is validated against
 // api/openapi.yaml. A case for a new route is one line.
 var specRoutes = []specCase{
