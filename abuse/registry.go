@@ -121,7 +121,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 	}
 	var (
 		items []entry
-		stale []interface{}
+		stale []entry
 	)
 	batch := int64(limit + 1)
 	batch = max(batch, 64)
@@ -154,7 +154,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 		}
 		for i, f := range flags {
 			if f == nil {
-				stale = append(stale, cands[i].member)
+				stale = append(stale, cands[i])
 				continue
 			}
 			cands[i].flag = *f
@@ -165,8 +165,14 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 		}
 	}
 	if len(stale) > 0 {
-		// Cleared or expired records: drop them from this index.
-		if err := s.rdb.ZRem(ctx, key, stale...).Err(); err != nil {
+		// Cleared or expired records: drop them from this index, each
+		// only while it is the entry read above (a user flagged again
+		// meanwhile has a new score and stays listed).
+		pairs := make([]interface{}, 0, 2*len(stale))
+		for _, e := range stale {
+			pairs = append(pairs, e.member, e.score)
+		}
+		if err := scripts.Unindex.Run(ctx, s.rdb, []string{key}, pairs...).Err(); err != nil {
 			s.log.Debug("pruning the flag index", zap.Error(err))
 		}
 	}
