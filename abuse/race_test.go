@@ -131,3 +131,52 @@ func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
 		}
 	})
 }
+
+// A user flagged again between a clear's deletion of the records and its
+// removal of their index entries must stay listed: the clear removes only
+// the entries of the records it deleted.
+func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		svc, _ := newService(t, b, policies(2))
+		const tenant, lock, user = "t-clear-race", "login", "racer"
+		flag := func() {
+			for range 2 {
+				if _, err := svc.Attempt(ctx, tenant, lock, user, time.Minute, Meta{}); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		flag()
+		b.advance(5 * time.Millisecond)
+
+		hook := &beforeZRem{f: func() {
+			// A new window, flagged again, right after the clear deleted
+			// the old record.
+			if err := svc.Clear(ctx, tenant, lock, user); err != nil {
+				t.Error(err)
+			}
+			flag()
+		}}
+		hook.armed.Store(true)
+		b.rdb.AddHook(hook)
+
+		if err := svc.ClearFlags(ctx, tenant, user, Meta{Operator: "carol"}); err != nil {
+			t.Fatalf("ClearFlags: %v", err)
+		}
+		if !hook.fired.Load() {
+			t.Fatalf("the clear removed no index entry, want it to unindex the cleared flag")
+		}
+		uf, err := svc.Get(ctx, tenant, user)
+		if err != nil || len(uf.Flags) != 1 {
+			t.Fatalf("Get after flagging again: got %+v, %v, want the fresh flag", uf, err)
+		}
+		if !listed(t, svc, tenant, lock, user) {
+			t.Errorf("got %q not listed after it was flagged again, want it listed", user)
+		}
+		p, err := svc.List(ctx, tenant, ListQuery{Lock: lock})
+		if err != nil || len(p.Items) != 1 {
+			t.Errorf("got %+v, %v in the lock's list, want the fresh flag", p, err)
+		}
+	})
+}
