@@ -180,3 +180,42 @@ func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
 		}
 	})
 }
+
+// Lock names are the client's to choose, and each flagged one gets an
+// index key of its own. Every key the abuse engine writes must expire:
+// an index whose newest entry is older than the flag retention lists
+// nothing, so it goes with its last flag record instead of staying in
+// Redis for ever (one per name a client ever used).
+func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		pol := policies(1)
+		pol.FlagRetention = time.Hour
+		svc, _ := newService(t, b, pol)
+		const tenant = "t-index-ttl"
+		for _, lock := range []string{"name-1", "name-2", "name-3"} {
+			if _, err := svc.Attempt(ctx, tenant, lock, "u", time.Second, Meta{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys := []string{svc.indexKey(tenant, ""), svc.indexKey(tenant, "name-1"), svc.indexKey(tenant, "name-2"), svc.indexKey(tenant, "name-3")}
+		for _, k := range keys {
+			ttl, err := b.rdb.PTTL(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl <= 0 || ttl > pol.FlagRetention {
+				t.Errorf("index %s: got TTL %v, want (0, %v]", k, ttl, pol.FlagRetention)
+			}
+		}
+		if b.mini == nil {
+			return // an hour of real time is too long to wait; the TTL is Redis's to keep
+		}
+		b.advance(pol.FlagRetention + time.Second)
+		for _, k := range keys {
+			if b.mini.Exists(k) {
+				t.Errorf("index %s: got it after the retention, want it expired with its flags", k)
+			}
+		}
+	})
+}
