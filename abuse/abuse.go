@@ -237,7 +237,8 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 // this lock), newest first. These keys cannot share the user's hash tag,
 // so this is a second step after the attempt script; a failure here is
 // logged and leaves the flag readable by user (Get) and listed again at
-// its next flag. Entries older than the retention are pruned here.
+// its next flag. Entries older than the retention are pruned here, and
+// the index expires a retention after its newest flag.
 func (s *Service) index(ctx context.Context, tenant, lock, userID string, at time.Time) {
 	// The flag is already recorded: finish indexing it even if the client
 	// has gone away meanwhile.
@@ -250,6 +251,10 @@ func (s *Service) index(ctx context.Context, tenant, lock, userID string, at tim
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.ZAdd(ctx, key, redis.Z{Score: score, Member: member})
 			p.ZRemRangeByScore(ctx, key, "-inf", "("+oldest)
+			// Its newest entry is this one: when it is past the retention
+			// the whole index is, so the key goes then (lock names are the
+			// clients' to choose; no index outlives its flags).
+			p.PExpire(ctx, key, s.opts.Policies.FlagRetention)
 			return nil
 		})
 		if err != nil {

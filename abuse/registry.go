@@ -121,7 +121,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 	}
 	var (
 		items []entry
-		stale []interface{}
+		stale []entry
 	)
 	batch := int64(limit + 1)
 	batch = max(batch, 64)
@@ -154,7 +154,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 		}
 		for i, f := range flags {
 			if f == nil {
-				stale = append(stale, cands[i].member)
+				stale = append(stale, cands[i])
 				continue
 			}
 			cands[i].flag = *f
@@ -165,8 +165,14 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 		}
 	}
 	if len(stale) > 0 {
-		// Cleared or expired records: drop them from this index.
-		if err := s.rdb.ZRem(ctx, key, stale...).Err(); err != nil {
+		// Cleared or expired records: drop them from this index, each
+		// only while it is the entry read above (a user flagged again
+		// meanwhile has a new score and stays listed).
+		pairs := make([]interface{}, 0, 2*len(stale))
+		for _, e := range stale {
+			pairs = append(pairs, e.member, e.score)
+		}
+		if err := scripts.Unindex.Run(ctx, s.rdb, []string{key}, pairs...).Err(); err != nil {
 			s.log.Debug("pruning the flag index", zap.Error(err))
 		}
 	}
@@ -312,11 +318,13 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 	}
 	sort.Strings(locks)
 	dels := make([]*redis.IntCmd, len(locks))
+	lasts := make([]*redis.SliceCmd, len(locks))
 	var banDel *redis.IntCmd
 	// One MULTI on keys of one hash tag. Only the locks read above leave
 	// the set, so a flag on another lock that lands meanwhile stays.
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range locks {
+			lasts[i] = p.HMGet(ctx, k.flag(l), "last")
 			dels[i] = p.Del(ctx, k.flag(l))
 		}
 		if len(locks) > 0 {
@@ -339,10 +347,18 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 		}
 	}
 	hadBan := banDel.Val() > 0
-	for _, l := range locks {
+	for i, l := range locks {
+		// Unindex the flag deleted above, by its last_flagged_at (its
+		// index score): a flag recorded since then has a new score and
+		// stays listed. A record that was already gone leaves its entry
+		// to List, which skips and prunes it.
+		last, ok := lastFlagged(lasts[i].Val())
+		if !ok {
+			continue
+		}
 		m := indexMember(l, userID)
 		for _, key := range []string{s.indexKey(tenant, ""), s.indexKey(tenant, l)} {
-			if err := s.rdb.ZRem(ctx, key, m).Err(); err != nil {
+			if err := scripts.Unindex.Run(ctx, s.rdb, []string{key}, m, last).Err(); err != nil {
 				// The records are gone, so List skips and prunes them.
 				s.log.Error("could not unindex a cleared flag", zap.Error(err))
 			}
@@ -354,6 +370,19 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 	s.audit("flags_cleared", tenant, userID, meta,
 		zap.Strings("locks", cleared), zap.Bool("ban_lifted", hadBan))
 	return nil
+}
+
+// lastFlagged reads a flag record's "last" from an HMGET reply.
+func lastFlagged(v []interface{}) (int64, bool) {
+	if len(v) != 1 {
+		return 0, false
+	}
+	str, ok := v[0].(string)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(str, 10, 64)
+	return n, err == nil
 }
 
 // MaxBan is the longest ban an operator may place.

@@ -3,6 +3,7 @@ package handlers
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"regexp"
 	"strconv"
 	"time"
@@ -34,6 +35,18 @@ func requestID(c echo.Context) string {
 // RequestID returns the id of the request, for other packages' logs.
 func RequestID(c echo.Context) string { return requestID(c) }
 
+// methodLabel is the method as a metrics label: the standard methods, and
+// "other" for any other token a client sends (any token is a valid method,
+// and each label value would be a series kept for the life of the process).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
 // requestLogger assigns a request id and writes one JSON line per request
 // with zap, whose encoder escapes every user-supplied string.
 func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
@@ -58,7 +71,7 @@ func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 			}
 			status := c.Response().Status
 			elapsed := time.Since(start)
-			m.RequestDuration.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Observe(elapsed.Seconds())
+			m.RequestDuration.WithLabelValues(route, methodLabel(c.Request().Method), strconv.Itoa(status)).Observe(elapsed.Seconds())
 			log.Info("request",
 				zap.String("request_id", id),
 				zap.String("method", c.Request().Method),

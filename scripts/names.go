@@ -14,5 +14,6 @@ func ByName() map[string]*redis.Script {
 
 		"user_attempt": UserAttempt,
 		"ban":          Ban,
+		"unindex":      Unindex,
 	}
 }

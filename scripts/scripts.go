@@ -25,6 +25,8 @@ var (
 	userAttemptSrc string
 	//go:embed ban.lua
 	banSrc string
+	//go:embed unindex.lua
+	unindexSrc string
 )
 
 // Scripts for resource locks. Run them with Script.Run, which uses EVALSHA
@@ -40,4 +42,6 @@ var (
 var (
 	UserAttempt = redis.NewScript(userAttemptSrc)
 	Ban         = redis.NewScript(banSrc)
+	// Unindex removes flag index entries that still have a given score.
+	Unindex = redis.NewScript(unindexSrc)
 )

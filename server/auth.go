@@ -27,11 +27,17 @@ const (
 
 // authenticator loads the API keys. No keys is open mode (a nil
 // Authenticator), allowed only on a loopback address unless
-// InsecureOpen; it is logged as a warning either way.
+// InsecureOpen; it is logged as a warning either way. A key file or list
+// that is configured but holds no key is an error, not open mode.
 func (s *Server) authenticator() (handlers.Authenticator, error) {
 	keys, err := auth.Load(s.cfg.APIKeysFile, s.cfg.APIKeys)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if len(keys) == 0 && (s.cfg.APIKeysFile != "" || strings.TrimSpace(s.cfg.APIKeys) != "") {
+		// Keys were configured and none was found: never fall back to
+		// open mode (as a reload never does).
+		return nil, fmt.Errorf("server: no API keys found in --api-keys-file %q or --api-keys: refusing to start open; add key entries (see docs/auth.md), or give neither setting for open mode", s.cfg.APIKeysFile)
 	}
 	if len(keys) == 0 {
 		if !isLoopback(s.cfg.Addr) && !s.cfg.InsecureOpen {

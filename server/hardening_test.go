@@ -126,7 +126,7 @@ func TestOversizeBodyGets413Problem(t *testing.T) {
 		{"chunked, no Content-Length", "Transfer-Encoding: chunked\r\n\r\n" + chunk(body[:600]) + chunk(body[600:]) + "0\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, got := rawRoundTrip(t, s, "POST /locks/big HTTP/1.1\r\nHost: leasegate\r\nContent-Type: application/json\r\nConnection: close\r\n"+tc.framing)
+			res, got := rawRoundTrip(t, s, "POST /locks/big HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\n"+tc.framing)
 			if res.StatusCode != http.StatusRequestEntityTooLarge {
 				t.Fatalf("got %d %q, want 413", res.StatusCode, got)
 			}

@@ -229,8 +229,12 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
 	}
 	s.ln = problemListener{ln}
+	var handler http.Handler = s.e
+	if authn == nil && isLoopback(cfg.Addr) {
+		handler = loopbackHostOnly(s.e, log)
+	}
 	s.http = &http.Server{
-		Handler:           s.e,
+		Handler:           handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
@@ -324,7 +328,8 @@ func isLoopback(addr string) bool {
 // Addr is the address the server listens on (useful with port 0).
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Handler is the HTTP handler, for tests.
+// Handler is the HTTP handler, for tests (the routes: without the
+// loopback Host check open mode adds on a loopback address).
 func (s *Server) Handler() http.Handler { return s.e }
 
 // Redis is the client the server uses.

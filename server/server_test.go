@@ -174,7 +174,7 @@ func TestRunShutsDownGracefullyOnCancel(t *testing.T) {
 			}
 			defer conn.Close()
 			br := bufio.NewReader(conn)
-			fmt.Fprintf(conn, "POST /locks/inflight HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
+			fmt.Fprintf(conn, "POST /locks/inflight HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
 			if cont, err := http.ReadResponse(br, nil); err != nil || cont.StatusCode != http.StatusContinue {
 				t.Fatalf("got %v, %v; want 100 Continue", cont, err)
 			}

@@ -1,0 +1,57 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/server"
+)
+
+// The ACL user of docs/deployment.md must be able to run every route, the
+// user locks and the ops review included, not only the resource locks:
+// a missing command would turn an operator's clear into a 503.
+func TestRedisACLRunsUserLocksAndTheOpsReview(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	ctx := context.Background()
+	line := aclLine(t)
+	args := []interface{}{}
+	for _, f := range strings.Fields(strings.Replace(line, ">CHANGE-ME", ">s3cret", 1)) {
+		args = append(args, f)
+	}
+	if err := admin.Do(ctx, args...).Err(); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.RedisURL = "redis://leasegate:s3cret@" + srv.Addr()
+	cfg.AbuseLog = io.Discard
+	s := newServer(t, cfg)
+
+	for i := range 5 {
+		if code := do(t, s, http.MethodPost, "/user-locks/login/acl-user", ""); code != http.StatusOK {
+			t.Fatalf("attempt %d: got %d, want 200", i+1, code)
+		}
+	}
+	steps := []struct {
+		method, path, body string
+		want               int
+	}{
+		{http.MethodGet, "/abuse/flagged", "", http.StatusOK},
+		{http.MethodGet, "/abuse/flagged/acl-user", "", http.StatusOK},
+		{http.MethodPost, "/abuse/bans/acl-user", `{"seconds":60,"reason":"acl"}`, http.StatusCreated},
+		{http.MethodPost, "/user-locks/login/acl-user", "", http.StatusTooManyRequests},
+		{http.MethodDelete, "/abuse/bans/acl-user", "", http.StatusNoContent},
+		{http.MethodDelete, "/abuse/flagged/acl-user", "", http.StatusNoContent},
+		{http.MethodDelete, "/user-locks/login/acl-user", "", http.StatusNoContent},
+	}
+	for _, st := range steps {
+		if code := do(t, s, st.method, st.path, st.body); code != st.want {
+			t.Errorf("%s %s as the ACL user: got %d, want %d", st.method, st.path, code, st.want)
+		}
+	}
+}
