@@ -162,14 +162,20 @@ func (k *KeepAlive) run() {
 			return
 		case <-timer.C:
 		}
-		if !time.Now().Before(lossAt) {
+		now := time.Now()
+		// Past the loss deadline with renewals failing: lost. With no
+		// renewal tried since the grant or the last success (a lease
+		// granted after a wait longer than its TTL, or a renewal slower
+		// than TTL minus the margin), ask once instead: a renewal with
+		// this token succeeds only if the lease never lapsed.
+		if !now.Before(lossAt) && failures > 0 {
 			k.finish(fmt.Errorf("%w: renewals failed until the lease was about to expire: %w", ErrLeaseLost, lastErr))
 			return
 		}
 		// One attempt may take until the next would be due, and never
 		// past the loss deadline: a hung request must not eat the margin.
-		attemptEnd := time.Now().Add(interval)
-		if lossAt.Before(attemptEnd) {
+		attemptEnd := now.Add(interval)
+		if lossAt.After(now) && lossAt.Before(attemptEnd) {
 			attemptEnd = lossAt
 		}
 		rctx, cancel := context.WithDeadline(k.ctx, attemptEnd)

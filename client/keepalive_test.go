@@ -119,3 +119,41 @@ func TestKeepAliveSignalsLossBeforeExpiryWhenRedisDies(t *testing.T) {
 		t.Errorf("got %v, want ErrLeaseLost", k.Err())
 	}
 }
+
+// A lease granted after a wait longer than its TTL is fresh, but the
+// request that got it was sent more than a TTL ago. KeepAlive must ask the
+// gateway (one renewal) instead of declaring it lost without trying; the
+// CLI does exactly this (Acquire WithWait, then KeepAlive).
+func TestKeepAliveKeepsALeaseThatWasWaitedForLongerThanItsTTL(t *testing.T) {
+	g := newMiniGateway(t)
+	c := g.client()
+	ctx := context.Background()
+	if _, err := c.Acquire(ctx, "job", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Granted when the holder's 2 s lease expires: about 2 s after this
+	// 1 s request was sent.
+	lease, err := c.Acquire(ctx, "job", time.Second, client.WithWait(10*time.Second))
+	if err != nil {
+		t.Fatalf("waiting acquire: %v", err)
+	}
+	renewed := make(chan struct{}, 1)
+	k := c.KeepAlive(ctx, lease, client.OnRenew(func(client.Lease) {
+		select {
+		case renewed <- struct{}{}:
+		default:
+		}
+	}))
+	defer k.Stop()
+	select {
+	case <-renewed:
+	case <-k.Done():
+		t.Fatalf("got %v before any renewal, want the fresh lease renewed", k.Err())
+	case <-time.After(5 * time.Second):
+		t.Fatal("no renewal and no loss within 5s")
+	}
+	st, err := c.Status(ctx, "job")
+	if err != nil || st.Token != lease.Token || st.Owner != lease.Owner {
+		t.Fatalf("got %+v, %v; want still held with token %d", st, err, lease.Token)
+	}
+}

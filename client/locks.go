@@ -201,9 +201,10 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 
 // Release ends the lease (only this token of it). ErrNotFound: it had
 // already expired; ErrForbidden: someone else holds the lock now. A
-// release whose first attempt got no answer is retried; if the retry then
-// finds no lease, the first attempt is taken to have worked and Release
-// returns nil.
+// release whose first attempt got no definite answer (none at all, or a
+// 502/503/504, which a proxy also sends when the gateway answered too
+// late) is retried; if the retry then finds no lease, the first attempt is
+// taken to have worked and Release returns nil.
 func (c *Client) Release(ctx context.Context, lease *Lease) error {
 	body := map[string]any{"owner": lease.Owner, "token": lease.Token}
 	unanswered := false
@@ -212,8 +213,7 @@ func (c *Client) Release(ctx context.Context, lease *Lease) error {
 		if unanswered && errors.Is(err, ErrNotFound) {
 			return nil
 		}
-		var e *Error
-		unanswered = unanswered || (err != nil && !errors.As(err, &e))
+		unanswered = unanswered || (err != nil && retryable(err))
 		return err
 	})
 	return err

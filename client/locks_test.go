@@ -266,4 +266,42 @@ func TestLostAnswersAreRetriedSafely(t *testing.T) {
 			t.Fatalf("status got %v, want ErrNotFound", err)
 		}
 	})
+
+	t.Run("a release whose answer a proxy turned into a 504 reports success", func(t *testing.T) {
+		lease, err := direct.Acquire(ctx, "timed-out-release", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &gatewayTimeoutProxy{n: 1, next: proxyTo(t, g.url)}
+		hs := httptest.NewServer(p)
+		t.Cleanup(hs.Close)
+		if err := client.New(hs.URL, fast).Release(ctx, lease); err != nil {
+			t.Fatalf("got %v, want nil (the first attempt released it)", err)
+		}
+		if _, err := direct.Status(ctx, "timed-out-release"); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("status got %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// gatewayTimeoutProxy passes the first n requests on but answers them 504,
+// as a proxy does when the upstream answer comes too late: the request
+// took effect, the caller cannot tell.
+type gatewayTimeoutProxy struct {
+	mu   sync.Mutex
+	n    int
+	next http.Handler
+}
+
+func (p *gatewayTimeoutProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	late := p.n > 0
+	p.n--
+	p.mu.Unlock()
+	if !late {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	p.next.ServeHTTP(httptest.NewRecorder(), r)
+	http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
 }

@@ -207,6 +207,10 @@ func (w *Waiter) run() {
 		w.mu.Lock()
 		w.ps = nil
 		w.active = false
+		// Heads parked while the subscription was active sleep until the
+		// holder's expiry; wake them so they re-check and poll from now
+		// on, or a release published while it is down strands them.
+		w.wakeHeadsLocked()
 		closed := w.closed
 		w.mu.Unlock()
 		if closed {
@@ -263,6 +267,11 @@ func (w *Waiter) setActive() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.active = true
+	w.wakeHeadsLocked()
+}
+
+// wakeHeadsLocked wakes the head of every queue; w.mu must be held.
+func (w *Waiter) wakeHeadsLocked() {
 	for _, q := range w.queues {
 		if f := q.l.Front(); f != nil {
 			signal(f.Value.(*waiter).wake)
