@@ -151,6 +151,7 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 		}
 		opts.TLSConfig = tc
 		opts.ReadTimeout = r.readTimeout(opts.ReadTimeout)
+		opts.MaxRetries = noRetries
 		return redis.NewClient(opts), nil
 	case "sentinel":
 		tc, err := r.tlsConfig(nil)
@@ -166,6 +167,7 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			Password:         r.Password,
 			TLSConfig:        tc,
 			ReadTimeout:      r.readTimeout(0),
+			MaxRetries:       noRetries,
 		}), nil
 	case "cluster":
 		tc, err := r.tlsConfig(nil)
@@ -178,10 +180,25 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			Password:    r.Password,
 			TLSConfig:   tc,
 			ReadTimeout: r.readTimeout(0),
+			MaxRetries:  noRetries,
+			// The cluster client's own loop re-sends on a lost connection
+			// too; with no redirects a MOVED or ASK is an error (503) that
+			// reloads the slot map, and the caller's retry goes to the
+			// right node.
+			MaxRedirects: noRetries,
 		}), nil
 	}
 	return nil, errors.New("server: no Redis configured")
 }
+
+// noRetries turns off go-redis's re-sending of a command whose reply was
+// lost (EOF, read timeout): the script may already have run, and running
+// a release or a user-lock attempt twice changes its answer (a release
+// that worked answers "not found"; an attempt is counted twice). A lost
+// reply is a 503 instead, and the caller decides: acquire and renew are
+// idempotent for the same owner, and a release retried after a 503 that
+// finds nothing means the first one worked (docs/api.md).
+const noRetries = -1
 
 // readTimeout leaves room for WAIT in a pipeline, which is read with the
 // connection's read timeout (go-redis's default is 3s).

@@ -267,7 +267,7 @@ func (s *Server) connect() error {
 		s.mini = m
 		s.stopEmbedded = make(chan struct{})
 		go advanceClock(m, s.stopEmbedded)
-		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
+		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: noRetries})
 		s.log.Warn("no --redis-url given: using an embedded in-memory Redis; state is lost at exit and cannot be shared by several gateways (development only)",
 			zap.String("embedded_redis", m.Addr()))
 		return nil
