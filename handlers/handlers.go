@@ -37,6 +37,11 @@ type Config struct {
 	// HTTP requests (a gateway behind a TLS-terminating proxy). Over TLS
 	// they are always Secure.
 	OpsSecureCookies bool
+	// OpsSessionSecret, when set, is mixed into the MAC of /ops/ session
+	// cookies, so that reading the key file (hashes only) is not enough to
+	// forge a session. Every gateway behind one load balancer needs the
+	// same value. Empty: sessions are keyed by the key's stored hash alone.
+	OpsSessionSecret string
 }
 
 // DefaultConfig returns the contract's defaults.

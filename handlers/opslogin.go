@@ -27,8 +27,12 @@ import (
 //	value   = payload "." base64url(HMAC-SHA256(secret, context 0x00 payload))
 //	payload = base64url(key name "|" tenant "|" expiry in Unix seconds)
 //
-// secret is the key's Principal.Secret (auth: its stored SHA-256), looked
-// up by name at every request: removing or changing the key, or giving
+// secret is the key's Principal.Secret (auth: its stored SHA-256), or,
+// when Config.OpsSessionSecret is set, HMAC-SHA256(OpsSessionSecret,
+// keyContext 0x00 Principal.Secret): then reading the key file is not
+// enough to forge a session, and every gateway sharing the file and the
+// secret still accepts the others' sessions. The key is looked up by name
+// at every request: removing or changing the key, or giving
 // its name another tenant or the client role, ends its sessions at once.
 // MACs are compared with hmac.Equal. Expiry is the gateway's clock (keep
 // instances on NTP); an expiry further ahead than now + OpsSessionTTL is
@@ -64,6 +68,22 @@ const loginChallenge = `Cookie realm="leasegate ops", form-action="/ops/login", 
 // reason (unknown key, client key, malformed key).
 const loginFailed = "That key was not accepted. Paste an API key with the ops role."
 
+// sessionKeyContext separates the per-key session secret derived from
+// OpsSessionSecret from any other use of that secret.
+const sessionKeyContext = "leasegate ops session key v1"
+
+// sessionSecret is the MAC key of p's sessions.
+func (a *API) sessionSecret(p Principal) []byte {
+	if a.cfg.OpsSessionSecret == "" {
+		return p.Secret
+	}
+	m := hmac.New(sha256.New, []byte(a.cfg.OpsSessionSecret))
+	m.Write([]byte(sessionKeyContext))
+	m.Write([]byte{0})
+	m.Write(p.Secret)
+	return m.Sum(nil)
+}
+
 func sessionMAC(secret []byte, payload string) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(sessionMACContext))
@@ -73,10 +93,10 @@ func sessionMAC(secret []byte, payload string) []byte {
 }
 
 // sealSession returns the cookie value of a session of p until exp.
-func sealSession(p Principal, exp time.Time) string {
+func (a *API) sealSession(p Principal, exp time.Time) string {
 	payload := base64.RawURLEncoding.EncodeToString(
 		[]byte(p.Name + "|" + p.Tenant + "|" + strconv.FormatInt(exp.Unix(), 10)))
-	return payload + "." + base64.RawURLEncoding.EncodeToString(sessionMAC(p.Secret, payload))
+	return payload + "." + base64.RawURLEncoding.EncodeToString(sessionMAC(a.sessionSecret(p), payload))
 }
 
 // openSession returns the principal of a session cookie value that is
@@ -107,7 +127,7 @@ func (a *API) openSession(value string, now time.Time) (Principal, bool) {
 		return Principal{}, false
 	}
 	p, known := a.login.KeyByName(parts[0])
-	secret := p.Secret
+	secret := a.sessionSecret(p)
 	if !known {
 		// Spend the same work on an unknown name as on a known one.
 		secret = make([]byte, sha256.Size)
@@ -242,7 +262,7 @@ func (a *API) loginSubmit(c echo.Context) error {
 		return refuse(http.StatusForbidden, "role")
 	}
 	ttl := a.cfg.OpsSessionTTL
-	a.setSession(c, sealSession(p, time.Now().Add(ttl)), int(ttl/time.Second))
+	a.setSession(c, a.sealSession(p, time.Now().Add(ttl)), int(ttl/time.Second))
 	// A new CSRF token for the new session.
 	a.newCSRFToken(c)
 	a.log.Info("ops page login",

@@ -506,6 +506,49 @@ func TestOpsSessionRefusals(t *testing.T) {
 	})
 }
 
+func TestOpsSessionSecret(t *testing.T) {
+	cfg := handlers.DefaultConfig()
+	cfg.OpsSessionSecret = "a-session-secret-of-at-least-32-bytes!"
+	env := newLoginEnv(t, cfg)
+	now := time.Now()
+
+	t.Run("a session forged from the key file alone is refused", func(t *testing.T) {
+		b := newBrowser(t, env.e)
+		b.cookies[sessionName] = &http.Cookie{Name: sessionName, Value: forgeSession("oncall", loginTenant, now.Add(time.Hour), opsKeyHash())}
+		res, _ := b.do("GET", "/ops/", nil)
+		wantLoginRedirect(t, res)
+	})
+	t.Run("a login works and another gateway with the same secret accepts it", func(t *testing.T) {
+		b := newBrowser(t, env.e)
+		b.mustLogin()
+		if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
+			t.Fatalf("same gateway: got %d, want 200", res.StatusCode)
+		}
+		b.e = env.gateway(t, env.ring)
+		if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
+			t.Errorf("second gateway, same secret: got %d, want 200", res.StatusCode)
+		}
+	})
+	t.Run("a gateway with another secret refuses it", func(t *testing.T) {
+		b := newBrowser(t, env.e)
+		b.mustLogin()
+		other := *env
+		other.cfg.OpsSessionSecret = "another-session-secret-of-32-bytes-or-more"
+		b.e = other.gateway(t, env.ring)
+		res, _ := b.do("GET", "/ops/", nil)
+		wantLoginRedirect(t, res)
+	})
+	t.Run("a gateway without the secret refuses it", func(t *testing.T) {
+		b := newBrowser(t, env.e)
+		b.mustLogin()
+		other := *env
+		other.cfg.OpsSessionSecret = ""
+		b.e = other.gateway(t, env.ring)
+		res, _ := b.do("GET", "/ops/", nil)
+		wantLoginRedirect(t, res)
+	})
+}
+
 func TestOpsSessionEndsWithItsKey(t *testing.T) {
 	cases := []struct {
 		name    string

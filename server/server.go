@@ -82,6 +82,9 @@ type Config struct {
 // cannot outlive a week, and an operator logs in again at least weekly.
 const MaxOpsSessionTTL = 7 * 24 * time.Hour
 
+// MinOpsSessionSecret is the shortest --ops-session-secret accepted.
+const MinOpsSessionSecret = 32
+
 // DefaultConfig returns the documented defaults (docs/configuration.md).
 func DefaultConfig() Config {
 	return Config{
@@ -133,6 +136,9 @@ func (c Config) Validate() error {
 	// 0 (a Config not made by DefaultConfig) means the default.
 	if ttl := c.HTTP.OpsSessionTTL; ttl != 0 && (ttl < time.Minute || ttl > MaxOpsSessionTTL) {
 		errs = append(errs, fmt.Errorf("ops-session-ttl must be from 1m to 168h, got %v", ttl))
+	}
+	if s := c.HTTP.OpsSessionSecret; s != "" && len(s) < MinOpsSessionSecret {
+		errs = append(errs, fmt.Errorf("ops-session-secret must be at least %d bytes, got %d", MinOpsSessionSecret, len(s)))
 	}
 	if c.MetricsAuth != MetricsAuthOps && c.MetricsAuth != MetricsAuthNone {
 		errs = append(errs, fmt.Errorf("metrics-auth must be %q or %q, got %q", MetricsAuthOps, MetricsAuthNone, c.MetricsAuth))

@@ -79,6 +79,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_TRUSTED_PROXIES":    "10.0.0.0/8,192.0.2.1",
 			"LEASEGATE_OPS_SESSION_TTL":    "30m",
 			"LEASEGATE_OPS_SECURE_COOKIES": "true",
+			"LEASEGATE_OPS_SESSION_SECRET": "0123456789abcdef0123456789abcdef",
 
 			"LEASEGATE_REDIS_SENTINEL_MASTER":          "mymaster",
 			"LEASEGATE_REDIS_SENTINEL_ADDRS":           "s1:26379,s2:26379",
@@ -127,6 +128,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1"}
 		want.HTTP.OpsSessionTTL = 30 * time.Minute
 		want.HTTP.OpsSecureCookies = true
+		want.HTTP.OpsSessionSecret = "0123456789abcdef0123456789abcdef"
 		want.Redis.SentinelMaster = "mymaster"
 		want.Redis.SentinelAddrs = []string{"s1:26379", "s2:26379"}
 		want.Redis.SentinelUsername = "sen-user"
