@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
@@ -76,22 +76,12 @@ func newRealGateway(t testing.TB) *lockGateway {
 	t.Helper()
 	rs := redistest.Start(t)
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = rs.URL()
 	cfg.HTTP.RequestTimeout = 500 * time.Millisecond
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatalf("server: %v", err)
-	}
-	go func() { _ = s.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
+	s := gatewaytest.Start(t, cfg, nil)
 	rdb := rs.Client(t)
 	return &lockGateway{
-		url:    "http://" + s.Addr(),
+		url:    gatewaytest.URL(s),
 		rdb:    rdb,
 		locks:  redislock.New(rdb, redislock.Options{Prefix: cfg.KeyPrefix}),
 		server: rs,

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,8 +9,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
@@ -26,22 +25,10 @@ import (
 func BenchmarkHTTPAcquireRelease(b *testing.B) {
 	srv := redistest.Start(b)
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = srv.URL()
 	cfg.AbuseLog = io.Discard
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve() }()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		<-done
-	})
-	base := "http://" + s.Addr()
+	s := gatewaytest.Start(b, cfg, nil)
+	base := gatewaytest.URL(s)
 	h := s.Handler()
 
 	// send makes one request and checks its status; errors, not Fatal,

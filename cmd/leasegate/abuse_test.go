@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -20,26 +21,9 @@ import (
 func startGateway(t *testing.T) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.AbusePolicies.Default.MaxAttempts = 2
 	cfg.AbuseLog = io.Discard
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + s.Addr()
+	return gatewaytest.URL(gatewaytest.Start(t, cfg, nil))
 }
 
 type cliResult struct {

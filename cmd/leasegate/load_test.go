@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
@@ -25,26 +25,9 @@ import (
 func startLoadGateway(t *testing.T, redisURL string) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = redisURL
 	cfg.AbuseLog = io.Discard
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + s.Addr()
+	return gatewaytest.URL(gatewaytest.Start(t, cfg, nil))
 }
 
 // countingProxy forwards to a gateway, counts every request it sees and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
@@ -28,14 +29,8 @@ func startLockTestGateway(t *testing.T) *lockTestGateway {
 		t.Skip("no sh")
 	}
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve() }()
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return &lockTestGateway{url: "http://" + s.Addr(), s: s, l: redislock.New(s.Redis(), redislock.Options{Prefix: cfg.KeyPrefix})}
+	s := gatewaytest.Start(t, cfg, nil)
+	return &lockTestGateway{url: gatewaytest.URL(s), s: s, l: redislock.New(s.Redis(), redislock.Options{Prefix: cfg.KeyPrefix})}
 }
 
 type lockRun struct {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/server"
 )
@@ -48,26 +49,13 @@ func startGateway(t *testing.T, name, redisURL string) string {
 		zapcore.AddSync(logs),
 		zap.WarnLevel,
 	))
-	s, err := server.New(cfg, log)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
+	// Registered first, so it runs last: after the gateway has shut down.
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
 		if t.Failed() {
 			t.Logf("log of the %s gateway:\n%s", name, logs.String())
 		}
 	})
-	return "http://" + s.Addr()
+	return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
 }
 
 // closedPort returns a loopback address nothing listens on (a moment ago).

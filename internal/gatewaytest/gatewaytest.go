@@ -1,0 +1,44 @@
+// Package gatewaytest runs a real leasegate gateway (server.New and Serve
+// on a free loopback port) for the tests of other packages: the Go
+// client, the CLI subcommands, the PHP client, benchmarks.
+package gatewaytest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+// Start builds a gateway from cfg (Addr "" becomes 127.0.0.1:0) with log
+// (nil: none), serves it, and at cleanup shuts it down gracefully,
+// failing the test if the shutdown or Serve reports an error.
+func Start(t testing.TB, cfg server.Config, log *zap.Logger) *server.Server {
+	t.Helper()
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	s, err := server.New(cfg, log)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("gateway shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("gateway serve: %v", err)
+		}
+	})
+	return s
+}
+
+// URL is the gateway's base URL.
+func URL(s *server.Server) string { return "http://" + s.Addr() }
