@@ -13,14 +13,13 @@ import (
 	"github.com/leasegate/leasegate/server"
 )
 
-// Start builds a gateway from cfg (Addr "" becomes 127.0.0.1:0) with log
-// (nil: none), serves it, and at cleanup shuts it down gracefully,
-// failing the test if the shutdown or Serve reports an error.
+// Start builds a gateway from cfg with log (nil: none) on a free loopback
+// port (cfg.Addr is always replaced: tests never share a fixed port),
+// serves it, and at cleanup shuts it down gracefully, failing the test if
+// the shutdown or Serve reports an error.
 func Start(t testing.TB, cfg server.Config, log *zap.Logger) *server.Server {
 	t.Helper()
-	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:0"
-	}
+	cfg.Addr = "127.0.0.1:0"
 	s, err := server.New(cfg, log)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
