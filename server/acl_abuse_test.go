@@ -1,13 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -15,17 +12,7 @@ import (
 // user locks and the ops review included, not only the resource locks:
 // a missing command would turn an operator's clear into a 503.
 func TestRedisACLRunsUserLocksAndTheOpsReview(t *testing.T) {
-	srv := redistest.Start(t)
-	admin := srv.Client(t)
-	ctx := context.Background()
-	line := aclLine(t)
-	args := []interface{}{}
-	for _, f := range strings.Fields(strings.Replace(line, ">CHANGE-ME", ">s3cret", 1)) {
-		args = append(args, f)
-	}
-	if err := admin.Do(ctx, args...).Err(); err != nil {
-		t.Fatalf("%s: %v", line, err)
-	}
+	srv := startWithACLUser(t)
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = "redis://leasegate:s3cret@" + srv.Addr()

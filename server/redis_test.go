@@ -252,18 +252,8 @@ func TestMinReplicasOverHTTP(t *testing.T) {
 }
 
 func TestRedisACL(t *testing.T) {
-	srv := redistest.Start(t)
-	admin := srv.Client(t)
+	srv := startWithACLUser(t)
 	ctx := context.Background()
-	// The ACL line docs/deployment.md gives, with a real password.
-	line := aclLine(t)
-	args := []interface{}{}
-	for _, f := range strings.Fields(strings.Replace(line, ">CHANGE-ME", ">s3cret", 1)) {
-		args = append(args, f)
-	}
-	if err := admin.Do(ctx, args...).Err(); err != nil {
-		t.Fatalf("%s: %v", line, err)
-	}
 
 	t.Run("the user cannot flush, list keys or read keys outside lg:", func(t *testing.T) {
 		u := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "leasegate", Password: "s3cret"})
@@ -398,6 +388,22 @@ func redisOps(t *testing.T, s *server.Server, op string) float64 {
 		}
 	}
 	return 0
+}
+
+// startWithACLUser starts a redis-server with the user "leasegate",
+// password "s3cret", created by the ACL line docs/deployment.md gives.
+func startWithACLUser(t *testing.T) *redistest.Server {
+	t.Helper()
+	srv := redistest.Start(t)
+	line := aclLine(t)
+	args := []interface{}{}
+	for _, f := range strings.Fields(strings.Replace(line, ">CHANGE-ME", ">s3cret", 1)) {
+		args = append(args, f)
+	}
+	if err := srv.Client(t).Do(context.Background(), args...).Err(); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	return srv
 }
 
 // aclLine is the ACL SETUSER line of docs/deployment.md.
