@@ -210,12 +210,16 @@ func (c *countingHandler) n() int {
 	return c.count
 }
 
-// lossyProxy forwards every request to the gateway but drops the answer of
-// the first n: the gateway acts, the client sees a broken connection.
+// lossyProxy forwards every request to the gateway, but for the first n
+// the gateway's answer never reaches the client: the gateway acts, and the
+// client instead sees lose's doing.
 type lossyProxy struct {
 	mu   sync.Mutex
 	n    int
 	next http.Handler
+	// lose fails the request towards the client; nil drops the connection
+	// without an answer.
+	lose func(w http.ResponseWriter)
 }
 
 func (p *lossyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -228,7 +232,17 @@ func (p *lossyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.next.ServeHTTP(httptest.NewRecorder(), r)
+	if p.lose != nil {
+		p.lose(w)
+		return
+	}
 	panic(http.ErrAbortHandler) // closes the connection without an answer
+}
+
+// lateAnswer is what a proxy sends when the upstream answer comes too
+// late (504): the request took effect, the caller cannot tell.
+func lateAnswer(w http.ResponseWriter) {
+	http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
 }
 
 func TestLostAnswersAreRetriedSafely(t *testing.T) {
@@ -272,7 +286,7 @@ func TestLostAnswersAreRetriedSafely(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &gatewayTimeoutProxy{n: 1, next: proxyTo(t, g.url)}
+		p := &lossyProxy{n: 1, next: proxyTo(t, g.url), lose: lateAnswer}
 		hs := httptest.NewServer(p)
 		t.Cleanup(hs.Close)
 		if err := client.New(hs.URL, fast).Release(ctx, lease); err != nil {
@@ -282,26 +296,4 @@ func TestLostAnswersAreRetriedSafely(t *testing.T) {
 			t.Fatalf("status got %v, want ErrNotFound", err)
 		}
 	})
-}
-
-// gatewayTimeoutProxy passes the first n requests on but answers them 504,
-// as a proxy does when the upstream answer comes too late: the request
-// took effect, the caller cannot tell.
-type gatewayTimeoutProxy struct {
-	mu   sync.Mutex
-	n    int
-	next http.Handler
-}
-
-func (p *gatewayTimeoutProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	late := p.n > 0
-	p.n--
-	p.mu.Unlock()
-	if !late {
-		p.next.ServeHTTP(w, r)
-		return
-	}
-	p.next.ServeHTTP(httptest.NewRecorder(), r)
-	http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
 }
