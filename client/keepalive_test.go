@@ -39,45 +39,41 @@ func TestKeepAliveKeepsAOneSecondLeaseForFiveSeconds(t *testing.T) {
 	}
 }
 
-func TestKeepAliveSignalsLossWhenTheKeyIsDeleted(t *testing.T) {
-	g := newMiniGateway(t)
-	c := g.client()
-	ctx := context.Background()
-	lease, err := c.Acquire(ctx, "job", 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
+func TestKeepAliveSignalsLossWhenTheLeaseIsTaken(t *testing.T) {
+	cases := []struct {
+		name  string
+		take  func(g *lockGateway)
+		cause error
+	}{
+		{"the key is deleted", func(g *lockGateway) { g.mini.Del(g.lockKey("job")) }, client.ErrNotFound},
+		{"another owner holds it", func(g *lockGateway) { g.mini.HSet(g.lockKey("job"), "owner", "intruder") }, client.ErrForbidden},
 	}
-	k := c.KeepAlive(ctx, lease)
-	g.mini.Del(g.lockKey("job"))
-	select {
-	case <-k.Done():
-	case <-time.After(3 * time.Second):
-		t.Fatal("no loss signal within 3s of the key's deletion")
-	}
-	if now := time.Now(); !now.Before(k.Lease().ExpiresAt) {
-		t.Errorf("loss signalled at %v, after the lease's expiry %v", now, k.Lease().ExpiresAt)
-	}
-	if !errors.Is(k.Err(), client.ErrLeaseLost) || !errors.Is(k.Err(), client.ErrNotFound) {
-		t.Errorf("got %v, want ErrLeaseLost caused by ErrNotFound", k.Err())
-	}
-	if cause := context.Cause(k.Context()); !errors.Is(cause, client.ErrLeaseLost) {
-		t.Errorf("got context cause %v, want ErrLeaseLost", cause)
-	}
-}
-
-func TestKeepAliveSignalsLossWhenAnotherOwnerHoldsIt(t *testing.T) {
-	g := newMiniGateway(t)
-	c := g.client()
-	ctx := context.Background()
-	lease, err := c.Acquire(ctx, "job", 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := c.KeepAlive(ctx, lease)
-	g.mini.HSet(g.lockKey("job"), "owner", "intruder")
-	<-k.Done()
-	if !errors.Is(k.Err(), client.ErrLeaseLost) || !errors.Is(k.Err(), client.ErrForbidden) {
-		t.Errorf("got %v, want ErrLeaseLost caused by ErrForbidden", k.Err())
+	for _, tc := range cases {
+		t.Run("loss is signalled before expiry when "+tc.name, func(t *testing.T) {
+			g := newMiniGateway(t)
+			c := g.client()
+			ctx := context.Background()
+			lease, err := c.Acquire(ctx, "job", 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := c.KeepAlive(ctx, lease)
+			tc.take(g)
+			select {
+			case <-k.Done():
+			case <-time.After(3 * time.Second):
+				t.Fatal("no loss signal within 3s")
+			}
+			if now := time.Now(); !now.Before(k.Lease().ExpiresAt) {
+				t.Errorf("loss signalled at %v, after the lease's expiry %v", now, k.Lease().ExpiresAt)
+			}
+			if !errors.Is(k.Err(), client.ErrLeaseLost) || !errors.Is(k.Err(), tc.cause) {
+				t.Errorf("got %v, want ErrLeaseLost caused by %v", k.Err(), tc.cause)
+			}
+			if cause := context.Cause(k.Context()); !errors.Is(cause, client.ErrLeaseLost) {
+				t.Errorf("got context cause %v, want ErrLeaseLost", cause)
+			}
+		})
 	}
 }
 
