@@ -83,6 +83,17 @@ func listed(t *testing.T, svc *Service, tenant, lock, user string) bool {
 	return false
 }
 
+// flagUser makes maxAttempts attempts, which flag user under policies(maxAttempts).
+// It reports errors with t.Error, so it may run inside a Redis hook.
+func flagUser(t *testing.T, svc *Service, tenant, lock, user string, maxAttempts int) {
+	t.Helper()
+	for range maxAttempts {
+		if _, err := svc.Attempt(context.Background(), tenant, lock, user, time.Minute, Meta{}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // A user flagged again while a listing prunes the user's stale index
 // entry (its record expired or was cleared) must stay listed: the pruning
 // may remove only the entry it saw, not the fresh one written meanwhile.
@@ -91,13 +102,7 @@ func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(2))
 		const tenant, lock, user = "t-prune-race", "login", "racer"
-		flag := func() {
-			for range 2 {
-				if _, err := svc.Attempt(ctx, tenant, lock, user, time.Minute, Meta{}); err != nil {
-					t.Error(err)
-				}
-			}
-		}
+		flag := func() { flagUser(t, svc, tenant, lock, user, 2) }
 		flag()
 		// The record goes (as at the end of its retention); its index
 		// entry stays until a listing prunes it.
@@ -140,13 +145,7 @@ func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(2))
 		const tenant, lock, user = "t-clear-race", "login", "racer"
-		flag := func() {
-			for range 2 {
-				if _, err := svc.Attempt(ctx, tenant, lock, user, time.Minute, Meta{}); err != nil {
-					t.Error(err)
-				}
-			}
-		}
+		flag := func() { flagUser(t, svc, tenant, lock, user, 2) }
 		flag()
 		b.advance(5 * time.Millisecond)
 
