@@ -23,24 +23,19 @@ import (
 func readBody(c echo.Context, limit int64) ([]byte, error) {
 	r := c.Request()
 	if r.ContentLength > limit {
-		return nil, NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge,
-			fmt.Sprintf("request body is larger than %d bytes", limit))
+		return nil, tooLarge(limit)
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
+	// Read one byte past the limit: a chunked body has no Content-Length
+	// to check up front.
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge,
-				fmt.Sprintf("request body is larger than %d bytes", limit))
-		}
 		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "could not read the request body")
 	}
 	if int64(len(body)) > limit {
-		return nil, NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge,
-			fmt.Sprintf("request body is larger than %d bytes", limit))
+		return nil, tooLarge(limit)
 	}
 	if len(body) == 0 {
 		return nil, nil
@@ -107,6 +102,11 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 		return nil, Invalid(unknown...)
 	}
 	return fields, nil
+}
+
+func tooLarge(limit int64) *Problem {
+	return NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge,
+		fmt.Sprintf("request body is larger than %d bytes", limit))
 }
 
 func malformed(err error) *Problem {

@@ -265,7 +265,7 @@ func (a *API) pageForm(c echo.Context) (url.Values, error) {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge, "form too large")
+			return nil, tooLarge(a.cfg.BodyLimit)
 		}
 		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "malformed form")
 	}
