@@ -21,40 +21,46 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/scripts"
 )
 
-// Errors of the abuse engine. Check them with errors.Is.
+// Errors of the abuse engine. Check them with errors.Is. All but
+// ErrBadReply are the domain's (package leasegate), so callers that speak
+// only the domain recognise them.
 var (
 	// ErrBanned: the user is under an active ban (see *BannedError).
-	ErrBanned = errors.New("abuse: banned")
+	ErrBanned = leasegate.ErrBanned
 	// ErrNotFound: no such user lock, flag or ban.
-	ErrNotFound = errors.New("abuse: not found")
+	ErrNotFound = leasegate.ErrUserNotFound
 	// ErrAllowlisted: the user is on the allowlist and cannot be banned.
-	ErrAllowlisted = errors.New("abuse: user is allowlisted")
+	ErrAllowlisted = leasegate.ErrAllowlisted
 	// ErrBadCursor: a paging cursor this service did not hand out.
-	ErrBadCursor = errors.New("abuse: bad cursor")
+	ErrBadCursor = leasegate.ErrBadCursor
 	// ErrUnavailable wraps every Redis failure; nothing is reported as
 	// acquired when it is returned.
-	ErrUnavailable = errors.New("abuse: redis unavailable")
+	ErrUnavailable = leasegate.ErrUnavailable
 	// ErrBadReply: a script answered in a shape it never documents.
 	ErrBadReply = errors.New("abuse: unexpected script reply")
 )
 
-// BannedError is returned by Attempt for a banned user. errors.Is(err,
-// ErrBanned) is true.
-type BannedError struct {
-	Until     time.Time
-	Remaining time.Duration
-}
+// The abuse engine speaks the domain's types.
+type (
+	// BannedError is returned by Attempt for a banned user. errors.Is(err,
+	// ErrBanned) is true.
+	BannedError = leasegate.BannedError
+	// Meta is what the abuse log records about the request behind an
+	// attempt or an operator action.
+	Meta = leasegate.RequestMeta
+	// Result of one attempt.
+	Result = leasegate.UserLockResult
+)
 
-func (e *BannedError) Error() string {
-	return fmt.Sprintf("abuse: banned until %s (%v left)", e.Until.Format(time.RFC3339), e.Remaining)
-}
-
-// Unwrap makes errors.Is(err, ErrBanned) true.
-func (e *BannedError) Unwrap() error { return ErrBanned }
+var (
+	_ leasegate.UserLockService = (*Service)(nil)
+	_ leasegate.FlagRegistry    = (*Service)(nil)
+)
 
 // Options configure a Service.
 type Options struct {
@@ -96,34 +102,6 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 
 // Policies returns the policies in force.
 func (s *Service) Policies() Policies { return s.opts.Policies }
-
-// Meta is what the abuse log records about the request behind an attempt
-// or an operator action.
-type Meta struct {
-	ClientIP  string
-	RequestID string
-	// Operator names who did an operator action (audit records).
-	Operator string
-}
-
-// Result of one attempt.
-type Result struct {
-	// Acquired is true only for the attempt that started the window.
-	Acquired bool
-	// Attempts is this attempt's number in the window (1 = acquired).
-	Attempts int64
-	// Flagged: the user has reached max_attempts in this window
-	// (never for allowlisted users).
-	Flagged bool
-	// FlaggedNow: this attempt is the one that flagged the window.
-	FlaggedNow bool
-	// WindowStart and ExpiresAt bound the window (the lock's TTL from its
-	// first attempt).
-	WindowStart time.Time
-	ExpiresAt   time.Time
-	// BannedUntil is set when this attempt made the policy ban the user.
-	BannedUntil time.Time
-}
 
 // metricLock is the lock label of the metrics: only names with their own
 // policy get their own series, so clients cannot create unbounded series.

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
 // Defaults of the abuse policy (docs/abuse.md).
@@ -103,7 +104,7 @@ func (p Policies) Validate() error {
 }
 
 // LockNamePattern is what a user lock's name may be.
-var LockNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var LockNamePattern = leasegate.UserLockName
 
 // policyJSON is a policy in the file: absent fields inherit.
 type policyJSON struct {

@@ -13,61 +13,29 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/scripts"
 )
 
-// Flag is one flag record: a user flagged on one lock.
-type Flag struct {
-	UserID         string
-	Lock           string
-	TimesFlagged   int64
-	PeakAttempts   int64
-	FirstFlaggedAt time.Time
-	LastFlaggedAt  time.Time
-	// BannedUntil is the user's active ban (zero: none).
-	BannedUntil time.Time
-}
-
-// Ban is a user's active ban.
-type Ban struct {
-	Until   time.Time
-	Reason  string
-	By      string
-	Source  string // "operator" or "policy"
-	Lock    string // the lock whose policy placed it ("" for operators)
-	Created time.Time
-}
-
-// UserFlags is everything the registry holds on one user.
-type UserFlags struct {
-	UserID string
-	Flags  []Flag
-	// Ban is the active ban, nil when none.
-	Ban *Ban
-}
+// The registry speaks the domain's types.
+type (
+	// Flag is one flag record: a user flagged on one lock.
+	Flag = leasegate.Flag
+	// Ban is a user's active ban.
+	Ban = leasegate.Ban
+	// UserFlags is everything the registry holds on one user.
+	UserFlags = leasegate.UserFlags
+	// ListQuery selects a page of flags.
+	ListQuery = leasegate.FlagQuery
+	// Page is one page of flags, newest last_flagged_at first.
+	Page = leasegate.FlagPage
+)
 
 // Default and largest page sizes of List.
 const (
-	DefaultPageSize = 50
-	MaxPageSize     = 500
+	DefaultPageSize = leasegate.DefaultFlagPageSize
+	MaxPageSize     = leasegate.MaxFlagPageSize
 )
-
-// ListQuery selects a page of flags.
-type ListQuery struct {
-	// Lock, when set, lists only flags on that lock.
-	Lock string
-	// Limit is the page size (DefaultPageSize when 0, at most MaxPageSize).
-	Limit int
-	// Cursor continues after the previous page ("" = first page).
-	Cursor string
-}
-
-// Page is one page of flags, newest last_flagged_at first.
-type Page struct {
-	Items []Flag
-	// NextCursor continues the listing; "" when this is the last page.
-	NextCursor string
-}
 
 func encodeCursor(score int64, member string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(score, 10) + "\n" + member))
@@ -386,7 +354,7 @@ func lastFlagged(v []interface{}) (int64, bool) {
 }
 
 // MaxBan is the longest ban an operator may place.
-const MaxBan = 365 * 24 * time.Hour
+const MaxBan = leasegate.MaxBan
 
 // BanUser bans the user from every user lock of the tenant for d
 // (replacing any ban in place) and writes an audit record.

@@ -106,7 +106,7 @@ func (a *API) acquire(c echo.Context) error {
 			Wait: req.wait, OpTimeout: a.cfg.RequestTimeout,
 		})
 		a.m.Waiters.Dec()
-		res, waited, err = wr.AcquireResult, wr.Waited, werr
+		res, waited, err = wr, wr.Waited, werr
 		if err != nil && c.Request().Context().Err() != nil {
 			// The client went away while waiting: it gets no answer, and
 			// the log shows 499 (docs/waiting.md).

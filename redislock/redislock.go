@@ -13,18 +13,21 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/scripts"
 )
 
-// Errors returned by the lock engine. Check them with errors.Is.
+// Errors returned by the lock engine. Check them with errors.Is. The
+// first three are the domain's (package leasegate), so callers that speak
+// only the domain recognise them.
 var (
 	// ErrNotHeld: no live lease on the resource (none, or expired).
-	ErrNotHeld = errors.New("redislock: not held")
+	ErrNotHeld = leasegate.ErrLockNotHeld
 	// ErrForbidden: the lease belongs to another owner, or the token differs.
-	ErrForbidden = errors.New("redislock: held by another owner")
+	ErrForbidden = leasegate.ErrLockForbidden
 	// ErrUnavailable wraps every Redis failure (connection, timeout, script
 	// error). No lease is ever reported as granted when it is returned.
-	ErrUnavailable = errors.New("redislock: redis unavailable")
+	ErrUnavailable = leasegate.ErrUnavailable
 	// ErrBadReply: a script answered in a shape it never documents.
 	ErrBadReply = errors.New("redislock: unexpected script reply")
 	// ErrNotReplicated: with Options.MinReplicas, fewer replicas than asked
@@ -92,47 +95,22 @@ func (l *Locker) Tenant(tenant string) *Locker {
 	return &c
 }
 
-// Lock is a live lease.
-type Lock struct {
-	Resource   string
-	Owner      string
-	Token      int64
-	AcquiredAt time.Time
-	ExpiresAt  time.Time
-}
-
-// AcquireResult says whether the caller got the lease.
-type AcquireResult struct {
-	Acquired bool
-	// Lock is the caller's lease when Acquired, otherwise the current
-	// holder's (so callers can tell how long to wait).
-	Lock Lock
-	// RetryAfter, when not Acquired, is how long the holder's lease has
-	// left by the Redis server's clock.
-	RetryAfter time.Duration
-}
-
-// ReleaseResult is the outcome of a release.
-type ReleaseResult int
+// The lock engine speaks the domain's types.
+type (
+	// Lock is a live lease.
+	Lock = leasegate.Lock
+	// AcquireResult says whether the caller got the lease.
+	AcquireResult = leasegate.AcquireResult
+	// ReleaseResult is the outcome of a release.
+	ReleaseResult = leasegate.ReleaseResult
+)
 
 // Release outcomes.
 const (
-	Released ReleaseResult = iota + 1
-	NotFound
-	Forbidden
+	Released  = leasegate.Released
+	NotFound  = leasegate.NotFound
+	Forbidden = leasegate.Forbidden
 )
-
-func (r ReleaseResult) String() string {
-	switch r {
-	case Released:
-		return "released"
-	case NotFound:
-		return "not_found"
-	case Forbidden:
-		return "forbidden"
-	}
-	return "ReleaseResult(" + strconv.Itoa(int(r)) + ")"
-}
 
 // Keys returns the lock and fence keys of resource in this Locker's tenant.
 func (l *Locker) Keys(resource string) (lock, fence string) {

@@ -374,22 +374,13 @@ type WaitRequest struct {
 	OpTimeout time.Duration
 }
 
-// WaitResult is the outcome of a waiting acquire.
-type WaitResult struct {
-	AcquireResult
-	// Waited is true when the caller did not get an answer from the first
-	// try: it acquired after waiting, or timed out (or was answered at
-	// shutdown) still contended.
-	Waited bool
-}
-
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
 // req.Wait while another owner holds it. It returns the contended result
 // when the wait ends without the lease (timeout or Close), and ctx's error
 // as soon as ctx is done (the caller went away). A Redis error ends the
 // wait at once with ErrUnavailable: a lease is never reported granted
 // after an error.
-func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitResult, error) {
+func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (AcquireResult, error) {
 	if req.OpTimeout <= 0 {
 		req.OpTimeout = DefaultOpTimeout
 	}
@@ -400,7 +391,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 	}
 	if req.Wait <= 0 {
 		res, err := try()
-		return WaitResult{AcquireResult: res}, err
+		return res, err
 	}
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
@@ -408,7 +399,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 	wt, ok := w.enqueue(l.ReleaseMessage(req.Resource))
 	if !ok {
 		res, err := try()
-		return WaitResult{AcquireResult: res}, err
+		return res, err
 	}
 	defer w.dequeue(wt)
 
@@ -416,7 +407,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 	// retry_after of a timed-out wait.
 	var last AcquireResult
 	var lastAt time.Time
-	contended := func() WaitResult {
+	contended := func() AcquireResult {
 		if h, at := w.hint(wt); at.After(lastAt) {
 			last, lastAt = h, at
 		}
@@ -425,7 +416,8 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 		if !lastAt.IsZero() {
 			r.RetryAfter = max(last.RetryAfter-time.Since(lastAt), 0)
 		}
-		return WaitResult{AcquireResult: r, Waited: true}
+		r.Waited = true
+		return r
 	}
 
 	first := true
@@ -439,13 +431,13 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 		case err == nil && lk.Owner == req.Owner:
 			res, err := try()
 			if err != nil || res.Acquired {
-				return WaitResult{AcquireResult: res}, err
+				return res, err
 			}
 			last, lastAt = res, time.Now()
 		case err == nil:
 			last = AcquireResult{Lock: lk}
 		case !errors.Is(err, ErrNotHeld):
-			return WaitResult{}, err
+			return AcquireResult{}, err
 		}
 		first = false
 	}
@@ -461,10 +453,11 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 		if w.isHead(wt) {
 			res, err := try()
 			if err != nil {
-				return WaitResult{Waited: !first}, err
+				return AcquireResult{Waited: !first}, err
 			}
 			if res.Acquired {
-				return WaitResult{AcquireResult: res, Waited: !first}, nil
+				res.Waited = !first
+				return res, nil
 			}
 			first = false
 			last, lastAt = res, time.Now()
@@ -491,7 +484,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (WaitR
 		case <-w.shutdown:
 			return contended(), nil
 		case <-ctx.Done():
-			return WaitResult{Waited: true}, ctx.Err()
+			return AcquireResult{Waited: true}, ctx.Err()
 		}
 		if sleep != nil {
 			sleep.Stop() // Go 1.23+ timers: no stale tick after Stop or Reset

@@ -111,7 +111,7 @@ func (r *waitRig) release(t *testing.T, resource, owner string) {
 }
 
 type waitOutcome struct {
-	res redislock.WaitResult
+	res redislock.AcquireResult
 	err error
 	at  time.Time
 }

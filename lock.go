@@ -1,0 +1,97 @@
+package leasegate
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Lock is a live lease on a resource.
+type Lock struct {
+	Resource string
+	Owner    string
+	// Token is the fencing token: it strictly increases for every new
+	// holder of the resource (docs/fencing.md).
+	Token      int64
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
+}
+
+// AcquireRequest asks for the lease on Resource for Owner.
+type AcquireRequest struct {
+	Resource string
+	Owner    string
+	TTL      time.Duration
+	// Wait, when positive, waits up to that long for a release or expiry
+	// instead of answering "contended" at once (docs/waiting.md).
+	Wait time.Duration
+}
+
+// AcquireResult says whether the caller got the lease.
+type AcquireResult struct {
+	Acquired bool
+	// Lock is the caller's lease when Acquired, otherwise the current
+	// holder's (so callers can tell how long to wait).
+	Lock Lock
+	// RetryAfter, when not Acquired, is how long the holder's lease has
+	// left by the Redis server's clock.
+	RetryAfter time.Duration
+	// Waited: the request waited (Wait > 0 and the lease was not free at
+	// once).
+	Waited bool
+}
+
+// ReleaseResult is the outcome of a release.
+type ReleaseResult int
+
+// Release outcomes.
+const (
+	Released ReleaseResult = iota + 1
+	// NotFound: no live lease (none, or expired).
+	NotFound
+	// Forbidden: held by another owner, or under another token.
+	Forbidden
+)
+
+func (r ReleaseResult) String() string {
+	switch r {
+	case Released:
+		return "released"
+	case NotFound:
+		return "not_found"
+	case Forbidden:
+		return "forbidden"
+	}
+	return "ReleaseResult(" + strconv.Itoa(int(r)) + ")"
+}
+
+// The errors every LockService returns, whatever its backend: check them
+// with errors.Is.
+var (
+	// ErrLockNotHeld: no live lease on the resource (none, or expired).
+	ErrLockNotHeld = &Error{Code: CodeNotFound, Message: "no live lock on this resource", Op: "lock"}
+	// ErrLockForbidden: the lease belongs to another owner, or the token
+	// differs.
+	ErrLockForbidden = &Error{Code: CodeForbidden, Message: "the lock is held by another owner or under another token", Op: "lock"}
+	// ErrUnavailable: the store failed; nothing was granted or changed.
+	ErrUnavailable = &Error{Code: CodeUnavailable, Message: UnavailableMessage, RetryAfter: DefaultRetryAfter, Op: "store"}
+)
+
+// LockService takes, reads, renews and releases leases on resources in a
+// tenant's namespace. Any store error wraps ErrUnavailable and never
+// grants anything.
+type LockService interface {
+	// Acquire takes the lease: free, expired or already the owner's ->
+	// Acquired (the same owner keeps its token); another owner's live
+	// lease -> not Acquired, after waiting up to req.Wait.
+	Acquire(ctx context.Context, tenant string, req AcquireRequest) (AcquireResult, error)
+	// Status returns the live lease, or ErrLockNotHeld.
+	Status(ctx context.Context, tenant, resource string) (Lock, error)
+	// Renew moves the expiry of owner's live lease to now+ttl, keeping its
+	// token (token 0: any token of owner). ErrLockNotHeld when none or
+	// expired, ErrLockForbidden for another owner or token.
+	Renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (Lock, error)
+	// Release ends owner's lease (token 0: any token of owner). The error
+	// is non-nil only when the store failed; the outcome is the result.
+	Release(ctx context.Context, tenant, resource, owner string, token int64) (ReleaseResult, error)
+}
