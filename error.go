@@ -112,7 +112,42 @@ type Error struct {
 	// Op, when set, prefixes Error() (e.g. "redislock"), so logs say where
 	// the error came from.
 	Op string
+	// Status, when set, is the HTTP status to answer instead of the
+	// code's (405 and 431, which have no code of their own).
+	Status int
 }
+
+// HTTPStatus is the status that carries e.
+func (e *Error) HTTPStatus() int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	return e.Code.Status()
+}
+
+// Problem is the RFC 9457 problem document of e, as the gateway sends it
+// and the client reads it.
+func (e *Error) Problem() Problem {
+	status := e.HTTPStatus()
+	title := http.StatusText(status)
+	if status == StatusClientClosedRequest {
+		title = "Client Closed Request"
+	}
+	return Problem{Type: e.Code.Type(), Title: title, Status: status, Detail: e.Message, Errors: e.Fields}
+}
+
+// Problem is an RFC 9457 problem details document
+// (application/problem+json).
+type Problem struct {
+	Type   string       `json:"type"`
+	Title  string       `json:"title"`
+	Status int          `json:"status"`
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+// ProblemContentType is the media type of a Problem.
+const ProblemContentType = "application/problem+json"
 
 func (e *Error) Error() string {
 	if e.Op != "" {
@@ -153,7 +188,7 @@ func ErrorOf(err error) (*Error, bool) {
 		return &Error{
 			Code:       CodeAbnormalUsage,
 			Message:    "this user is banned for abnormal usage until " + FormatTime(be.Until),
-			RetryAfter: be.Remaining,
+			RetryAfter: max(be.Remaining, time.Second),
 		}, false
 	}
 	var e *Error

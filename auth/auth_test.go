@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -49,7 +50,7 @@ func gateway(t *testing.T, rdb redis.Scripter, cfg handlers.Config) *echo.Echo {
 		t.Fatalf("New: %v", err)
 	}
 	return handlers.New(cfg, handlers.Deps{
-		Locks: redislock.New(rdb, redislock.Options{Prefix: "lg:"}),
+		Locks: redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "lg:"}), nil, 0),
 		Auth:  kr,
 	})
 }
@@ -242,17 +243,17 @@ func TestKeyNameIsSetForAudit(t *testing.T) {
 	}
 	e := echo.New()
 	var gotName, gotTenant string
-	var gotRole handlers.Role
+	var gotRole leasegate.Role
 	e.GET("/who", func(c echo.Context) error {
 		gotName = KeyName(c)
-		gotTenant, _ = c.Get(handlers.TenantKey).(string)
-		gotRole, _ = c.Get(handlers.RoleKey).(handlers.Role)
+		p, _ := c.Get(leasegate.PrincipalKey).(leasegate.Principal)
+		gotTenant, gotRole = p.Tenant, p.Role
 		return c.NoContent(http.StatusNoContent)
 	}, kr.Middleware())
 	req := httptest.NewRequest(http.MethodGet, "/who", nil)
 	req.Header.Set("Authorization", "Bearer "+keyOpsA)
 	e.ServeHTTP(httptest.NewRecorder(), req)
-	if gotName != "ops-a" || gotTenant != "a" || gotRole != handlers.RoleOps {
+	if gotName != "ops-a" || gotTenant != "a" || gotRole != leasegate.RoleOps {
 		t.Errorf("got name %q tenant %q role %q, want ops-a, a, ops", gotName, gotTenant, gotRole)
 	}
 }

@@ -11,20 +11,14 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate"
 )
-
-// OperatorKey is the echo.Context key under which the middleware stores
-// the authenticated key's name (for audit records). Read it with KeyName.
-// It is the same string as the handlers' operator key for audit records,
-// so handlers see the key name without importing this package.
-const OperatorKey = "leasegate.operator"
 
 // KeyName returns the name of the API key that authenticated the request,
 // or "" (open mode, or no authentication ran).
 func KeyName(c echo.Context) string {
-	n, _ := c.Get(OperatorKey).(string)
-	return n
+	p, _ := c.Get(leasegate.PrincipalKey).(leasegate.Principal)
+	return p.KeyName
 }
 
 // ErrNoKeys: a Keyring needs at least one key (no keys is open mode, which
@@ -128,18 +122,15 @@ func bearer(r *http.Request) (string, string) {
 	return key, ""
 }
 
-// Unauthorized is the one 401 problem every refusal gets, so a caller
+// Unauthorized is the one 401 error every refusal gets, so a caller
 // cannot tell a missing key from a wrong one, or learn anything about the
-// configured keys.
-func Unauthorized() *handlers.Problem {
-	p := handlers.NewProblem(http.StatusUnauthorized, handlers.SlugUnauthorized,
-		"a valid API key is required: Authorization: Bearer <key>")
-	p.Headers = map[string]string{echo.HeaderWWWAuthenticate: "Bearer"}
-	return p
+// configured keys. (The HTTP layer adds "WWW-Authenticate: Bearer".)
+func Unauthorized() *leasegate.Error {
+	return leasegate.Errorf(leasegate.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
 }
 
-// Middleware authenticates each request: on success it sets
-// handlers.TenantKey, handlers.RoleKey and OperatorKey and calls next;
+// Middleware authenticates each request: on success it stores the key's
+// leasegate.Principal under leasegate.PrincipalKey and calls next;
 // otherwise it returns Unauthorized().
 func (k *Keyring) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -148,15 +139,13 @@ func (k *Keyring) Middleware() echo.MiddlewareFunc {
 			if reason == "" {
 				key, ok := k.lookup(presented)
 				if ok {
-					c.Set(handlers.TenantKey, key.Tenant)
-					c.Set(handlers.RoleKey, key.Role)
-					c.Set(OperatorKey, key.Name)
+					c.Set(leasegate.PrincipalKey, key.Principal())
 					return next(c)
 				}
 				reason = reasonUnknown
 			}
 			k.log.Debug("request refused: not authenticated",
-				zap.String("request_id", handlers.RequestID(c)),
+				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
 				zap.String("reason", reason),
 				zap.String("remote_ip", c.RealIP()))
 			return Unauthorized()
@@ -164,46 +153,30 @@ func (k *Keyring) Middleware() echo.MiddlewareFunc {
 	}
 }
 
-// principal is what the handlers may know of a key: no key-file details
-// beyond name, role, tenant, and the stored hash as the key's own secret
-// for the ops page's session cookies (docs/auth.md).
-func principal(key Key) handlers.Principal {
-	return handlers.Principal{
-		Name:   key.Name,
-		Role:   key.Role,
-		Tenant: key.Tenant,
-		Secret: append([]byte(nil), key.Hash[:]...),
-	}
+// Principal is who a request with this key acts as.
+func (key Key) Principal() leasegate.Principal {
+	return leasegate.Principal{Tenant: key.Tenant, Role: key.Role, KeyName: key.Name}
 }
 
 // CheckKey authenticates a key presented outside an Authorization header:
 // the /ops/ page's login form. The key must have the shape a Bearer key
 // must have (ValidKey) and is then compared as Middleware compares it, in
 // constant time against every stored hash.
-func (k *Keyring) CheckKey(presented string) (handlers.Principal, bool) {
+func (k *Keyring) CheckKey(presented string) (Key, bool) {
 	if ValidKey(presented) != nil {
-		return handlers.Principal{}, false
+		return Key{}, false
 	}
-	key, ok := k.lookup(presented)
-	if !ok {
-		return handlers.Principal{}, false
-	}
-	return principal(key), true
+	return k.lookup(presented)
 }
 
 // KeyByName returns the configured key called name, from the set in force
 // now: a key removed or replaced by a reload (SIGHUP) is gone at once.
 // Names are not secrets (they are in logs and audit records).
-func (k *Keyring) KeyByName(name string) (handlers.Principal, bool) {
+func (k *Keyring) KeyByName(name string) (Key, bool) {
 	for _, key := range *k.keys.Load() {
 		if key.Name == name {
-			return principal(key), true
+			return key, true
 		}
 	}
-	return handlers.Principal{}, false
+	return Key{}, false
 }
-
-var (
-	_ handlers.Authenticator = (*Keyring)(nil)
-	_ handlers.KeyLogin      = (*Keyring)(nil)
-)

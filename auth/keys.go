@@ -2,10 +2,10 @@
 //
 // A key is presented as "Authorization: Bearer <key>". The gateway stores
 // only the SHA-256 of each key, with the key's name, role and tenant (see
-// docs/auth.md for the file format). Keyring implements
-// handlers.Authenticator: it sets the caller's tenant, role and key name
-// on the request context, or answers 401 with one fixed body whatever went
-// wrong.
+// docs/auth.md for the file format). Keyring's middleware stores the
+// caller's leasegate.Principal (tenant, role, key name) on the request, or
+// answers 401 with one fixed body whatever went wrong. Sessions is the
+// /ops/ page's browser login, keyed by the same keys.
 package auth
 
 import (
@@ -21,7 +21,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate"
 )
 
 // Errors returned while loading keys. Check them with errors.Is.
@@ -46,7 +46,7 @@ const (
 // sees, and the SHA-256 of the secret.
 type Key struct {
 	Name   string
-	Role   handlers.Role
+	Role   leasegate.Role
 	Tenant string
 	Hash   [sha256.Size]byte
 }
@@ -96,12 +96,12 @@ func ParseEntry(s string) (Key, error) {
 	if len(parts) != 4 {
 		return Key{}, fmt.Errorf("%w: want name:role:tenant:sha256hex, got %d fields", ErrBadEntry, len(parts))
 	}
-	name, role, tenant, hash := parts[0], handlers.Role(parts[1]), parts[2], parts[3]
+	name, role, tenant, hash := parts[0], leasegate.Role(parts[1]), parts[2], parts[3]
 	var k Key
 	switch {
 	case !identifier.MatchString(name):
 		return Key{}, fmt.Errorf("%w: name %q must be 1..64 of A-Z a-z 0-9 . _ -", ErrBadEntry, name)
-	case role != handlers.RoleClient && role != handlers.RoleOps:
+	case !role.Valid():
 		return Key{}, fmt.Errorf("%w: key %q: role %q must be client or ops", ErrBadEntry, name, role)
 	case !identifier.MatchString(tenant):
 		return Key{}, fmt.Errorf("%w: key %q: tenant %q must be 1..64 of A-Z a-z 0-9 . _ -", ErrBadEntry, name, tenant)

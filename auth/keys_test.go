@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate"
 )
 
 func TestParseEntry(t *testing.T) {
@@ -17,7 +17,7 @@ func TestParseEntry(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseEntry: %v", err)
 		}
-		if k.Name != "billing-svc" || k.Role != handlers.RoleClient || k.Tenant != "billing" {
+		if k.Name != "billing-svc" || k.Role != leasegate.RoleClient || k.Tenant != "billing" {
 			t.Errorf("got %+v, want name billing-svc, role client, tenant billing", k)
 		}
 		if HashKey("a-key-of-enough-length") != hash {

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate"
 )
 
 func TestCheckKeyAndKeyByName(t *testing.T) {
@@ -17,10 +17,10 @@ func TestCheckKeyAndKeyByName(t *testing.T) {
 	t.Run("a configured key is its name, role, tenant and stored hash", func(t *testing.T) {
 		p, ok := ring.CheckKey(keyOpsA)
 		want := HashKey(keyOpsA)
-		if !ok || p.Name != "ops-a" || p.Role != handlers.RoleOps || p.Tenant != "a" {
+		if !ok || p.Name != "ops-a" || p.Role != leasegate.RoleOps || p.Tenant != "a" {
 			t.Fatalf("got %+v, %v; want ops-a, ops, tenant a", p, ok)
 		}
-		if got := hex.EncodeToString(p.Secret); got != want {
+		if got := hex.EncodeToString(p.Hash[:]); got != want {
 			t.Errorf("got secret %s, want the stored hash %s", got, want)
 		}
 	})
@@ -35,7 +35,7 @@ func TestCheckKeyAndKeyByName(t *testing.T) {
 
 	t.Run("KeyByName finds a key by name only", func(t *testing.T) {
 		p, ok := ring.KeyByName("client-b")
-		if !ok || p.Role != handlers.RoleClient || p.Tenant != "b" || hex.EncodeToString(p.Secret) != HashKey(keyClientB) {
+		if !ok || p.Role != leasegate.RoleClient || p.Tenant != "b" || hex.EncodeToString(p.Hash[:]) != HashKey(keyClientB) {
 			t.Errorf("got %+v, %v; want client-b of tenant b", p, ok)
 		}
 		if _, ok := ring.KeyByName("nobody"); ok {
@@ -43,14 +43,14 @@ func TestCheckKeyAndKeyByName(t *testing.T) {
 		}
 	})
 
-	t.Run("the secret handed out is a copy", func(t *testing.T) {
+	t.Run("the key handed out is a copy", func(t *testing.T) {
 		p, _ := ring.KeyByName("ops-a")
-		for i := range p.Secret {
-			p.Secret[i] = 0
+		for i := range p.Hash {
+			p.Hash[i] = 0
 		}
 		again, _ := ring.KeyByName("ops-a")
-		if bytes.Equal(again.Secret, p.Secret) {
-			t.Error("got the keyring's hash changed through a Principal")
+		if bytes.Equal(again.Hash[:], p.Hash[:]) {
+			t.Error("got the keyring's hash changed through a returned Key")
 		}
 	})
 

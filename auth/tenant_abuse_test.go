@@ -23,10 +23,12 @@ func abuseGateway(t *testing.T, rdb redis.UniversalClient) *echo.Echo {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	svc := abuse.New(rdb, abuse.Options{Prefix: "lg:"})
 	return handlers.New(handlers.DefaultConfig(), handlers.Deps{
-		Locks: redislock.New(rdb, redislock.Options{Prefix: "lg:"}),
-		Abuse: abuse.New(rdb, abuse.Options{Prefix: "lg:"}),
-		Auth:  kr,
+		Locks:     redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "lg:"}), nil, 0),
+		UserLocks: svc,
+		Flags:     svc,
+		Auth:      kr,
 	})
 }
 

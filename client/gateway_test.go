@@ -61,7 +61,7 @@ func serveRoutes(addr string) (baseURL string, rdb *redis.Client, l *redislock.L
 	ch := "ct:released"
 	l = redislock.New(rdb, redislock.Options{Prefix: "ct:", ReleaseChannel: ch})
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch})
-	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{Locks: l, Waiter: w})
+	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{Locks: redislock.NewService(l, w, 0)})
 	hs := httptest.NewServer(e)
 	return hs.URL, rdb, l, func() {
 		hs.Close()

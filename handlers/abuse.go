@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate"
 )
 
 // flagJSON is FLAG in the contract.
@@ -23,17 +23,17 @@ type flagJSON struct {
 	BannedUntil    *string `json:"banned_until"`
 }
 
-func toFlagJSON(f abuse.Flag) flagJSON {
+func toFlagJSON(f leasegate.Flag) flagJSON {
 	j := flagJSON{
 		UserID:         f.UserID,
 		Lock:           f.Lock,
 		TimesFlagged:   f.TimesFlagged,
 		PeakAttempts:   f.PeakAttempts,
-		FirstFlaggedAt: Timestamp(f.FirstFlaggedAt),
-		LastFlaggedAt:  Timestamp(f.LastFlaggedAt),
+		FirstFlaggedAt: leasegate.FormatTime(f.FirstFlaggedAt),
+		LastFlaggedAt:  leasegate.FormatTime(f.LastFlaggedAt),
 	}
 	if !f.BannedUntil.IsZero() {
-		s := Timestamp(f.BannedUntil)
+		s := leasegate.FormatTime(f.BannedUntil)
 		j.BannedUntil = &s
 	}
 	return j
@@ -60,10 +60,10 @@ type userFlagsJSON struct {
 }
 
 // listQuery validates ?lock=&limit=&cursor=.
-func listQuery(c echo.Context, ck *checker, extra ...string) abuse.ListQuery {
+func listQuery(c echo.Context, ck *checker, extra ...string) leasegate.FlagQuery {
 	noQuery(c, ck, append([]string{"lock", "limit", "cursor"}, extra...)...)
 	q := c.QueryParams()
-	var lq abuse.ListQuery
+	var lq leasegate.FlagQuery
 	one := func(k string) (string, bool) {
 		v, ok := q[k]
 		if !ok {
@@ -81,8 +81,8 @@ func listQuery(c echo.Context, ck *checker, extra ...string) abuse.ListQuery {
 	}
 	if v, ok := one("limit"); ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || !intLiteral.MatchString(v) || n < 1 || n > abuse.MaxPageSize {
-			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(abuse.MaxPageSize))
+		if err != nil || !intLiteral.MatchString(v) || n < 1 || n > leasegate.MaxFlagPageSize {
+			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxFlagPageSize))
 		}
 		lq.Limit = n
 	}
@@ -103,7 +103,7 @@ func (a *API) listFlagged(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	p, err := a.deps.Abuse.List(ctx, tenantOf(c), q)
+	p, err := a.deps.Flags.List(ctx, tenantOf(c), q)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (a *API) getFlagged(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	uf, err := a.deps.Abuse.Get(ctx, tenantOf(c), user)
+	uf, err := a.deps.Flags.Get(ctx, tenantOf(c), user)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (a *API) getFlagged(c echo.Context) error {
 		out.Flags = append(out.Flags, toFlagJSON(f))
 	}
 	if uf.Ban != nil {
-		out.Ban = &banJSON{UserID: uf.UserID, BannedUntil: Timestamp(uf.Ban.Until),
+		out.Ban = &banJSON{UserID: uf.UserID, BannedUntil: leasegate.FormatTime(uf.Ban.Until),
 			Reason: uf.Ban.Reason, BannedBy: uf.Ban.By, Source: uf.Ban.Source}
 	}
 	return sendJSON(c, http.StatusOK, out)
@@ -152,12 +152,12 @@ func (a *API) noBody(c echo.Context) error {
 }
 
 func (a *API) clearFlagged(c echo.Context) error {
-	return a.operatorAction(c, a.deps.Abuse.ClearFlags)
+	return a.operatorAction(c, a.deps.Flags.ClearFlags)
 }
 
 // operatorAction runs a bodyless, queryless operator action on the
 // {user_id} of the path (clear flags, unban) and answers 204.
-func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenant, user string, meta abuse.Meta) error) error {
+func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenant, user string, meta leasegate.RequestMeta) error) error {
 	if err := a.noBody(c); err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenan
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	if err := act(ctx, tenantOf(c), user, abuseMeta(c)); err != nil {
+	if err := act(ctx, tenantOf(c), user, requestMeta(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -207,7 +207,7 @@ func (a *API) ban(c echo.Context) error {
 	var req banRequest
 	req.user = userIDParam(c, &ck)
 	noQuery(c, &ck)
-	req.seconds, _ = ck.intField(fields, "seconds", 1, int64(abuse.MaxBan/time.Second), true)
+	req.seconds, _ = ck.intField(fields, "seconds", 1, int64(leasegate.MaxBan/time.Second), true)
 	if s, ok := ck.stringField(fields, "reason", false); ok {
 		req.reason = s
 	}
@@ -217,14 +217,14 @@ func (a *API) ban(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	b, err := a.deps.Abuse.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, abuseMeta(c))
+	b, err := a.deps.Flags.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, requestMeta(c))
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusCreated, banJSON{UserID: req.user, BannedUntil: Timestamp(b.Until),
+	return sendJSON(c, http.StatusCreated, banJSON{UserID: req.user, BannedUntil: leasegate.FormatTime(b.Until),
 		Reason: b.Reason, BannedBy: b.By, Source: b.Source})
 }
 
 func (a *API) unban(c echo.Context) error {
-	return a.operatorAction(c, a.deps.Abuse.Unban)
+	return a.operatorAction(c, a.deps.Flags.Unban)
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/redislock"
@@ -29,15 +30,12 @@ func (headerAuth) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			h := c.Request().Header
-			c.Set(TenantKey, h.Get("X-Test-Tenant"))
-			role := Role(h.Get("X-Test-Role"))
-			if role == "" {
-				role = RoleOps
+			p := leasegate.Principal{Tenant: h.Get("X-Test-Tenant"), Role: leasegate.Role(h.Get("X-Test-Role")),
+				KeyName: h.Get("X-Test-Operator")}
+			if p.Role == "" {
+				p.Role = leasegate.RoleOps
 			}
-			c.Set(RoleKey, role)
-			if op := h.Get("X-Test-Operator"); op != "" {
-				c.Set(OperatorKey, op)
-			}
+			c.Set(leasegate.PrincipalKey, p)
 			return next(c)
 		}
 	}
@@ -59,10 +57,12 @@ func newAbuseEnv(t *testing.T, pol abuse.Policies) *abuseEnv {
 	t.Cleanup(func() { _ = rdb.Close() })
 	lb := &logbuf.Buffer{}
 	alog := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.InfoLevel))
+	svc := abuse.New(rdb, abuse.Options{Policies: pol, Log: alog})
 	e := New(DefaultConfig(), Deps{
-		Locks: redislock.New(rdb, redislock.Options{}),
-		Abuse: abuse.New(rdb, abuse.Options{Policies: pol, Log: alog}),
-		Auth:  headerAuth{},
+		Locks:     redislock.NewService(redislock.New(rdb, redislock.Options{}), nil, 0),
+		UserLocks: svc,
+		Flags:     svc,
+		Auth:      headerAuth{},
 	})
 	return &abuseEnv{e: e, mini: m, log: lb, now: now}
 }
@@ -370,8 +370,8 @@ func TestOpsReviewRoutes(t *testing.T) {
 			t.Errorf("got audit %v, want one for u3 by key:oncall", recs)
 		}
 		bans := env.log.Events(t, "banned")
-		if len(bans) != 1 || bans[0]["operator"] != OpenModeOperator {
-			t.Errorf("got ban audit %v, want one by %q", bans, OpenModeOperator)
+		if len(bans) != 1 || bans[0]["operator"] != leasegate.OpenModeActor {
+			t.Errorf("got ban audit %v, want one by %q", bans, leasegate.OpenModeActor)
 		}
 	})
 

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/leasegate/leasegate"
 )
 
 // readBody reads a request body of at most limit bytes and checks its
@@ -32,7 +33,7 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	// to check up front.
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "could not read the request body")
+		return nil, problem(leasegate.CodeMalformed, "could not read the request body")
 	}
 	if int64(len(body)) > limit {
 		return nil, tooLarge(limit)
@@ -43,7 +44,7 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	ct := r.Header.Get(echo.HeaderContentType)
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || mt != echo.MIMEApplicationJSON {
-		return nil, NewProblem(http.StatusUnsupportedMediaType, SlugUnsupportedMedia,
+		return nil, problem(leasegate.CodeUnsupportedMedia,
 			"a request body must have Content-Type: application/json")
 	}
 	return body, nil
@@ -59,7 +60,7 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 		return fields, nil
 	}
 	if !utf8.Valid(body) {
-		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "request body is not valid UTF-8")
+		return nil, problem(leasegate.CodeMalformed, "request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
@@ -67,9 +68,9 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 		return nil, malformed(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "request body must be a JSON object")
+		return nil, problem(leasegate.CodeMalformed, "request body must be a JSON object")
 	}
-	var unknown []FieldError
+	var unknown []leasegate.FieldError
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -77,40 +78,40 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 		}
 		name, ok := tok.(string)
 		if !ok {
-			return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "malformed JSON object")
+			return nil, problem(leasegate.CodeMalformed, "malformed JSON object")
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return nil, malformed(err)
 		}
 		if _, dup := fields[name]; dup {
-			return nil, Invalid(FieldError{Field: name, Message: "given more than once"})
+			return nil, leasegate.Invalid(leasegate.FieldError{Field: name, Message: "given more than once"})
 		}
 		fields[name] = raw
 		if !contains(allowed, name) {
-			unknown = append(unknown, FieldError{Field: name, Message: "unknown field"})
+			unknown = append(unknown, leasegate.FieldError{Field: name, Message: "unknown field"})
 		}
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, malformed(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "unexpected data after the JSON object")
+		return nil, problem(leasegate.CodeMalformed, "unexpected data after the JSON object")
 	}
 	if len(unknown) > 0 {
 		sort.Slice(unknown, func(i, j int) bool { return unknown[i].Field < unknown[j].Field })
-		return nil, Invalid(unknown...)
+		return nil, leasegate.Invalid(unknown...)
 	}
 	return fields, nil
 }
 
-func tooLarge(limit int64) *Problem {
-	return NewProblem(http.StatusRequestEntityTooLarge, SlugPayloadTooLarge,
+func tooLarge(limit int64) *leasegate.Error {
+	return problem(leasegate.CodePayloadTooLarge,
 		fmt.Sprintf("request body is larger than %d bytes", limit))
 }
 
-func malformed(err error) *Problem {
-	return NewProblem(http.StatusBadRequest, SlugMalformed, "malformed JSON: "+err.Error())
+func malformed(err error) *leasegate.Error {
+	return problem(leasegate.CodeMalformed, "malformed JSON: "+err.Error())
 }
 
 func contains(list []string, s string) bool {
@@ -124,18 +125,18 @@ func contains(list []string, s string) bool {
 
 // checker collects field errors so one answer names every bad field.
 type checker struct {
-	errs []FieldError
+	errs []leasegate.FieldError
 }
 
 func (c *checker) fail(field, msg string) {
-	c.errs = append(c.errs, FieldError{Field: field, Message: msg})
+	c.errs = append(c.errs, leasegate.FieldError{Field: field, Message: msg})
 }
 
 func (c *checker) err() error {
 	if len(c.errs) == 0 {
 		return nil
 	}
-	return Invalid(c.errs...)
+	return leasegate.Invalid(c.errs...)
 }
 
 var intLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)

@@ -11,9 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/metrics"
-	"github.com/leasegate/leasegate/redislock"
 )
 
 // Config holds the limits the HTTP layer enforces.
@@ -30,18 +29,10 @@ type Config struct {
 	// MetricsPublic serves /metrics without a key (--metrics-auth=none).
 	// Default false: /metrics needs an ops key when keys are configured.
 	MetricsPublic bool
-	// OpsSessionTTL is how long a login to the /ops/ page lasts (default
-	// 8 h); see docs/abuse.md.
-	OpsSessionTTL time.Duration
 	// OpsSecureCookies marks the /ops/ page's cookies Secure even on plain
 	// HTTP requests (a gateway behind a TLS-terminating proxy). Over TLS
 	// they are always Secure.
 	OpsSecureCookies bool
-	// OpsSessionSecret, when set, is mixed into the MAC of /ops/ session
-	// cookies, so that reading the key file (hashes only) is not enough to
-	// forge a session. Every gateway behind one load balancer needs the
-	// same value. Empty: sessions are keyed by the key's stored hash alone.
-	OpsSessionSecret string
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -51,16 +42,18 @@ func DefaultConfig() Config {
 		MaxWait:        30 * time.Second,
 		BodyLimit:      16 << 10,
 		RequestTimeout: 5 * time.Second,
-		OpsSessionTTL:  DefaultOpsSessionTTL,
 	}
 }
 
-// Deps are what the handlers call.
+// Deps are what the handlers call: the domain's services, and how to
+// authenticate. The handlers know nothing of Redis.
 type Deps struct {
-	Locks *redislock.Locker
-	// Waiter runs acquires with wait_ms > 0. Nil gets a Waiter with no
-	// subscription, which notices releases by polling (docs/waiting.md).
-	Waiter *redislock.Waiter
+	// Locks serves /locks (single calls and waiting acquires).
+	Locks leasegate.LockService
+	// UserLocks serves /user-locks; Flags the ops review (/abuse/..., /ops/).
+	// Either nil leaves those routes out.
+	UserLocks leasegate.UserLockService
+	Flags     leasegate.FlagRegistry
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -69,8 +62,10 @@ type Deps struct {
 	// Auth authenticates every route but /healthz and /readyz; nil runs
 	// open (development only: server refuses non-loopback addresses).
 	Auth Authenticator
-	// Abuse runs user locks and the ops review; nil leaves those routes out.
-	Abuse *abuse.Service
+	// Sessions, when set, lets operators log in to /ops/ in a browser
+	// with an ops key (auth.Sessions). Without it the page takes only
+	// what Auth takes (a Bearer key, or open mode).
+	Sessions Sessions
 	// IPExtractor decides the client IP (never trust X-Forwarded-For
 	// unless configured). Default: the connection's remote address.
 	IPExtractor echo.IPExtractor
@@ -82,8 +77,6 @@ type API struct {
 	deps Deps
 	log  *zap.Logger
 	m    *metrics.Metrics
-	// login is deps.Auth's KeyLogin, nil in open mode or when it has none.
-	login KeyLogin
 }
 
 // New builds the Echo instance with every route, the request logger and
@@ -95,17 +88,10 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	if deps.Metrics == nil {
 		deps.Metrics = metrics.NewForTest()
 	}
-	if deps.Waiter == nil {
-		deps.Waiter = redislock.NewWaiter(nil, redislock.WaiterOptions{})
-	}
 	if deps.IPExtractor == nil {
 		deps.IPExtractor = echo.ExtractIPDirect()
 	}
-	if cfg.OpsSessionTTL <= 0 {
-		cfg.OpsSessionTTL = DefaultOpsSessionTTL
-	}
 	a := &API{cfg: cfg, deps: deps, log: deps.Log, m: deps.Metrics}
-	a.login, _ = deps.Auth.(KeyLogin)
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -123,17 +109,19 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	// client: routes any key may use; ops: also needs the ops role.
 	// (Per-route middleware, not e.Group: an Echo v4 group with middleware
 	// registers catch-all routes that turn 405s into 404s.)
-	client := []echo.MiddlewareFunc{authn, requireRole(RoleClient)}
-	ops := []echo.MiddlewareFunc{authn, requireRole(RoleOps)}
+	client := []echo.MiddlewareFunc{authn, requireRole(leasegate.RoleClient)}
+	ops := []echo.MiddlewareFunc{authn, requireRole(leasegate.RoleOps)}
 
 	e.POST("/locks/:resource", a.acquire, client...)
 	e.GET("/locks/:resource", a.status, client...)
 	e.DELETE("/locks/:resource", a.release, client...)
 	e.POST("/locks/:resource/renew", a.renew, client...)
 
-	if deps.Abuse != nil {
+	if deps.UserLocks != nil {
 		e.POST("/user-locks/:name/:user_id", a.userLockAttempt, client...)
 		e.DELETE("/user-locks/:name/:user_id", a.userLockClear, client...)
+	}
+	if deps.Flags != nil {
 		e.GET("/abuse/flagged", a.listFlagged, ops...)
 		e.GET("/abuse/flagged/:user_id", a.getFlagged, ops...)
 		e.DELETE("/abuse/flagged/:user_id", a.clearFlagged, ops...)
@@ -149,16 +137,6 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), metricsMW...)
 	e.GET("/openapi.yaml", a.openapi, client...)
 	return e
-}
-
-// TenantKey is the echo.Context key under which authentication stores the
-// caller's tenant. Without authentication every caller is in tenant "".
-const TenantKey = "leasegate.tenant"
-
-// locker returns the lock engine scoped to the caller's tenant.
-func (a *API) locker(c echo.Context) *redislock.Locker {
-	t, _ := c.Get(TenantKey).(string)
-	return a.deps.Locks.Tenant(t)
 }
 
 // opContext bounds the Redis work of one request.
@@ -178,9 +156,8 @@ func (a *API) readyz(c echo.Context) error {
 	defer cancel()
 	if err := a.deps.Ready(ctx); err != nil {
 		a.log.Warn("readiness check failed", zap.Error(err))
-		p := NewProblem(http.StatusServiceUnavailable, SlugUnavailable, "redis is not reachable")
-		p.RetryAfter = defaultRetryAfterSecs
-		return p
+		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "redis is not reachable",
+			RetryAfter: leasegate.DefaultRetryAfter}
 	}
 	return sendJSON(c, http.StatusOK, map[string]string{"status": "ok"})
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
@@ -66,7 +67,7 @@ func newHarnessOn(t *testing.T, rdb *redis.Client) *harness {
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
 		zapcore.AddSync(logs), zapcore.DebugLevel))
 	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{
-		Locks: locks,
+		Locks: redislock.NewService(locks, nil, 0),
 		Log:   log,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	})
@@ -190,7 +191,7 @@ func checkProblem(t *testing.T, res *http.Response, status int, slug string) pro
 	if err := dec.Decode(&p); err != nil {
 		t.Fatalf("decoding problem %s: %v", body, err)
 	}
-	if want := handlers.ProblemBase + slug; p.Type != want {
+	if want := leasegate.ProblemBase + slug; p.Type != want {
 		t.Errorf("got type %q, want %q", p.Type, want)
 	}
 	if p.Status != status || p.Title == "" || p.Detail == "" {

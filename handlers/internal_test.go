@@ -55,7 +55,7 @@ func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
 	logs := &logbuf.Buffer{}
 	h := &harness{
 		e: handlers.New(handlers.DefaultConfig(), handlers.Deps{
-			Locks: redislock.New(oddScripter{}, redislock.Options{}),
+			Locks: redislock.NewService(redislock.New(oddScripter{}, redislock.Options{}), nil, 0),
 			Log: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
 				zapcore.AddSync(logs), zapcore.DebugLevel)),
 		}),

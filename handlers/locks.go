@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate"
 )
 
 // lockJSON is LOCK in the contract.
@@ -24,13 +24,13 @@ type lockJSON struct {
 	ExpiresAt  string `json:"expires_at"`
 }
 
-func toLockJSON(l redislock.Lock) lockJSON {
+func toLockJSON(l leasegate.Lock) lockJSON {
 	return lockJSON{
 		Resource:   l.Resource,
 		Owner:      l.Owner,
 		Token:      l.Token,
-		AcquiredAt: Timestamp(l.AcquiredAt),
-		ExpiresAt:  Timestamp(l.ExpiresAt),
+		AcquiredAt: leasegate.FormatTime(l.AcquiredAt),
+		ExpiresAt:  leasegate.FormatTime(l.ExpiresAt),
 	}
 }
 
@@ -97,16 +97,13 @@ func (a *API) acquire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var res redislock.AcquireResult
-	waited := false
+	ar := leasegate.AcquireRequest{Resource: req.resource, Owner: req.owner, TTL: req.ttl, Wait: req.wait}
+	var res leasegate.AcquireResult
 	if req.wait > 0 {
+		// The service bounds each Redis call of a wait itself.
 		a.m.Waiters.Inc()
-		wr, werr := a.deps.Waiter.Acquire(c.Request().Context(), a.locker(c), redislock.WaitRequest{
-			Resource: req.resource, Owner: req.owner, TTL: req.ttl,
-			Wait: req.wait, OpTimeout: a.cfg.RequestTimeout,
-		})
+		res, err = a.deps.Locks.Acquire(c.Request().Context(), tenantOf(c), ar)
 		a.m.Waiters.Dec()
-		res, waited, err = wr, wr.Waited, werr
 		if err != nil && c.Request().Context().Err() != nil {
 			// The client went away while waiting: it gets no answer, and
 			// the log shows 499 (docs/waiting.md).
@@ -115,7 +112,7 @@ func (a *API) acquire(c echo.Context) error {
 		}
 	} else {
 		ctx, cancel := a.opContext(c)
-		res, err = a.locker(c).Acquire(ctx, req.resource, req.owner, req.ttl)
+		res, err = a.deps.Locks.Acquire(ctx, tenantOf(c), ar)
 		cancel()
 	}
 	if err != nil {
@@ -123,7 +120,7 @@ func (a *API) acquire(c echo.Context) error {
 	}
 	if !res.Acquired {
 		outcome := "contended"
-		if waited {
+		if res.Waited {
 			outcome = "timed_out"
 		}
 		a.m.Acquires.WithLabelValues(outcome).Inc()
@@ -134,24 +131,16 @@ func (a *API) acquire(c echo.Context) error {
 		})
 	}
 	outcome := "acquired"
-	if waited {
+	if res.Waited {
 		outcome = "waited"
 	}
 	a.m.Acquires.WithLabelValues(outcome).Inc()
 	return sendJSON(c, http.StatusOK, acquiredJSON{Acquired: true, Lock: toLockJSON(res.Lock)})
 }
 
-// statusClientClosedRequest is nginx's 499: the client closed the
-// connection before the answer. It only shows in logs and metrics.
-const statusClientClosedRequest = 499
-
-func clientGone() *Problem {
-	return &Problem{
-		Type:   ProblemBase + SlugRequestTimeout,
-		Title:  "Client Closed Request",
-		Status: statusClientClosedRequest,
-		Detail: "the client went away while waiting for the lock",
-	}
+// clientGone is logged (as 499) when the client went away while waiting.
+func clientGone() *leasegate.Error {
+	return problem(leasegate.CodeRequestTimeout, "the client went away while waiting for the lock")
 }
 
 func (a *API) status(c echo.Context) error {
@@ -162,7 +151,7 @@ func (a *API) status(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	lk, err := a.locker(c).Status(ctx, resource)
+	lk, err := a.deps.Locks.Status(ctx, tenantOf(c), resource)
 	if err != nil {
 		return err
 	}
@@ -182,7 +171,7 @@ func (a *API) release(c echo.Context) error {
 	// ?token= would turn a conditional release into an unconditional one.
 	q, err := url.ParseQuery(c.Request().URL.RawQuery)
 	if err != nil {
-		return NewProblem(http.StatusBadRequest, SlugMalformed, "malformed query string: "+err.Error())
+		return problem(leasegate.CodeMalformed, "malformed query string: "+err.Error())
 	}
 	var ck checker
 	resource := resourceParam(c, &ck)
@@ -198,18 +187,18 @@ func (a *API) release(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	res, err := a.locker(c).Release(ctx, resource, owner, token)
+	res, err := a.deps.Locks.Release(ctx, tenantOf(c), resource, owner, token)
 	if err != nil {
 		return err
 	}
 	a.m.Releases.WithLabelValues(res.String()).Inc()
 	switch res {
-	case redislock.Released:
+	case leasegate.Released:
 		return c.NoContent(http.StatusNoContent)
-	case redislock.NotFound:
-		return redislock.ErrNotHeld
-	case redislock.Forbidden:
-		return redislock.ErrForbidden
+	case leasegate.NotFound:
+		return leasegate.ErrLockNotHeld
+	case leasegate.Forbidden:
+		return leasegate.ErrLockForbidden
 	}
 	return fmt.Errorf("handlers: unknown release result %v", res)
 }
@@ -285,11 +274,11 @@ func (a *API) renew(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	lk, err := a.locker(c).Renew(ctx, resource, owner, token, time.Duration(ttl)*time.Second)
+	lk, err := a.deps.Locks.Renew(ctx, tenantOf(c), resource, owner, token, time.Duration(ttl)*time.Second)
 	switch {
-	case errors.Is(err, redislock.ErrNotHeld):
+	case errors.Is(err, leasegate.ErrLockNotHeld):
 		a.m.Renewals.WithLabelValues("not_found").Inc()
-	case errors.Is(err, redislock.ErrForbidden):
+	case errors.Is(err, leasegate.ErrLockForbidden):
 		a.m.Renewals.WithLabelValues("forbidden").Inc()
 	case err == nil:
 		a.m.Renewals.WithLabelValues("renewed").Inc()

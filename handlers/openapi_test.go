@@ -247,11 +247,15 @@ func newSpecGatewayOn(t *testing.T, addr string) *specGateway {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	locks := redislock.New(rdb, redislock.Options{Prefix: "spec:"})
+	specAbuse := abuse.New(rdb, abuse.Options{Prefix: "spec:"})
+	ring := specKeys(t)
 	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{
-		Locks: locks,
-		Abuse: abuse.New(rdb, abuse.Options{Prefix: "spec:"}),
-		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Auth:  specKeys(t),
+		Locks:     redislock.NewService(locks, nil, 0),
+		UserLocks: specAbuse,
+		Flags:     specAbuse,
+		Ready:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Auth:      ring,
+		Sessions:  auth.NewSessions(ring, 0, ""),
 	})
 	doc := loadSpec(t)
 	router, err := gorillamux.NewRouter(doc)

@@ -18,7 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate"
 )
 
 // The /ops/ page: server-rendered with html/template (which escapes every
@@ -102,7 +102,7 @@ var opsMessages = map[string]opsFlash{
 // stylesheet are public: the login form needs the stylesheet, and both
 // are the same fixed bytes for everyone.
 func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
-	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(RoleOps)}
+	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
 	e.GET("/ops", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, "/ops/")
 	})
@@ -111,7 +111,7 @@ func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
 	e.POST("/ops/clear", a.opsAction("clear"), page...)
 	e.POST("/ops/ban", a.opsAction("ban"), page...)
 	e.POST("/ops/unban", a.opsAction("unban"), page...)
-	if a.deps.Auth == nil || a.login != nil {
+	if a.deps.Auth == nil || a.deps.Sessions != nil {
 		e.GET("/ops/login", a.loginForm)
 		e.POST("/ops/login", a.loginSubmit)
 		e.POST("/ops/logout", a.logout)
@@ -182,8 +182,8 @@ func (a *API) opsPage(c echo.Context) error {
 	q.Limit = opsPageSize
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	page, err := a.deps.Abuse.List(ctx, tenantOf(c), q)
-	if errors.Is(err, abuse.ErrBadCursor) {
+	page, err := a.deps.Flags.List(ctx, tenantOf(c), q)
+	if errors.Is(err, leasegate.ErrBadCursor) {
 		return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
 	}
 	if err != nil {
@@ -191,7 +191,7 @@ func (a *API) opsPage(c echo.Context) error {
 	}
 	v := opsView{
 		Tenant:   tenantOf(c),
-		Operator: Operator(c),
+		Operator: principal(c).Actor(),
 		Lock:     q.Lock,
 		CSRF:     a.csrfToken(c),
 		Session:  viaSession(c),
@@ -214,11 +214,11 @@ func (a *API) opsPage(c echo.Context) error {
 			Lock:           f.Lock,
 			TimesFlagged:   f.TimesFlagged,
 			PeakAttempts:   f.PeakAttempts,
-			FirstFlaggedAt: Timestamp(f.FirstFlaggedAt),
-			LastFlaggedAt:  Timestamp(f.LastFlaggedAt),
+			FirstFlaggedAt: leasegate.FormatTime(f.FirstFlaggedAt),
+			LastFlaggedAt:  leasegate.FormatTime(f.LastFlaggedAt),
 		}
 		if !f.BannedUntil.IsZero() {
-			r.BannedUntil = Timestamp(f.BannedUntil)
+			r.BannedUntil = leasegate.FormatTime(f.BannedUntil)
 		}
 		v.Items = append(v.Items, r)
 	}
@@ -254,11 +254,11 @@ func opsURL(lock, cursor, msg, user string) string {
 func (a *API) pageForm(c echo.Context) (url.Values, error) {
 	r := c.Request()
 	if err := crossOrigin.Check(r); err != nil {
-		return nil, NewProblem(http.StatusForbidden, SlugForbidden, "cross-origin form posts are refused")
+		return nil, problem(leasegate.CodeForbidden, "cross-origin form posts are refused")
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
 	if err != nil || mt != echo.MIMEApplicationForm {
-		return nil, NewProblem(http.StatusUnsupportedMediaType, SlugUnsupportedMedia,
+		return nil, problem(leasegate.CodeUnsupportedMedia,
 			"the ops page posts application/x-www-form-urlencoded")
 	}
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, a.cfg.BodyLimit)
@@ -267,13 +267,13 @@ func (a *API) pageForm(c echo.Context) (url.Values, error) {
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(a.cfg.BodyLimit)
 		}
-		return nil, NewProblem(http.StatusBadRequest, SlugMalformed, "malformed form")
+		return nil, problem(leasegate.CodeMalformed, "malformed form")
 	}
 	form := r.PostForm
 	ck, err := c.Cookie(csrfCookie)
 	tok := form.Get("csrf")
 	if err != nil || !validToken(ck.Value) || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(tok)) != 1 {
-		return nil, NewProblem(http.StatusForbidden, SlugForbidden,
+		return nil, problem(leasegate.CodeForbidden,
 			"missing or wrong CSRF token: reload the ops page and try again")
 	}
 	return form, nil
@@ -289,7 +289,7 @@ func (a *API) opsAction(action string) echo.HandlerFunc {
 		}
 		user := form.Get("user_id")
 		lock := form.Get("lock")
-		if lock != "" && !abuse.LockNamePattern.MatchString(lock) {
+		if lock != "" && !leasegate.UserLockName.MatchString(lock) {
 			lock = ""
 		}
 		var v checker
@@ -298,7 +298,7 @@ func (a *API) opsAction(action string) echo.HandlerFunc {
 		var reason string
 		if action == "ban" {
 			seconds, err = strconv.ParseInt(form.Get("seconds"), 10, 64)
-			if err != nil || !intLiteral.MatchString(form.Get("seconds")) || seconds < 1 || seconds > int64(abuse.MaxBan/time.Second) {
+			if err != nil || !intLiteral.MatchString(form.Get("seconds")) || seconds < 1 || seconds > int64(leasegate.MaxBan/time.Second) {
 				v.fail("seconds", "must be a whole number of seconds up to a year")
 			}
 			reason = form.Get("reason")
@@ -312,7 +312,7 @@ func (a *API) opsAction(action string) echo.HandlerFunc {
 		}
 		ctx, cancel := a.opContext(c)
 		defer cancel()
-		svc, tenant, meta := a.deps.Abuse, tenantOf(c), abuseMeta(c)
+		svc, tenant, meta := a.deps.Flags, tenantOf(c), requestMeta(c)
 		var msg string
 		switch action {
 		case "clear":
@@ -324,9 +324,9 @@ func (a *API) opsAction(action string) echo.HandlerFunc {
 			err, msg = svc.Unban(ctx, tenant, user, meta), "unbanned"
 		}
 		switch {
-		case errors.Is(err, abuse.ErrNotFound):
+		case errors.Is(err, leasegate.ErrUserNotFound):
 			return back("notfound")
-		case errors.Is(err, abuse.ErrAllowlisted):
+		case errors.Is(err, leasegate.ErrAllowlisted):
 			return back("allowlisted")
 		case err != nil:
 			a.log.Warn("ops page action failed", zap.String("action", action), zap.Error(err))

@@ -67,6 +67,10 @@ type loginEnv struct {
 	ring  *auth.Keyring
 	audit *logbuf.Buffer
 	cfg   handlers.Config
+	// sessionTTL and sessionSecret configure the ops-page logins
+	// (auth.NewSessions).
+	sessionTTL    time.Duration
+	sessionSecret string
 }
 
 func newLoginEnv(t *testing.T, cfg handlers.Config) *loginEnv {
@@ -93,11 +97,13 @@ func (env *loginEnv) gateway(t *testing.T, ring *auth.Keyring) *echo.Echo {
 	alog := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
 		zapcore.AddSync(env.audit), zapcore.InfoLevel))
 	deps := handlers.Deps{
-		Locks: redislock.New(env.rdb, redislock.Options{}),
-		Abuse: abuse.New(env.rdb, abuse.Options{Policies: pol, Log: alog}),
+		Locks: redislock.NewService(redislock.New(env.rdb, redislock.Options{}), nil, 0),
 	}
+	svc := abuse.New(env.rdb, abuse.Options{Policies: pol, Log: alog})
+	deps.UserLocks, deps.Flags = svc, svc
 	if ring != nil {
 		deps.Auth = ring
+		deps.Sessions = auth.NewSessions(ring, env.sessionTTL, env.sessionSecret)
 	}
 	return handlers.New(env.cfg, deps)
 }
@@ -338,7 +344,7 @@ func TestOpsLogin(t *testing.T) {
 		if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/ops" || ck.Secure {
 			t.Errorf("got cookie %+v, want HttpOnly, SameSite=Strict, Path=/ops, not Secure over plain HTTP", ck)
 		}
-		if want := int(handlers.DefaultOpsSessionTTL / time.Second); ck.MaxAge != want {
+		if want := int(auth.DefaultSessionTTL / time.Second); ck.MaxAge != want {
 			t.Errorf("got Max-Age %d, want %d", ck.MaxAge, want)
 		}
 		if strings.Contains(ck.Value, loginOpsKey) || strings.Contains(ck.Value, auth.HashKey(loginOpsKey)) {
@@ -473,7 +479,7 @@ func TestOpsSessionRefusals(t *testing.T) {
 		value string
 	}{
 		{"an expired session", forgeSession("oncall", loginTenant, now.Add(-time.Second), opsKeyHash())},
-		{"an expiry beyond the session lifetime", forgeSession("oncall", loginTenant, now.Add(handlers.DefaultOpsSessionTTL+time.Hour), opsKeyHash())},
+		{"an expiry beyond the session lifetime", forgeSession("oncall", loginTenant, now.Add(auth.DefaultSessionTTL+time.Hour), opsKeyHash())},
 		{"another tenant under a valid MAC of the wrong payload", base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(rawPayload), "|"+loginTenant+"|", "|other|", 1))) + "." + mac},
 		{"a tampered MAC", payload + "." + string(flipped)},
 		{"a session signed with another secret", forgeSession("oncall", loginTenant, now.Add(time.Hour), []byte("not the key's hash"))},
@@ -507,9 +513,9 @@ func TestOpsSessionRefusals(t *testing.T) {
 }
 
 func TestOpsSessionSecret(t *testing.T) {
-	cfg := handlers.DefaultConfig()
-	cfg.OpsSessionSecret = "a-session-secret-of-at-least-32-bytes!"
-	env := newLoginEnv(t, cfg)
+	env := newLoginEnv(t, handlers.DefaultConfig())
+	env.sessionSecret = "a-session-secret-of-at-least-32-bytes!"
+	env.e = env.gateway(t, env.ring)
 	now := time.Now()
 
 	t.Run("a session forged from the key file alone is refused", func(t *testing.T) {
@@ -533,7 +539,7 @@ func TestOpsSessionSecret(t *testing.T) {
 		b := newBrowser(t, env.e)
 		b.mustLogin()
 		other := *env
-		other.cfg.OpsSessionSecret = "another-session-secret-of-32-bytes-or-more"
+		other.sessionSecret = "another-session-secret-of-32-bytes-or-more"
 		b.e = other.gateway(t, env.ring)
 		res, _ := b.do("GET", "/ops/", nil)
 		wantLoginRedirect(t, res)
@@ -542,7 +548,7 @@ func TestOpsSessionSecret(t *testing.T) {
 		b := newBrowser(t, env.e)
 		b.mustLogin()
 		other := *env
-		other.cfg.OpsSessionSecret = ""
+		other.sessionSecret = ""
 		b.e = other.gateway(t, env.ring)
 		res, _ := b.do("GET", "/ops/", nil)
 		wantLoginRedirect(t, res)
@@ -590,8 +596,9 @@ func TestOpsSessionCookieIsSecure(t *testing.T) {
 	t.Run("behind a TLS proxy when configured", func(t *testing.T) {
 		cfg := handlers.DefaultConfig()
 		cfg.OpsSecureCookies = true
-		cfg.OpsSessionTTL = 30 * time.Minute
-		b := newBrowser(t, newLoginEnv(t, cfg).e)
+		env := newLoginEnv(t, cfg)
+		env.sessionTTL = 30 * time.Minute
+		b := newBrowser(t, env.gateway(t, env.ring))
 		ck := b.mustLogin()
 		if !ck.Secure || ck.MaxAge != 1800 {
 			t.Errorf("got %+v, want Secure with Max-Age 1800", ck)

@@ -1,165 +1,75 @@
 package handlers
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/abuse"
-	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate"
 )
 
-// ProblemBase is the prefix of every problem type URI; the last path
-// segment is the stable slug listed in docs/api.md.
-const ProblemBase = "https://leasegate.dev/problems/"
-
-// Problem slugs (the last path segment of a problem's type).
-const (
-	SlugValidation        = "validation"
-	SlugMalformed         = "malformed-request"
-	SlugNotFound          = "not-found"
-	SlugForbidden         = "forbidden"
-	SlugUnauthorized      = "unauthorized"
-	SlugPayloadTooLarge   = "payload-too-large"
-	SlugUnsupportedMedia  = "unsupported-media-type"
-	SlugRateLimited       = "rate-limited"
-	SlugAbnormalUsage     = "abnormal-usage-detected"
-	SlugUnavailable       = "unavailable"
-	SlugInternal          = "internal"
-	SlugRequestTimeout    = "request-timeout"
-	problemContentType    = "application/problem+json"
-	defaultRetryAfterSecs = 1
-)
-
-// FieldError names one invalid input field.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
+// problem builds a domain error with code and message; the error handler
+// writes it as problem+json.
+func problem(code leasegate.Code, message string) *leasegate.Error {
+	return leasegate.Errorf(code, message)
 }
 
-// Problem is an RFC 9457 problem detail. Handlers return it as an error;
-// the HTTP error handler writes it.
-type Problem struct {
-	Type   string       `json:"type"`
-	Title  string       `json:"title"`
-	Status int          `json:"status"`
-	Detail string       `json:"detail"`
-	Errors []FieldError `json:"errors,omitempty"`
-
-	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
-	RetryAfter int `json:"-"`
-	// Headers are extra response headers (e.g. WWW-Authenticate).
-	Headers map[string]string `json:"-"`
+// invalid is a 422 naming one field.
+func invalid(field, message string) *leasegate.Error {
+	return leasegate.Invalid(leasegate.FieldError{Field: field, Message: message})
 }
 
-func (p *Problem) Error() string {
-	return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail)
-}
-
-// NewProblem builds a problem with the given status, slug and detail.
-func NewProblem(status int, slug, detail string) *Problem {
-	return &Problem{
-		Type:   ProblemBase + slug,
-		Title:  http.StatusText(status),
-		Status: status,
-		Detail: detail,
-	}
-}
-
-// Invalid is a 422 validation problem listing the bad fields.
-func Invalid(errs ...FieldError) *Problem {
-	p := NewProblem(http.StatusUnprocessableEntity, SlugValidation, "the request has invalid fields")
-	p.Errors = errs
-	if len(errs) == 1 {
-		p.Detail = errs[0].Field + ": " + errs[0].Message
-	}
-	return p
-}
-
-// problemFor maps any error to the problem the client sees. It is the one
-// table from domain errors to HTTP. The bool says whether the error is
-// unexpected and must be logged.
-func problemFor(err error) (*Problem, bool) {
-	var p *Problem
-	if errors.As(err, &p) {
-		return p, false
-	}
-	switch {
-	case errors.Is(err, redislock.ErrNotHeld):
-		return NewProblem(http.StatusNotFound, SlugNotFound, "no live lock on this resource"), false
-	case errors.Is(err, redislock.ErrForbidden):
-		return NewProblem(http.StatusForbidden, SlugForbidden, "the lock is held by another owner or under another token"), false
-	case errors.Is(err, redislock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		p := NewProblem(http.StatusServiceUnavailable, SlugUnavailable, "the lock store is unavailable; nothing was changed, retry later")
-		p.RetryAfter = defaultRetryAfterSecs
-		return p, true
-	}
-	if p, unexpected, ok := abuseProblem(err); ok {
-		return p, unexpected
-	}
+// errorOf maps any error to the domain error the client sees, and says
+// whether it is unexpected and must be logged. Domain errors (from the
+// services, or the handlers' own validation) keep their code; Echo's own
+// errors (no route, wrong method, ...) are mapped here; anything else is
+// internal.
+func errorOf(err error) (*leasegate.Error, bool) {
 	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		return httpErrorProblem(he), he.Code >= 500
+	var de *leasegate.Error
+	if errors.As(err, &he) && !errors.As(err, &de) {
+		return httpError(he), he.Code >= 500
 	}
-	return NewProblem(http.StatusInternalServerError, SlugInternal, "internal error"), true
+	return leasegate.ErrorOf(err)
 }
 
-// abuseProblem is the part of the table for package abuse.
-func abuseProblem(err error) (*Problem, bool, bool) {
-	var be *abuse.BannedError
-	switch {
-	case errors.As(err, &be):
-		p := NewProblem(http.StatusTooManyRequests, SlugAbnormalUsage,
-			"this user is banned for abnormal usage until "+Timestamp(be.Until))
-		p.RetryAfter = int(max((be.Remaining+time.Second-1)/time.Second, 1))
-		return p, false, true
-	case errors.Is(err, abuse.ErrNotFound):
-		return NewProblem(http.StatusNotFound, SlugNotFound, "nothing there for this user"), false, true
-	case errors.Is(err, abuse.ErrAllowlisted):
-		return Invalid(FieldError{Field: "user_id", Message: "is on the allowlist and cannot be banned"}), false, true
-	case errors.Is(err, abuse.ErrBadCursor):
-		return Invalid(FieldError{Field: "cursor", Message: "must be a next_cursor from a previous page"}), false, true
-	case errors.Is(err, abuse.ErrUnavailable):
-		p := NewProblem(http.StatusServiceUnavailable, SlugUnavailable, "the lock store is unavailable; nothing was changed, retry later")
-		p.RetryAfter = defaultRetryAfterSecs
-		return p, true, true
-	}
-	return nil, false, false
-}
-
-func httpErrorProblem(he *echo.HTTPError) *Problem {
+func httpError(he *echo.HTTPError) *leasegate.Error {
 	switch he.Code {
 	case http.StatusNotFound:
-		return NewProblem(he.Code, SlugNotFound, "no such route")
+		return problem(leasegate.CodeNotFound, "no such route")
 	case http.StatusMethodNotAllowed:
 		// The contract's slug list has no 405 of its own: a wrong method is
 		// a malformed request for this route (docs/api.md).
-		return NewProblem(he.Code, SlugMalformed, "method not allowed on this route; see the Allow header")
+		return &leasegate.Error{Code: leasegate.CodeMalformed, Status: he.Code,
+			Message: "method not allowed on this route; see the Allow header"}
 	case http.StatusRequestEntityTooLarge:
-		return NewProblem(he.Code, SlugPayloadTooLarge, "request body too large")
+		return problem(leasegate.CodePayloadTooLarge, "request body too large")
 	case http.StatusUnsupportedMediaType:
-		return NewProblem(he.Code, SlugUnsupportedMedia, "request body must be application/json")
+		return problem(leasegate.CodeUnsupportedMedia, "request body must be application/json")
 	case http.StatusUnauthorized:
-		return NewProblem(he.Code, SlugUnauthorized, "missing or invalid credentials")
+		return problem(leasegate.CodeUnauthorized, "missing or invalid credentials")
 	case http.StatusForbidden:
-		return NewProblem(he.Code, SlugForbidden, "forbidden")
+		return problem(leasegate.CodeForbidden, "forbidden")
 	case http.StatusTooManyRequests:
-		return NewProblem(he.Code, SlugRateLimited, "too many requests")
+		return problem(leasegate.CodeRateLimited, "too many requests")
 	case http.StatusServiceUnavailable:
-		p := NewProblem(he.Code, SlugUnavailable, "service unavailable")
-		p.RetryAfter = defaultRetryAfterSecs
-		return p
+		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "service unavailable",
+			RetryAfter: leasegate.DefaultRetryAfter}
 	}
 	if he.Code >= 400 && he.Code < 500 {
-		return NewProblem(he.Code, SlugMalformed, http.StatusText(he.Code))
+		return &leasegate.Error{Code: leasegate.CodeMalformed, Status: he.Code, Message: http.StatusText(he.Code)}
 	}
-	return NewProblem(http.StatusInternalServerError, SlugInternal, "internal error")
+	return problem(leasegate.CodeInternal, "internal error")
+}
+
+// retryAfterSeconds is d as a Retry-After value: whole seconds, rounded
+// up, at least 1.
+func retryAfterSeconds(e *leasegate.Error) int {
+	secs := int((e.RetryAfter + 999_999_999) / 1_000_000_000)
+	return max(secs, 1)
 }
 
 // errorHandler is Echo's HTTPErrorHandler: every error becomes problem+json.
@@ -168,7 +78,7 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
-		p, unexpected := problemFor(err)
+		e, unexpected := errorOf(err)
 		if unexpected {
 			log.Error("request failed",
 				zap.String("request_id", requestID(c)),
@@ -176,13 +86,15 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 				zap.Error(err))
 		}
 		h := c.Response().Header()
-		if p.RetryAfter > 0 {
-			h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+		if e.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
 		}
-		for k, v := range p.Headers {
-			h.Set(k, v)
+		if e.Code == leasegate.CodeUnauthorized {
+			// RFC 9110: every 401 names a scheme; the API's is Bearer.
+			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
 		}
-		h.Set(echo.HeaderContentType, problemContentType)
+		p := e.Problem()
+		h.Set(echo.HeaderContentType, leasegate.ProblemContentType)
 		c.Response().WriteHeader(p.Status)
 		if c.Request().Method == http.MethodHead {
 			return

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate"
 )
 
 // defaultUserLockTTL is the contract's default ttl_seconds of a user lock.
@@ -23,7 +23,7 @@ type userLockJSON struct {
 
 // lockName validates a user lock's name: 1..64 bytes of [A-Za-z0-9._-].
 func (c *checker) lockName(field, s string) {
-	if !abuse.LockNamePattern.MatchString(s) {
+	if !leasegate.UserLockName.MatchString(s) {
 		c.fail(field, "must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
 	}
 }
@@ -76,16 +76,6 @@ func noQuery(c echo.Context, ck *checker, allowed ...string) {
 	}
 }
 
-// abuseMeta is what the abuse log records about this request.
-func abuseMeta(c echo.Context) abuse.Meta {
-	return abuse.Meta{ClientIP: c.RealIP(), RequestID: requestID(c), Operator: Operator(c)}
-}
-
-func tenantOf(c echo.Context) string {
-	t, _ := c.Get(TenantKey).(string)
-	return t
-}
-
 func (a *API) userLockAttempt(c echo.Context) error {
 	body, err := readBody(c, a.cfg.BodyLimit)
 	if err != nil {
@@ -107,7 +97,7 @@ func (a *API) userLockAttempt(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	res, err := a.deps.Abuse.Attempt(ctx, tenantOf(c), name, user, time.Duration(ttl)*time.Second, abuseMeta(c))
+	res, err := a.deps.UserLocks.Attempt(ctx, tenantOf(c), name, user, time.Duration(ttl)*time.Second, requestMeta(c))
 	if err != nil {
 		return err
 	}
@@ -115,7 +105,7 @@ func (a *API) userLockAttempt(c echo.Context) error {
 		Acquired:  res.Acquired,
 		Attempts:  res.Attempts,
 		Flagged:   res.Flagged,
-		ExpiresAt: Timestamp(res.ExpiresAt),
+		ExpiresAt: leasegate.FormatTime(res.ExpiresAt),
 	})
 }
 
@@ -135,7 +125,7 @@ func (a *API) userLockClear(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	if err := a.deps.Abuse.Clear(ctx, tenantOf(c), name, user); err != nil {
+	if err := a.deps.UserLocks.Clear(ctx, tenantOf(c), name, user); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

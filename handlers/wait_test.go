@@ -38,7 +38,7 @@ func newWaitAPI(t *testing.T) *waitAPI {
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch, PollInterval: time.Hour})
 	t.Cleanup(w.Close)
 	m := metrics.NewForTest()
-	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{Locks: l, Waiter: w, Metrics: m})
+	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{Locks: redislock.NewService(l, w, 0), Metrics: m})
 	end := time.Now().Add(5 * time.Second)
 	for !w.Active() {
 		if time.Now().After(end) {

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/auth"
-	"github.com/leasegate/leasegate/handlers"
 )
 
 // Values of Config.MetricsAuth.
@@ -25,36 +24,36 @@ const (
 	MetricsAuthNone = "none"
 )
 
-// authenticator loads the API keys. No keys is open mode (a nil
-// Authenticator), allowed only on a loopback address unless
-// InsecureOpen; it is logged as a warning either way. A key file or list
-// that is configured but holds no key is an error, not open mode.
-func (s *Server) authenticator() (handlers.Authenticator, error) {
+// loadKeys loads the API keys into s.keyring. No keys is open mode (a
+// nil keyring), allowed only on a loopback address unless InsecureOpen;
+// it is logged as a warning either way. A key file or list that is
+// configured but holds no key is an error, not open mode.
+func (s *Server) loadKeys() error {
 	keys, err := auth.Load(s.cfg.APIKeysFile, s.cfg.APIKeys)
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return fmt.Errorf("server: %w", err)
 	}
 	if len(keys) == 0 && (s.cfg.APIKeysFile != "" || strings.TrimSpace(s.cfg.APIKeys) != "") {
 		// Keys were configured and none was found: never fall back to
 		// open mode (as a reload never does).
-		return nil, fmt.Errorf("server: no API keys found in --api-keys-file %q or --api-keys: refusing to start open; add key entries (see docs/auth.md), or give neither setting for open mode", s.cfg.APIKeysFile)
+		return fmt.Errorf("server: no API keys found in --api-keys-file %q or --api-keys: refusing to start open; add key entries (see docs/auth.md), or give neither setting for open mode", s.cfg.APIKeysFile)
 	}
 	if len(keys) == 0 {
 		if !isLoopback(s.cfg.Addr) && !s.cfg.InsecureOpen {
-			return nil, fmt.Errorf("server: no API keys configured (--api-keys-file, --api-keys): refusing to serve %q, which is not a loopback address, without authentication; configure keys (see docs/auth.md) or pass --insecure-open", s.cfg.Addr)
+			return fmt.Errorf("server: no API keys configured (--api-keys-file, --api-keys): refusing to serve %q, which is not a loopback address, without authentication; configure keys (see docs/auth.md) or pass --insecure-open", s.cfg.Addr)
 		}
 		s.log.Warn("no API keys configured: the gateway is OPEN, every caller is an operator of the default tenant; development only (see docs/auth.md)",
 			zap.String("addr", s.cfg.Addr), zap.Bool("insecure_open", s.cfg.InsecureOpen))
-		return nil, nil
+		return nil
 	}
 	kr, err := auth.New(keys, s.log.Named("auth"))
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return fmt.Errorf("server: %w", err)
 	}
 	s.keyring = kr
 	s.log.Info("API keys loaded: every route but /healthz and /readyz needs a key",
 		zap.Int("keys", kr.Len()), zap.String("metrics_auth", s.cfg.MetricsAuth))
-	return kr, nil
+	return nil
 }
 
 // ErrOpenMode: keys cannot be reloaded into a gateway started without

@@ -20,7 +20,7 @@ func TestValidateBoundsTheOpsSessionTTL(t *testing.T) {
 		{MaxOpsSessionTTL + time.Second, false},
 	} {
 		cfg := DefaultConfig()
-		cfg.HTTP.OpsSessionTTL = tc.ttl
+		cfg.OpsSessionTTL = tc.ttl
 		err := cfg.Validate()
 		if tc.ok && err != nil {
 			t.Errorf("ttl %v: got %v, want it accepted", tc.ttl, err)

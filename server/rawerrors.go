@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate"
 )
 
 // Go's http.Server answers some requests itself, before any handler runs,
@@ -34,22 +34,23 @@ const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnectio
 
 var rawRewrites = map[string][]byte{
 	"HTTP/1.1 431 Request Header Fields Too Large" + goErrorHeaders + "431 Request Header Fields Too Large": rawProblem(
-		handlers.NewProblem(http.StatusRequestHeaderFieldsTooLarge, handlers.SlugPayloadTooLarge,
-			"the request's header block is larger than the server accepts (--max-header-bytes)")),
+		&leasegate.Error{Code: leasegate.CodePayloadTooLarge, Status: http.StatusRequestHeaderFieldsTooLarge,
+			Message: "the request's header block is larger than the server accepts (--max-header-bytes)"}),
 	"HTTP/1.1 400 Bad Request" + goErrorHeaders + "400 Bad Request": rawProblem(
-		handlers.NewProblem(http.StatusBadRequest, handlers.SlugMalformed, "malformed HTTP request")),
+		leasegate.Errorf(leasegate.CodeMalformed, "malformed HTTP request")),
 }
 
 // rawProblem is a whole HTTP/1.1 response carrying p, closing the
 // connection as net/http's own answer does.
-func rawProblem(p *handlers.Problem) []byte {
+func rawProblem(e *leasegate.Error) []byte {
+	p := e.Problem()
 	body, err := json.Marshal(p)
 	if err != nil {
 		panic("server: marshal problem: " + err.Error()) // static input: a bug
 	}
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(p.Status) + " " + http.StatusText(p.Status) + "\r\n")
-	b.WriteString("Content-Type: application/problem+json\r\n")
+	b.WriteString("Content-Type: " + leasegate.ProblemContentType + "\r\n")
 	b.WriteString("Content-Length: " + strconv.Itoa(len(body)+1) + "\r\n")
 	b.WriteString("Connection: close\r\n\r\n")
 	b.Write(body)

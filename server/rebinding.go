@@ -6,9 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/leasegate/leasegate"
 	"go.uber.org/zap"
-
-	"github.com/leasegate/leasegate/handlers"
 )
 
 // loopbackHostOnly guards open mode on a loopback address against DNS
@@ -19,8 +18,8 @@ import (
 // a loopback host (localhost, 127.0.0.0/8, ::1, any port) are served;
 // others get 403 forbidden. /healthz and /readyz answer whatever the Host.
 func loopbackHostOnly(next http.Handler, log *zap.Logger) http.Handler {
-	refusal, _ := json.Marshal(handlers.NewProblem(http.StatusForbidden, handlers.SlugForbidden,
-		"this gateway runs open (no API keys) and answers only requests addressed to a loopback host (localhost, 127.0.0.1, [::1])"))
+	refusal, _ := json.Marshal(leasegate.Errorf(leasegate.CodeForbidden,
+		"this gateway runs open (no API keys) and answers only requests addressed to a loopback host (localhost, 127.0.0.1, [::1])").Problem())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if loopbackHost(r.Host) || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
@@ -28,7 +27,7 @@ func loopbackHostOnly(next http.Handler, log *zap.Logger) http.Handler {
 		}
 		log.Warn("open mode: refused a request addressed to a host that is not loopback (DNS rebinding?)",
 			zap.String("host", r.Host), zap.String("remote_addr", r.RemoteAddr))
-		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Content-Type", leasegate.ProblemContentType)
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write(append(refusal, '\n'))
 	})

@@ -51,6 +51,13 @@ type Config struct {
 
 	HTTP handlers.Config
 
+	// OpsSessionTTL is how long a browser login to /ops/ lasts (default
+	// auth.DefaultSessionTTL); OpsSessionSecret, when set, is mixed into
+	// the sessions' MACs so that the key file alone cannot forge one
+	// (docs/auth.md).
+	OpsSessionTTL    time.Duration
+	OpsSessionSecret string
+
 	// AbusePolicies are the user-lock policies (docs/abuse.md); the zero
 	// value means abuse.DefaultPolicies().
 	AbusePolicies abuse.Policies
@@ -93,6 +100,7 @@ func DefaultConfig() Config {
 		FenceRetention:    redislock.DefaultFenceRetention,
 		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout},
 		HTTP:              handlers.DefaultConfig(),
+		OpsSessionTTL:     auth.DefaultSessionTTL,
 		AbusePolicies:     abuse.DefaultPolicies(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
@@ -134,10 +142,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
 	}
 	// 0 (a Config not made by DefaultConfig) means the default.
-	if ttl := c.HTTP.OpsSessionTTL; ttl != 0 && (ttl < time.Minute || ttl > MaxOpsSessionTTL) {
+	if ttl := c.OpsSessionTTL; ttl != 0 && (ttl < time.Minute || ttl > MaxOpsSessionTTL) {
 		errs = append(errs, fmt.Errorf("ops-session-ttl must be from 1m to 168h, got %v", ttl))
 	}
-	if s := c.HTTP.OpsSessionSecret; s != "" && len(s) < MinOpsSessionSecret {
+	if s := c.OpsSessionSecret; s != "" && len(s) < MinOpsSessionSecret {
 		errs = append(errs, fmt.Errorf("ops-session-secret must be at least %d bytes, got %d", MinOpsSessionSecret, len(s)))
 	}
 	if c.MetricsAuth != MetricsAuthOps && c.MetricsAuth != MetricsAuthNone {
@@ -180,8 +188,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	}
 	cfg.HTTP.MetricsPublic = cfg.MetricsAuth == MetricsAuthNone
 	s := &Server{cfg: cfg, log: log}
-	authn, err := s.authenticator()
-	if err != nil {
+	if err := s.loadKeys(); err != nil {
 		return nil, err
 	}
 	ipx, err := ipExtractor(cfg.TrustedProxies)
@@ -218,17 +225,21 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Log:      NewAbuseLogger(abuseLog),
 		Metrics:  s.metrics,
 	})
-	s.e = handlers.New(cfg.HTTP, handlers.Deps{
-		Metrics: s.metrics,
-		Locks:   locks,
-		Abuse:   abuseSvc,
-		Waiter:  s.waiter,
-		Ready:   func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
-		Log:     log,
+	deps := handlers.Deps{
+		Metrics:   s.metrics,
+		Locks:     redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout),
+		UserLocks: abuseSvc,
+		Flags:     abuseSvc,
+		Ready:     func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		Log:       log,
 
-		Auth:        authn,
 		IPExtractor: ipx,
-	})
+	}
+	if s.keyring != nil {
+		deps.Auth = s.keyring
+		deps.Sessions = auth.NewSessions(s.keyring, cfg.OpsSessionTTL, cfg.OpsSessionSecret)
+	}
+	s.e = handlers.New(cfg.HTTP, deps)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		s.closeRedis()
@@ -236,7 +247,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	}
 	s.ln = problemListener{ln}
 	var handler http.Handler = s.e
-	if authn == nil && isLoopback(cfg.Addr) {
+	if s.keyring == nil && isLoopback(cfg.Addr) {
 		handler = loopbackHostOnly(s.e, log)
 	}
 	s.http = &http.Server{

@@ -69,7 +69,7 @@ func TestConfigValidation(t *testing.T) {
 		"a write timeout at most max-wait":     func(c *server.Config) { c.WriteTimeout = c.HTTP.MaxWait },
 		"a redis URL that is not a URL":        func(c *server.Config) { c.RedisURL = "http://localhost:6379" },
 		"a redis URL with a bad port number":   func(c *server.Config) { c.RedisURL = "redis://127.0.0.1:notaport" },
-		"an ops session secret under 32 bytes": func(c *server.Config) { c.HTTP.OpsSessionSecret = "short" },
+		"an ops session secret under 32 bytes": func(c *server.Config) { c.OpsSessionSecret = "short" },
 	} {
 		t.Run(name+" is refused", func(t *testing.T) {
 			cfg := testConfig(t)

@@ -126,9 +126,9 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.InsecureOpen = true
 		want.MetricsAuth = "none"
 		want.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1"}
-		want.HTTP.OpsSessionTTL = 30 * time.Minute
+		want.OpsSessionTTL = 30 * time.Minute
 		want.HTTP.OpsSecureCookies = true
-		want.HTTP.OpsSessionSecret = "0123456789abcdef0123456789abcdef"
+		want.OpsSessionSecret = "0123456789abcdef0123456789abcdef"
 		want.Redis.SentinelMaster = "mymaster"
 		want.Redis.SentinelAddrs = []string{"s1:26379", "s2:26379"}
 		want.Redis.SentinelUsername = "sen-user"

@@ -1,0 +1,84 @@
+package leasegate_test
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/leasegate/leasegate"
+
+// projectImports maps each package of the module (by its path below the
+// module, "" for the root) to the project packages its non-test files
+// import.
+func projectImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		rel := filepath.ToSlash(path)
+		if rel == "." {
+			rel = ""
+		}
+		var mine []string
+		for _, imp := range pkg.Imports {
+			if imp == module {
+				mine = append(mine, "")
+			} else if p, ok := strings.CutPrefix(imp, module+"/"); ok {
+				mine = append(mine, p)
+			}
+		}
+		out[rel] = mine
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestImportGraph keeps the arrows of docs/architecture.md pointing down
+// to the domain.
+func TestImportGraph(t *testing.T) {
+	graph := projectImports(t)
+	if len(graph) < 8 {
+		t.Fatalf("got %d packages, want the whole module", len(graph))
+	}
+	if imps := graph[""]; len(imps) != 0 {
+		t.Errorf("the domain package imports %v, want nothing of the project", imps)
+	}
+	for pkg, imps := range graph {
+		if slices.Contains(imps, "handlers") && pkg != "server" && pkg != "cmd/leasegate" && !strings.HasPrefix(pkg, "cmd/") {
+			t.Errorf("%s imports handlers; only server and cmd may", pkg)
+		}
+	}
+	never := map[string][]string{
+		"handlers":  {"redislock", "abuse", "auth", "server"},
+		"auth":      {"handlers", "redislock", "abuse", "server"},
+		"abuse":     {"redislock", "handlers"},
+		"redislock": {"abuse", "handlers"},
+		"client":    {"handlers", "server", "redislock", "abuse", "auth"},
+	}
+	for pkg, banned := range never {
+		for _, b := range banned {
+			if slices.Contains(graph[pkg], b) {
+				t.Errorf("%s imports %s", pkg, b)
+			}
+		}
+	}
+}
