@@ -17,11 +17,6 @@ func problem(code leasegate.Code, message string) *leasegate.Error {
 	return leasegate.Errorf(code, message)
 }
 
-// invalid is a 422 naming one field.
-func invalid(field, message string) *leasegate.Error {
-	return leasegate.Invalid(leasegate.FieldError{Field: field, Message: message})
-}
-
 // errorOf maps any error to the domain error the client sees, and says
 // whether it is unexpected and must be logged. Domain errors (from the
 // services, or the handlers' own validation) keep their code; Echo's own
