@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/scripts"
 )
@@ -64,7 +65,8 @@ var (
 
 // Options configure a Service.
 type Options struct {
-	// Prefix starts every key (default "lg:"), the same as the lock engine.
+	// Prefix starts every key (default keyspace.DefaultPrefix), the same
+	// as the lock engine.
 	Prefix string
 	// Policies; the zero value means DefaultPolicies().
 	Policies Policies
@@ -79,15 +81,13 @@ type Options struct {
 type Service struct {
 	rdb  redis.UniversalClient
 	opts Options
+	keys keyspace.Space
 	log  *zap.Logger
 	m    *metrics.Metrics
 }
 
 // New returns a Service on rdb.
 func New(rdb redis.UniversalClient, opts Options) *Service {
-	if opts.Prefix == "" {
-		opts.Prefix = "lg:"
-	}
 	if opts.Policies.IsZero() {
 		opts.Policies = DefaultPolicies()
 	}
@@ -97,7 +97,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.NewForTest()
 	}
-	return &Service{rdb: rdb, opts: opts, log: opts.Log, m: opts.Metrics}
+	return &Service{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, log: opts.Log, m: opts.Metrics}
 }
 
 // Policies returns the policies in force.
@@ -129,9 +129,9 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	if allow {
 		mayFlag = "0"
 	}
-	k := s.userKeys(tenant, userID)
+	k := s.keys.User(tenant, userID)
 	v, err := scripts.UserAttempt.Run(ctx, s.rdb,
-		[]string{k.counter(name), k.ban(), k.flag(name), k.flagSet()},
+		[]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()},
 		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
 		s.opts.Policies.FlagRetention.Milliseconds(), userID, name).Result()
 	if err != nil {
@@ -225,7 +225,7 @@ func (s *Service) index(ctx context.Context, tenant, lock, userID string, at tim
 	member := indexMember(lock, userID)
 	score := float64(at.UnixMilli())
 	oldest := strconv.FormatInt(at.Add(-s.opts.Policies.FlagRetention).UnixMilli(), 10)
-	for _, key := range []string{s.indexKey(tenant, ""), s.indexKey(tenant, lock)} {
+	for _, key := range []string{s.keys.FlagIndex(tenant, ""), s.keys.FlagIndex(tenant, lock)} {
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.ZAdd(ctx, key, redis.Z{Score: score, Member: member})
 			p.ZRemRangeByScore(ctx, key, "-inf", "("+oldest)
@@ -248,7 +248,7 @@ func (s *Service) index(ctx context.Context, tenant, lock, userID string, at tim
 // counter is gone and the next attempt starts a new window. ErrNotFound
 // when there is none.
 func (s *Service) Clear(ctx context.Context, tenant, name, userID string) error {
-	n, err := s.rdb.Del(ctx, s.userKeys(tenant, userID).counter(name)).Result()
+	n, err := s.rdb.Del(ctx, s.keys.User(tenant, userID).Counter(name)).Result()
 	if err != nil {
 		return unavailable(err)
 	}

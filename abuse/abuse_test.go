@@ -104,7 +104,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(3))
-		key := svc.userKeys("", "u-pttl").counter("login")
+		key := svc.keys.User("", "u-pttl").Counter("login")
 
 		t.Run("every attempt leaves the counter with an expiry", func(t *testing.T) {
 			for i := 1; i <= 6; i++ {
@@ -122,7 +122,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 		})
 
 		t.Run("a counter left without expiry is repaired and keeps its count", func(t *testing.T) {
-			k := svc.userKeys("", "u-stuck").counter("login")
+			k := svc.keys.User("", "u-stuck").Counter("login")
 			if err := b.rdb.HSet(ctx, k, "n", "4").Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 		})
 
 		t.Run("a PHP-style INCR counter without expiry is converted and repaired", func(t *testing.T) {
-			k := svc.userKeys("", "u-php").counter("login")
+			k := svc.keys.User("", "u-php").Counter("login")
 			if err := b.rdb.Set(ctx, k, "2", 0).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -106,7 +106,7 @@ func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
 		flag()
 		// The record goes (as at the end of its retention); its index
 		// entry stays until a listing prunes it.
-		if err := b.rdb.Del(ctx, svc.userKeys(tenant, user).flag(lock)).Err(); err != nil {
+		if err := b.rdb.Del(ctx, svc.keys.User(tenant, user).Flag(lock)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		b.advance(5 * time.Millisecond)
@@ -197,7 +197,7 @@ func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		keys := []string{svc.indexKey(tenant, ""), svc.indexKey(tenant, "name-1"), svc.indexKey(tenant, "name-2"), svc.indexKey(tenant, "name-3")}
+		keys := []string{svc.keys.FlagIndex(tenant, ""), svc.keys.FlagIndex(tenant, "name-1"), svc.keys.FlagIndex(tenant, "name-2"), svc.keys.FlagIndex(tenant, "name-3")}
 		for _, k := range keys {
 			ttl, err := b.rdb.PTTL(ctx, k).Result()
 			if err != nil {

@@ -77,7 +77,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 		}
 		haveCur = true
 	}
-	key := s.indexKey(tenant, q.Lock)
+	key := s.keys.FlagIndex(tenant, q.Lock)
 	maxScore := "+inf"
 	if haveCur {
 		maxScore = strconv.FormatInt(curScore, 10)
@@ -168,9 +168,9 @@ func (s *Service) readFlags(ctx context.Context, tenant string, members []string
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := 0; i < n; i++ {
 			lock, user, _ := strings.Cut(members[i], ":")
-			k := s.userKeys(tenant, user)
-			recs[i] = p.HGetAll(ctx, k.flag(lock))
-			bans[i] = p.HMGet(ctx, k.ban(), banFields...)
+			k := s.keys.User(tenant, user)
+			recs[i] = p.HGetAll(ctx, k.Flag(lock))
+			bans[i] = p.HMGet(ctx, k.Ban(), banFields...)
 		}
 		return nil
 	})
@@ -239,8 +239,8 @@ func decodeBan(v []interface{}) *Ban {
 // Get returns the flags and ban of one user, newest flag first, or
 // ErrNotFound when there are neither.
 func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, error) {
-	k := s.userKeys(tenant, userID)
-	locks, err := s.rdb.SMembers(ctx, k.flagSet()).Result()
+	k := s.keys.User(tenant, userID)
+	locks, err := s.rdb.SMembers(ctx, k.Flags()).Result()
 	if err != nil {
 		return UserFlags{}, unavailable(err)
 	}
@@ -249,9 +249,9 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 	var ban *redis.SliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range locks {
-			recs[i] = p.HGetAll(ctx, k.flag(l))
+			recs[i] = p.HGetAll(ctx, k.Flag(l))
 		}
-		ban = p.HMGet(ctx, k.ban(), banFields...)
+		ban = p.HMGet(ctx, k.Ban(), banFields...)
 		return nil
 	})
 	if err != nil {
@@ -279,8 +279,8 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 // an audit record naming meta.Operator. ErrNotFound when there was neither.
 // A cleared user is listed again only when flagged again.
 func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Meta) error {
-	k := s.userKeys(tenant, userID)
-	locks, err := s.rdb.SMembers(ctx, k.flagSet()).Result()
+	k := s.keys.User(tenant, userID)
+	locks, err := s.rdb.SMembers(ctx, k.Flags()).Result()
 	if err != nil {
 		return unavailable(err)
 	}
@@ -292,17 +292,17 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 	// the set, so a flag on another lock that lands meanwhile stays.
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, l := range locks {
-			lasts[i] = p.HMGet(ctx, k.flag(l), "last")
-			dels[i] = p.Del(ctx, k.flag(l))
+			lasts[i] = p.HMGet(ctx, k.Flag(l), "last")
+			dels[i] = p.Del(ctx, k.Flag(l))
 		}
 		if len(locks) > 0 {
 			members := make([]interface{}, len(locks))
 			for i, l := range locks {
 				members[i] = l
 			}
-			p.SRem(ctx, k.flagSet(), members...)
+			p.SRem(ctx, k.Flags(), members...)
 		}
-		banDel = p.Del(ctx, k.ban())
+		banDel = p.Del(ctx, k.Ban())
 		return nil
 	})
 	if err != nil {
@@ -325,7 +325,7 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 			continue
 		}
 		m := indexMember(l, userID)
-		for _, key := range []string{s.indexKey(tenant, ""), s.indexKey(tenant, l)} {
+		for _, key := range []string{s.keys.FlagIndex(tenant, ""), s.keys.FlagIndex(tenant, l)} {
 			if err := scripts.Unindex.Run(ctx, s.rdb, []string{key}, m, last).Err(); err != nil {
 				// The records are gone, so List skips and prunes them.
 				s.log.Error("could not unindex a cleared flag", zap.Error(err))
@@ -366,7 +366,7 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 	if d < time.Millisecond || d > MaxBan {
 		return Ban{}, fmt.Errorf("abuse: ban length %v out of range", d)
 	}
-	v, err := scripts.Ban.Run(ctx, s.rdb, []string{s.userKeys(tenant, userID).ban()},
+	v, err := scripts.Ban.Run(ctx, s.rdb, []string{s.keys.User(tenant, userID).Ban()},
 		d.Milliseconds(), reason, meta.Operator).Result()
 	if err != nil {
 		return Ban{}, unavailable(err)
@@ -390,7 +390,7 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 // Unban lifts the user's ban (flags stay) and writes an audit record.
 // ErrNotFound when there is no ban.
 func (s *Service) Unban(ctx context.Context, tenant, userID string, meta Meta) error {
-	n, err := s.rdb.Del(ctx, s.userKeys(tenant, userID).ban()).Result()
+	n, err := s.rdb.Del(ctx, s.keys.User(tenant, userID).Ban()).Result()
 	if err != nil {
 		return unavailable(err)
 	}

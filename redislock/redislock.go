@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/scripts"
 )
 
@@ -45,7 +46,7 @@ const DefaultFenceRetention = 24 * time.Hour
 
 // Options configure a Locker.
 type Options struct {
-	// Prefix starts every key, e.g. "lg:". Default "lg:".
+	// Prefix starts every key, e.g. "lg:". Default keyspace.DefaultPrefix.
 	Prefix string
 	// FenceRetention, see DefaultFenceRetention.
 	FenceRetention time.Duration
@@ -69,22 +70,20 @@ const DefaultReplicaTimeout = 100 * time.Millisecond
 type Locker struct {
 	rdb    redis.Scripter
 	opts   Options
+	keys   keyspace.Space
 	tenant string
 }
 
 // New returns a Locker on rdb (a *redis.Client, *redis.ClusterClient,
 // or any redis.UniversalClient).
 func New(rdb redis.Scripter, opts Options) *Locker {
-	if opts.Prefix == "" {
-		opts.Prefix = "lg:"
-	}
 	if opts.FenceRetention <= 0 {
 		opts.FenceRetention = DefaultFenceRetention
 	}
 	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
-	return &Locker{rdb: rdb, opts: opts}
+	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}}
 }
 
 // Tenant returns a Locker whose resources live in tenant's namespace: the
@@ -112,10 +111,11 @@ const (
 	Forbidden = leasegate.Forbidden
 )
 
-// Keys returns the lock and fence keys of resource in this Locker's tenant.
+// Keys returns the lock and fence keys of resource in this Locker's tenant
+// (package keyspace lays them out).
 func (l *Locker) Keys(resource string) (lock, fence string) {
-	tag := l.opts.Prefix + HashTag(l.tenant, resource)
-	return tag + ":lock", tag + ":fence"
+	k := l.keys.Resource(l.tenant, resource)
+	return k.Lock(), k.Fence()
 }
 
 // ReleaseMessage is what the release script publishes on ReleaseChannel for
