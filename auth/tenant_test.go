@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -127,7 +128,7 @@ func testTenantIsolation(t *testing.T, e *echo.Echo, keys keyLister) {
 		tags := map[string]bool{}
 		for _, name := range collidingNames {
 			for _, tenant := range []string{"a", "b"} {
-				tag := redislock.HashTag(tenant, name)
+				tag := keyspace.HashTag(tenant, name)
 				if tags[tag] {
 					t.Errorf("hash tag %q is shared", tag)
 				}
