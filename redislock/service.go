@@ -8,8 +8,10 @@ import (
 )
 
 // Service is the lock engine as the domain's leasegate.LockService: a
-// Locker for single calls and a Waiter for acquires with a wait, each
-// Redis call bounded by OpTimeout.
+// Locker for single calls and a Waiter for acquires with a wait. A single
+// call is bounded by the caller's ctx (the handlers give it the request
+// timeout); a wait may last longer than any one call, so it bounds each
+// of its Redis calls by opTimeout itself.
 type Service struct {
 	locks     *Locker
 	waiter    *Waiter
@@ -40,29 +42,21 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Acqu
 			Wait: req.Wait, OpTimeout: s.opTimeout,
 		})
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
-	defer cancel()
 	return l.Acquire(ctx, req.Resource, req.Owner, req.TTL)
 }
 
 // Status implements leasegate.LockService.
 func (s *Service) Status(ctx context.Context, tenant, resource string) (leasegate.Lock, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
-	defer cancel()
 	return s.locks.Tenant(tenant).Status(ctx, resource)
 }
 
 // Renew implements leasegate.LockService.
 func (s *Service) Renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
-	defer cancel()
 	return s.locks.Tenant(tenant).Renew(ctx, resource, owner, token, ttl)
 }
 
 // Release implements leasegate.LockService.
 func (s *Service) Release(ctx context.Context, tenant, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
-	defer cancel()
 	return s.locks.Tenant(tenant).Release(ctx, resource, owner, token)
 }
 
