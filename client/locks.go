@@ -111,7 +111,7 @@ func lockPath(resource string) string { return "/locks/" + url.PathEscape(resour
 // ttlSeconds converts a ttl to the contract's whole seconds.
 func ttlSeconds(ttl time.Duration) (int64, error) {
 	if ttl < time.Second || ttl%time.Second != 0 {
-		return 0, fmt.Errorf("%w: ttl %v must be a whole number of seconds, at least 1s", ErrValidation, ttl)
+		return 0, invalid("ttl", fmt.Sprintf("%v must be a whole number of seconds, at least 1s", ttl))
 	}
 	return int64(ttl / time.Second), nil
 }
@@ -135,7 +135,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration
 		return nil, err
 	}
 	if o.wait < 0 {
-		return nil, fmt.Errorf("%w: wait %v must not be negative", ErrValidation, o.wait)
+		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", o.wait))
 	}
 	body := map[string]any{"owner": o.owner, "ttl_seconds": secs}
 	if o.wait > 0 {
