@@ -4,7 +4,8 @@
 // against the sentinels below (ErrNotFound, ErrForbidden, ...). Each
 // answer's error code (Error.Code) is read through the domain's one table
 // (leasegate.CodeOfType), so the client and the gateway cannot disagree on
-// a slug.
+// a slug. Locks, UserLocks and Flags serve the domain's service
+// interfaces over HTTP, with the domain's errors.
 package client
 
 import (

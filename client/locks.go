@@ -39,6 +39,8 @@ type Lease struct {
 	Owner    string
 	// Token is the fencing token: pass it to every downstream write and
 	// have the store refuse tokens lower than the highest it has seen.
+	// In a Lease built by hand, 0 means any token of Owner (Renew and
+	// Release then act on whatever lease Owner holds).
 	Token      int64
 	AcquiredAt time.Time
 	// ExpiresAt is by the gateway's Redis clock.
@@ -178,7 +180,10 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"owner": lease.Owner, "ttl_seconds": secs, "token": lease.Token}
+	body := map[string]any{"owner": lease.Owner, "ttl_seconds": secs}
+	if lease.Token != 0 {
+		body["token"] = lease.Token
+	}
 	var out struct {
 		Lock lockJSON `json:"lock"`
 	}
@@ -206,7 +211,10 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 // late) is retried; if the retry then finds no lease, the first attempt is
 // taken to have worked and Release returns nil.
 func (c *Client) Release(ctx context.Context, lease *Lease) error {
-	body := map[string]any{"owner": lease.Owner, "token": lease.Token}
+	body := map[string]any{"owner": lease.Owner}
+	if lease.Token != 0 {
+		body["token"] = lease.Token
+	}
 	unanswered := false
 	err := c.retry(ctx, func() error {
 		_, err := c.do(ctx, http.MethodDelete, lockPath(lease.Resource), body, nil)
