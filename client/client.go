@@ -1,7 +1,11 @@
 // Package client is the Go client of a leasegate gateway.
 //
 // Errors from the gateway are *Error values; check them with errors.Is
-// against the sentinels below (ErrNotFound, ErrForbidden, ...).
+// against the sentinels below (ErrNotFound, ErrForbidden, ...). Each
+// answer's error code (Error.Code) is read through the domain's one table
+// (leasegate.CodeOfType), so the client and the gateway cannot disagree on
+// a slug. Locks, UserLocks and Flags serve the domain's service
+// interfaces over HTTP, with the domain's errors.
 package client
 
 import (
@@ -14,40 +18,51 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
-// Sentinels matched by errors.Is on an *Error, by the problem type's slug.
+// Sentinels matched by errors.Is on an *Error, by the answer's error code.
 var (
-	ErrValidation    = errors.New("leasegate: validation failed")
-	ErrMalformed     = errors.New("leasegate: malformed request")
-	ErrNotFound      = errors.New("leasegate: not found")
-	ErrForbidden     = errors.New("leasegate: forbidden")
-	ErrUnauthorized  = errors.New("leasegate: unauthorized")
-	ErrTooLarge      = errors.New("leasegate: payload too large")
-	ErrRateLimited   = errors.New("leasegate: rate limited")
-	ErrAbnormalUsage = errors.New("leasegate: abnormal usage detected")
-	ErrUnavailable   = errors.New("leasegate: unavailable")
-	ErrInternal      = errors.New("leasegate: internal error")
+	ErrValidation       = errors.New("leasegate: validation failed")
+	ErrMalformed        = errors.New("leasegate: malformed request")
+	ErrNotFound         = errors.New("leasegate: not found")
+	ErrForbidden        = errors.New("leasegate: forbidden")
+	ErrUnauthorized     = errors.New("leasegate: unauthorized")
+	ErrTooLarge         = errors.New("leasegate: payload too large")
+	ErrUnsupportedMedia = errors.New("leasegate: unsupported media type")
+	ErrRateLimited      = errors.New("leasegate: rate limited")
+	ErrAbnormalUsage    = errors.New("leasegate: abnormal usage detected")
+	ErrUnavailable      = errors.New("leasegate: unavailable")
+	ErrInternal         = errors.New("leasegate: internal error")
 )
 
-var slugErrors = map[string]error{
-	"validation":              ErrValidation,
-	"malformed-request":       ErrMalformed,
-	"not-found":               ErrNotFound,
-	"forbidden":               ErrForbidden,
-	"unauthorized":            ErrUnauthorized,
-	"payload-too-large":       ErrTooLarge,
-	"rate-limited":            ErrRateLimited,
-	"abnormal-usage-detected": ErrAbnormalUsage,
-	"unavailable":             ErrUnavailable,
-	"internal":                ErrInternal,
+// codeErrors gives each error code of the domain's table its sentinel. A
+// code missing here must be in notSurfaced; a test holds the two to
+// leasegate.Codes().
+var codeErrors = map[leasegate.Code]error{
+	leasegate.CodeValidation:       ErrValidation,
+	leasegate.CodeMalformed:        ErrMalformed,
+	leasegate.CodeNotFound:         ErrNotFound,
+	leasegate.CodeForbidden:        ErrForbidden,
+	leasegate.CodeUnauthorized:     ErrUnauthorized,
+	leasegate.CodePayloadTooLarge:  ErrTooLarge,
+	leasegate.CodeUnsupportedMedia: ErrUnsupportedMedia,
+	leasegate.CodeRateLimited:      ErrRateLimited,
+	leasegate.CodeAbnormalUsage:    ErrAbnormalUsage,
+	leasegate.CodeUnavailable:      ErrUnavailable,
+	leasegate.CodeInternal:         ErrInternal,
+}
+
+// notSurfaced are the codes no answer carries to a client, so they have
+// no sentinel: request-timeout is the 499 the gateway only logs when the
+// client has gone away.
+var notSurfaced = map[leasegate.Code]bool{
+	leasegate.CodeRequestTimeout: true,
 }
 
 // FieldError is one entry of a validation problem's errors.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type FieldError = leasegate.FieldError
 
 // Error is a problem+json answer from the gateway.
 type Error struct {
@@ -57,6 +72,14 @@ type Error struct {
 	Detail     string        `json:"detail"`
 	Errors     []FieldError  `json:"errors,omitempty"`
 	RetryAfter time.Duration `json:"-"`
+	// Code is the answer's error code: from its type when that is one of
+	// the gateway's, otherwise from its status (an answer that was not
+	// the gateway's problem, from a proxy in between, say).
+	Code leasegate.Code `json:"-"`
+
+	// domain is the domain error the answer stands for in the service
+	// interface that asked (Locks, UserLocks, Flags); nil otherwise.
+	domain error
 }
 
 func (e *Error) Error() string {
@@ -69,11 +92,42 @@ func (e *Error) Slug() string {
 	return e.Type[i+1:]
 }
 
-// Is matches the sentinel of the problem's slug.
+// Is matches the sentinel of the answer's code.
 func (e *Error) Is(target error) bool {
-	s, ok := slugErrors[e.Slug()]
+	s, ok := codeErrors[e.Code]
 	return ok && s == target
 }
+
+// Unwrap is the domain error the answer stands for: from the service
+// interfaces, the domain's sentinel (leasegate.ErrLockNotHeld, ...) or a
+// *leasegate.BannedError; otherwise a *leasegate.Error with the answer's
+// code, message, fields and Retry-After, so leasegate.ErrorCode works on
+// every answer.
+func (e *Error) Unwrap() error {
+	if e.domain != nil {
+		return e.domain
+	}
+	return &leasegate.Error{Code: e.Code, Message: e.Detail, Fields: e.Errors, RetryAfter: e.RetryAfter}
+}
+
+// invalidError is a request the client refuses before sending it. It
+// matches ErrValidation and unwraps to a validation *leasegate.Error.
+type invalidError struct{ e *leasegate.Error }
+
+// invalid refuses field with message.
+func invalid(field, message string) error {
+	return &invalidError{leasegate.Invalid(FieldError{Field: field, Message: message})}
+}
+
+func (v *invalidError) Error() string   { return ErrValidation.Error() + ": " + v.e.Message }
+func (v *invalidError) Unwrap() []error { return []error{ErrValidation, v.e} }
+
+// noAnswerError marks a request that got no answer, or a cut-off one: the
+// caller cannot tell whether the gateway acted.
+type noAnswerError struct{ err error }
+
+func (n noAnswerError) Error() string { return n.err.Error() }
+func (n noAnswerError) Unwrap() error { return n.err }
 
 // Client talks to one gateway. It is safe for concurrent use.
 type Client struct {
@@ -130,12 +184,12 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("leasegate: %s %s: %w", method, path, err)
+		return 0, fmt.Errorf("leasegate: %s %s: %w", method, path, noAnswerError{err})
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("leasegate: read answer: %w", err)
+		return resp.StatusCode, fmt.Errorf("leasegate: read answer: %w", noAnswerError{err})
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if out != nil && len(data) > 0 {
@@ -147,9 +201,14 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	}
 	e := &Error{Status: resp.StatusCode}
 	if json.Unmarshal(data, e) != nil || e.Type == "" {
-		e.Type = "about:blank/" + slugForStatus(resp.StatusCode)
+		e.Type = "about:blank/" + string(codeForStatus(resp.StatusCode))
 		e.Title = http.StatusText(resp.StatusCode)
 		e.Detail = strings.TrimSpace(string(data))
+	}
+	if c, ok := leasegate.CodeOfType(e.Type); ok {
+		e.Code = c
+	} else {
+		e.Code = codeForStatus(resp.StatusCode)
 	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		var secs int
@@ -160,25 +219,42 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	return resp.StatusCode, e
 }
 
-// slugForStatus names a status for answers that were not problem+json
-// (a proxy in between, say).
-func slugForStatus(code int) string {
-	switch code {
-	case http.StatusNotFound:
-		return "not-found"
-	case http.StatusForbidden:
-		return "forbidden"
-	case http.StatusUnauthorized:
-		return "unauthorized"
+// statusCodes inverts the domain's table where a status has exactly one
+// code that answers carry.
+var statusCodes = func() map[int]leasegate.Code {
+	byStatus := map[int][]leasegate.Code{}
+	for _, c := range leasegate.Codes() {
+		if notSurfaced[c] {
+			continue
+		}
+		byStatus[c.Status()] = append(byStatus[c.Status()], c)
+	}
+	out := map[int]leasegate.Code{}
+	for s, cs := range byStatus {
+		if len(cs) == 1 {
+			out[s] = cs[0]
+		}
+	}
+	return out
+}()
+
+// codeForStatus names the code of an answer that was not one of the
+// gateway's problems (a proxy in between, say), by the domain's table.
+func codeForStatus(status int) leasegate.Code {
+	switch status {
 	case http.StatusTooManyRequests:
-		return "rate-limited"
-	case http.StatusRequestEntityTooLarge:
-		return "payload-too-large"
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return "unavailable"
+		// rate-limited and abnormal-usage-detected share 429; a ban is
+		// only ever the gateway's own problem answer.
+		return leasegate.CodeRateLimited
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		// A proxy could not reach the gateway, or not in time.
+		return leasegate.CodeUnavailable
 	}
-	if code >= 500 {
-		return "internal"
+	if c, ok := statusCodes[status]; ok {
+		return c
 	}
-	return "malformed-request"
+	if status >= 500 {
+		return leasegate.CodeInternal
+	}
+	return leasegate.CodeMalformed
 }

@@ -39,6 +39,8 @@ type Lease struct {
 	Owner    string
 	// Token is the fencing token: pass it to every downstream write and
 	// have the store refuse tokens lower than the highest it has seen.
+	// In a Lease built by hand, 0 means any token of Owner (Renew and
+	// Release then act on whatever lease Owner holds).
 	Token      int64
 	AcquiredAt time.Time
 	// ExpiresAt is by the gateway's Redis clock.
@@ -111,7 +113,7 @@ func lockPath(resource string) string { return "/locks/" + url.PathEscape(resour
 // ttlSeconds converts a ttl to the contract's whole seconds.
 func ttlSeconds(ttl time.Duration) (int64, error) {
 	if ttl < time.Second || ttl%time.Second != 0 {
-		return 0, fmt.Errorf("%w: ttl %v must be a whole number of seconds, at least 1s", ErrValidation, ttl)
+		return 0, invalid("ttl", fmt.Sprintf("%v must be a whole number of seconds, at least 1s", ttl))
 	}
 	return int64(ttl / time.Second), nil
 }
@@ -135,7 +137,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration
 		return nil, err
 	}
 	if o.wait < 0 {
-		return nil, fmt.Errorf("%w: wait %v must not be negative", ErrValidation, o.wait)
+		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", o.wait))
 	}
 	body := map[string]any{"owner": o.owner, "ttl_seconds": secs}
 	if o.wait > 0 {
@@ -178,7 +180,10 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"owner": lease.Owner, "ttl_seconds": secs, "token": lease.Token}
+	body := map[string]any{"owner": lease.Owner, "ttl_seconds": secs}
+	if lease.Token != 0 {
+		body["token"] = lease.Token
+	}
 	var out struct {
 		Lock lockJSON `json:"lock"`
 	}
@@ -206,7 +211,10 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 // late) is retried; if the retry then finds no lease, the first attempt is
 // taken to have worked and Release returns nil.
 func (c *Client) Release(ctx context.Context, lease *Lease) error {
-	body := map[string]any{"owner": lease.Owner, "token": lease.Token}
+	body := map[string]any{"owner": lease.Owner}
+	if lease.Token != 0 {
+		body["token"] = lease.Token
+	}
 	unanswered := false
 	err := c.retry(ctx, func() error {
 		_, err := c.do(ctx, http.MethodDelete, lockPath(lease.Resource), body, nil)

@@ -1,0 +1,117 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate"
+)
+
+// The client reads codes through the domain's table; this is what keeps
+// the two from drifting apart: a code added to the domain fails here
+// until it has a sentinel or is said not to reach clients.
+func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
+	for _, c := range leasegate.Codes() {
+		_, hasSentinel := codeErrors[c]
+		if hasSentinel == notSurfaced[c] {
+			t.Errorf("code %q: got sentinel %v and not surfaced %v, want exactly one of them", c, hasSentinel, notSurfaced[c])
+		}
+	}
+	seen := map[error]leasegate.Code{}
+	for c, s := range codeErrors {
+		if !c.Known() {
+			t.Errorf("code %q has a sentinel but is not in the domain's table", c)
+		}
+		if other, dup := seen[s]; dup {
+			t.Errorf("codes %q and %q share the sentinel %v", c, other, s)
+		}
+		seen[s] = c
+	}
+	for c := range notSurfaced {
+		if !c.Known() {
+			t.Errorf("code %q is listed as not surfaced but is not in the domain's table", c)
+		}
+	}
+}
+
+// problemServer answers GET /<code> with the problem the gateway sends
+// for code, and GET /plain/<status> with a text answer of that status, as
+// a proxy in between would.
+func problemServer(t *testing.T) *Client {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s, ok := strings.CutPrefix(r.URL.Path, "/plain/"); ok {
+			n, _ := strconv.Atoi(s)
+			http.Error(w, "from a proxy", n)
+			return
+		}
+		c := leasegate.Code(strings.TrimPrefix(r.URL.Path, "/"))
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(c.Status())
+		fmt.Fprintf(w, `{"type":%q,"title":"t","status":%d,"detail":"d"}`, c.Type(), c.Status())
+	}))
+	t.Cleanup(hs.Close)
+	return New(hs.URL)
+}
+
+func TestEveryProblemIsReadByItsCode(t *testing.T) {
+	c := problemServer(t)
+	for _, code := range leasegate.Codes() {
+		t.Run(string(code), func(t *testing.T) {
+			_, err := c.do(context.Background(), http.MethodGet, "/"+string(code), nil, nil)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want an *Error", err)
+			}
+			if e.Code != code || e.Status != code.Status() || e.RetryAfter != 7*time.Second {
+				t.Errorf("got code %q status %d retry after %v, want %q %d 7s", e.Code, e.Status, e.RetryAfter, code, code.Status())
+			}
+			if s, ok := codeErrors[code]; ok && !errors.Is(err, s) {
+				t.Errorf("got %v, want it to match %v", err, s)
+			}
+			for other, s := range codeErrors {
+				if other != code && errors.Is(err, s) {
+					t.Errorf("got %v matching %v, the sentinel of %q", err, s, other)
+				}
+			}
+			if got := leasegate.ErrorCode(err); got != code {
+				t.Errorf("got leasegate.ErrorCode %q, want %q", got, code)
+			}
+		})
+	}
+}
+
+func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
+	c := problemServer(t)
+	want := map[int]leasegate.Code{
+		http.StatusBadGateway:                  leasegate.CodeUnavailable,
+		http.StatusGatewayTimeout:              leasegate.CodeUnavailable,
+		http.StatusTooManyRequests:             leasegate.CodeRateLimited,
+		http.StatusMethodNotAllowed:            leasegate.CodeMalformed,
+		http.StatusRequestHeaderFieldsTooLarge: leasegate.CodeMalformed,
+		leasegate.StatusClientClosedRequest:    leasegate.CodeMalformed,
+		http.StatusTeapot:                      leasegate.CodeMalformed,
+		http.StatusNotImplemented:              leasegate.CodeInternal,
+	}
+	// Every status of the table that one surfaced code has names it.
+	for _, code := range leasegate.Codes() {
+		if _, ok := want[code.Status()]; !ok && !notSurfaced[code] {
+			want[code.Status()] = code
+		}
+	}
+	for status, code := range want {
+		_, err := c.do(context.Background(), http.MethodGet, "/plain/"+strconv.Itoa(status), nil, nil)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != code || e.Status != status {
+			t.Errorf("status %d: got %#v, want code %q", status, err, code)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+// Package contract is the behaviour every implementation of the domain's
+// service interfaces promises, as one test suite: Locks for
+// leasegate.LockService, UserLocks for leasegate.UserLockService and
+// Flags for leasegate.FlagRegistry. The same assertions run on the
+// in-process services (redislock and abuse tests, on miniredis and on a
+// real redis-server) and through the Go client against a gateway (client
+// tests), so a behaviour that holds in one holds in all.
+//
+// Only what every implementation answers is asserted: the gateway does
+// not disclose a contended lease's holder, so the suite checks
+// RetryAfter but not AcquireResult.Lock; its user-lock answer has no
+// FlaggedNow or WindowStart. Each package's own tests cover the rest.
+//
+// The suite uses tenant "" throughout (over HTTP the API key decides the
+// tenant; see client.Client.Locks).
+package contract
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Clock makes at least d pass on the clock that decides expiry: the
+// Redis server's (its TIME and its key TTLs).
+type Clock func(t *testing.T, d time.Duration)
+
+// FrozenMiniredis stops m's clock at the current time (to the
+// millisecond) and returns the Clock that moves it: SetTime for the
+// scripts' TIME, FastForward for TTLs. Nothing expires unless the test
+// says so, and nothing waits for real time.
+func FrozenMiniredis(m *miniredis.Miniredis) Clock {
+	var mu sync.Mutex
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	m.SetTime(now)
+	return func(t *testing.T, d time.Duration) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+		m.SetTime(now)
+		m.FastForward(d)
+	}
+}
+
+// RedisTime is the Clock of a real redis-server: time passes for real,
+// and it returns once the server's own TIME (never the test's clock) has
+// moved by d, polling it, or fails the test after a generous deadline.
+func RedisTime(rdb redis.Cmdable) Clock {
+	return func(t *testing.T, d time.Duration) {
+		t.Helper()
+		target := redisNow(t, rdb).Add(d)
+		deadline := time.Now().Add(d + 10*time.Second)
+		for redisNow(t, rdb).Before(target) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the redis clock did not reach %v within %v", target, d+10*time.Second)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+func redisNow(t *testing.T, rdb redis.Cmdable) time.Time {
+	t.Helper()
+	now, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	return now
+}
+
+// beyond is how far past an expiry the suite moves the clock: a
+// millisecond is enough for a frozen clock, and a real one only ever
+// passes it.
+const beyond = time.Millisecond

@@ -1,0 +1,31 @@
+package redislock_test
+
+import (
+	"testing"
+
+	"github.com/leasegate/leasegate/internal/contract"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// The lock engine as the domain's LockService keeps the contract that the
+// Go client keeps over HTTP (client/contract_test.go), on miniredis and
+// on a real redis-server.
+func TestServiceKeepsTheLockContract(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		contract.Locks(t, func(t *testing.T) contract.LockBackend {
+			t.Helper()
+			prefix := uniquePrefix(t)
+			l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			w := redislock.NewWaiter(e.rdb, redislock.WaiterOptions{Channel: prefix + "released"})
+			t.Cleanup(w.Close)
+			b := contract.LockBackend{Locks: redislock.NewService(l, w, 0), Advance: e.advance}
+			if e.mini != nil {
+				b.Outage = func(t *testing.T) {
+					e.mini.SetError("LOADING redis is loading")
+					t.Cleanup(func() { e.mini.SetError("") })
+				}
+			}
+			return b
+		})
+	})
+}
