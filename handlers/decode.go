@@ -146,7 +146,9 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 }
 
 // memberName is the name of a member as the scanner found it (between the
-// quotes), and whether it is one of allowed.
+// quotes), and whether it is one of allowed. A name holding a lone
+// surrogate escape is never allowed and is named as sent, so that two
+// different ones stay two.
 func memberName(raw []byte, escaped bool, allowed []string) (string, bool) {
 	name := ""
 	if escaped {
@@ -405,8 +407,10 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // unquote decodes what is between the quotes of a string the scanner has
-// checked. A surrogate escape without its partner becomes U+FFFD, as with
-// encoding/json.
+// checked. ok is false when it holds a UTF-16 surrogate escape without its
+// partner (a high one not followed by a low one, or a low one alone):
+// encoding/json would make that U+FFFD, so "\ud800" and "\udfff" would be
+// the same string. A valid pair ("\ud83d\ude00") is one character.
 func unquote(raw []byte) (string, bool) {
 	i := bytes.IndexByte(raw, '\\')
 	if i < 0 {
@@ -451,12 +455,11 @@ func unquote(raw []byte) (string, bool) {
 				if r < 0xdc00 && i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
 					lo, ok = hex4(raw[i+8:])
 				}
-				if ok && lo >= 0xdc00 && lo <= 0xdfff {
-					r = utf16.DecodeRune(r, lo)
-					i += 6
-				} else {
-					r = utf8.RuneError
+				if !ok || lo < 0xdc00 || lo > 0xdfff {
+					return "", false
 				}
+				r = utf16.DecodeRune(r, lo)
+				i += 6
 			}
 			b.WriteRune(r)
 			i += 4
@@ -570,8 +573,8 @@ func (c *checker) intField(fields map[string]json.RawMessage, field string, min,
 }
 
 // stringField reads field as a JSON string. ok is true only when the field
-// is present and a string; an absent required field or a non-string is
-// recorded as a failure.
+// is present and a string; an absent required field, a non-string or a
+// string with a lone surrogate escape is recorded as a failure.
 func (c *checker) stringField(fields map[string]json.RawMessage, field string, required bool) (v string, ok bool) {
 	raw, present := fields[field]
 	if !present {
@@ -584,8 +587,10 @@ func (c *checker) stringField(fields map[string]json.RawMessage, field string, r
 		c.fail(field, "must be a string")
 		return "", false
 	}
+	// decodeObject has checked the string: unquote can only refuse a
+	// lone surrogate.
 	if v, ok = unquote(raw[1 : len(raw)-1]); !ok {
-		c.fail(field, "must be a string")
+		c.fail(field, `must not contain a lone UTF-16 surrogate escape (\ud800 to \udfff without its pair)`)
 		return "", false
 	}
 	return v, true
