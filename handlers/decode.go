@@ -67,7 +67,8 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 // costs 3 allocations here, 12 with the struct decode and 49 with the
 // json.Decoder.Token walk it replaced (BenchmarkDecodeAcquire).
 
-// maxDepth bounds nesting inside a member's value, as encoding/json does.
+// maxDepth bounds nesting, the body's own object included, as
+// encoding/json does.
 const maxDepth = 10000
 
 // decodeObject checks that body is one JSON object and splits it into its
@@ -314,7 +315,7 @@ func (s *scanner) value() *Problem {
 			}
 			s.i += len(lit)
 		case '{', '[':
-			if len(open) == maxDepth {
+			if 1+len(open)+1 > maxDepth { // the body, what is open, this one
 				return s.fail("less nesting")
 			}
 			s.i++
