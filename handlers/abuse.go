@@ -81,7 +81,7 @@ func listQuery(c echo.Context, ck *checker, extra ...string) leasegate.FlagQuery
 	}
 	if v, ok := one("limit"); ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || !intLiteral.MatchString(v) || n < 1 || n > leasegate.MaxFlagPageSize {
+		if err != nil || !isIntLiteral(v) || n < 1 || n > leasegate.MaxFlagPageSize {
 			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxFlagPageSize))
 		}
 		lq.Limit = n

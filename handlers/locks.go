@@ -241,7 +241,7 @@ func tokenFromBodyOrQuery(ck *checker, fields map[string]json.RawMessage, q url.
 		return 0
 	}
 	qTok, err := strconv.ParseInt(qs[0], 10, 64)
-	if err != nil || qTok < 1 || !intLiteral.MatchString(qs[0]) {
+	if err != nil || qTok < 1 || !isIntLiteral(qs[0]) {
 		ck.fail("token", "must be a positive integer")
 		return 0
 	}

@@ -298,7 +298,7 @@ func (a *API) opsAction(action string) echo.HandlerFunc {
 		var reason string
 		if action == "ban" {
 			seconds, err = strconv.ParseInt(form.Get("seconds"), 10, 64)
-			if err != nil || !intLiteral.MatchString(form.Get("seconds")) || seconds < 1 || seconds > int64(leasegate.MaxBan/time.Second) {
+			if err != nil || !isIntLiteral(form.Get("seconds")) || seconds < 1 || seconds > int64(leasegate.MaxBan/time.Second) {
 				v.fail("seconds", "must be a whole number of seconds up to a year")
 			}
 			reason = form.Get("reason")
