@@ -34,6 +34,9 @@ func newFloor(opt *redis.Options, cfg Config, runID string) *floor {
 
 func (f *floor) name() string { return "floor" }
 func (f *floor) close()       { _ = f.rdb.Close() }
+func (f *floor) sends() []string {
+	return []string{"set", "evalsha", "eval"}
+}
 
 func (f *floor) acquire(ctx context.Context, i int) error {
 	ok, err := f.rdb.SetNX(ctx, f.keys[i], f.owners[i], time.Duration(f.ttl)*time.Millisecond).Result()

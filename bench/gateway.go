@@ -83,6 +83,9 @@ func gatewayLogger(level string, w io.Writer) (*zap.Logger, error) {
 
 func (g *gateway) name() string { return "gateway" }
 
+// sends: the gateway's lock cycle is two scripts.
+func (g *gateway) sends() []string { return []string{"evalsha", "eval"} }
+
 func (g *gateway) close() {
 	g.hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

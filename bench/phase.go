@@ -22,6 +22,10 @@ type cycler interface {
 	// acquire and release are the two halves, for the per-script counts.
 	acquire(ctx context.Context, i int) error
 	release(ctx context.Context, i int) error
+	// sends are the commands the cycler itself sends to Redis; the others
+	// in commandstats run inside its scripts, and their time is already in
+	// the script's (EVALSHA's usec includes the commands it calls).
+	sends() []string
 }
 
 // runPhase warms c up, then runs cfg.Concurrency workers doing cycles for
@@ -73,13 +77,15 @@ func runPhase(ctx context.Context, stats *redis.Client, cfg Config, c cycler, pr
 	p.P99ms = ms(quantile(res.latencies, 0.99))
 	d := after.sub(before)
 	p.RedisCPUus = us(d.cpu) / n
-	var usec int64
 	p.RedisCalls = map[string]float64{}
+	p.RedisUsec = map[string]float64{}
 	for k, calls := range d.calls {
 		p.RedisCalls[k] = float64(calls) / n
-		usec += d.usec[k]
+		p.RedisUsec[k] = float64(d.usec[k]) / n
 	}
-	p.RedisCmdUs = float64(usec) / n
+	for _, k := range c.sends() {
+		p.RedisCmdUs += p.RedisUsec[k]
+	}
 	if cpuOK {
 		p.ProcessCPUus = us(cpu1-cpu0) / n
 	}

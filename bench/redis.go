@@ -177,15 +177,19 @@ func parseInfo(txt string) (redisStats, error) {
 	return st, nil
 }
 
-// ownCommands are the commands the benchmark itself sends between phases;
-// they are left out of the per-cycle counts.
-var ownCommands = map[string]bool{"info": true, "ping": true, "hello": true, "client|setinfo": true, "client": true}
+// setupCommands are left out of the per-cycle counts: the benchmark's own
+// (INFO between phases) and those of a new connection or of the gateway's
+// start (its waiter subscribes to the release channel once).
+var setupCommands = map[string]bool{
+	"info": true, "ping": true, "hello": true, "client|setinfo": true, "client": true,
+	"subscribe": true, "psubscribe": true, "ssubscribe": true,
+}
 
 // sub is b - a: the work done between two readings.
 func (b redisStats) sub(a redisStats) redisStats {
 	d := redisStats{cpu: b.cpu - a.cpu, calls: map[string]int64{}, usec: map[string]int64{}}
 	for k, n := range b.calls {
-		if ownCommands[k] {
+		if setupCommands[k] {
 			continue
 		}
 		if n -= a.calls[k]; n != 0 {

@@ -51,12 +51,15 @@ type Phase struct {
 	P50ms        float64 `json:"p50_ms"`
 	P99ms        float64 `json:"p99_ms"`
 
-	// RedisCPUus is Redis's used_cpu_sys+used_cpu_user per cycle;
-	// RedisCmdUs the commandstats usec per cycle (time inside commands);
-	// RedisCalls the commandstats calls per cycle by command.
+	// RedisCPUus is Redis's used_cpu_sys+used_cpu_user per cycle (I/O,
+	// parsing and the event loop included); RedisCmdUs the time inside the
+	// commands the phase sends (commandstats usec; a script's includes the
+	// commands it calls); RedisCalls and RedisUsec the commandstats calls
+	// and usec per cycle by command, commands called by scripts included.
 	RedisCPUus float64            `json:"redis_cpu_us_per_cycle"`
 	RedisCmdUs float64            `json:"redis_cmd_us_per_cycle"`
 	RedisCalls map[string]float64 `json:"redis_calls_per_cycle"`
+	RedisUsec  map[string]float64 `json:"redis_usec_per_cycle"`
 
 	// ProcessCPUus is this process's CPU (getrusage) per cycle: the
 	// driver alone in the floor phase; driver and gateway together in the
@@ -106,6 +109,7 @@ func medianPhase(ps []Phase) Phase {
 		RedisCPUus:     m(func(p Phase) float64 { return p.RedisCPUus }),
 		RedisCmdUs:     m(func(p Phase) float64 { return p.RedisCmdUs }),
 		RedisCalls:     last.RedisCalls,
+		RedisUsec:      last.RedisUsec,
 		ProcessCPUus:   m(func(p Phase) float64 { return p.ProcessCPUus }),
 		AllocsPerCycle: m(func(p Phase) float64 { return p.AllocsPerCycle }),
 		BytesPerCycle:  m(func(p Phase) float64 { return p.BytesPerCycle }),
@@ -137,7 +141,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	row(r.Floor, 1)
 	row(r.Gateway, r.Ratio)
-	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec;")
+	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
 	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
 
 	if len(r.Rounds) > 1 {
@@ -146,9 +150,10 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %d: %.0f / %.0f = %.3f\n", i+1, rd.Floor.CyclesPerSec, rd.Gateway.CyclesPerSec, rd.Ratio)
 		}
 	}
-	fmt.Fprintln(w, "\nredis commands per cycle (commandstats):")
+	fmt.Fprintln(w, "\nredis commands per cycle (commandstats calls; then usec, a script's including its commands'):")
 	for _, p := range []Phase{r.Floor, r.Gateway} {
 		fmt.Fprintf(w, "  %-8s %s\n", p.Name, formatCalls(p.RedisCalls))
+		fmt.Fprintf(w, "  %-8s %s\n", "", formatCalls(p.RedisUsec))
 	}
 	fmt.Fprintln(w, "redis commands of one half-cycle, done alone:")
 	for _, k := range slices.Sorted(maps.Keys(r.Scripts)) {
