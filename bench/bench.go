@@ -61,6 +61,8 @@ type Config struct {
 
 	// RedisURL is a loopback Redis to use; empty starts RedisServer on a
 	// free loopback port with --save "" --appendonly no, stopped at the end.
+	// A Redis of one's own must be otherwise idle (its INFO counters are
+	// read) and keeps the gateway's fence keys until they expire (24 h).
 	RedisURL string
 	// RedisServer is the redis-server binary (looked up on PATH).
 	RedisServer string
@@ -186,6 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for r := 0; r < cfg.Rounds && ctx.Err() == nil; r++ {
 		var rd Round
 		if rd.Floor, err = runPhase(ctx, stats, cfg, floor, nil); err != nil {
+			if ctx.Err() != nil {
+				break // interrupted: report the rounds done
+			}
 			return nil, err
 		}
 		var prof io.Writer
@@ -193,6 +198,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			prof = cfg.CPUProfile
 		}
 		if rd.Gateway, err = runPhase(ctx, stats, cfg, gw, prof); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
 			return nil, err
 		}
 		if rd.Floor.CyclesPerSec > 0 {
@@ -202,6 +210,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if len(rep.Rounds) == 0 {
 		return nil, fmt.Errorf("bench: no round finished: %w", ctx.Err())
+	}
+	if len(rep.Rounds) < cfg.Rounds {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("interrupted: %d of %d rounds done", len(rep.Rounds), cfg.Rounds))
 	}
 	rep.summarize()
 	if cfg.MemProfile != nil {
