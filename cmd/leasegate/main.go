@@ -7,6 +7,7 @@
 //	                             run CMD while holding a lock
 //	leasegate healthcheck        exit 0 when the gateway answers /readyz
 //	leasegate load [flags]       drive a (loopback) gateway with a bounded load
+//	leasegate bench [flags]      the gateway's lock cycle side by side with go-redis
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -42,6 +43,8 @@ Usage:
   leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
   leasegate load [flags]         drive a loopback gateway with a bounded load; print
                                  throughput, latency percentiles and a fencing check
+  leasegate bench [flags]        lock cycles through an in-process gateway side by side
+                                 with the same steps done directly with go-redis
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -69,6 +72,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "load":
 		err = cmdLoad(ctx, args[1:], stdout, stderr, getenv)
+	case "bench":
+		err = cmdBench(ctx, args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
