@@ -53,18 +53,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.BoolVar(&jsonOut, "json", jsonOut, "print the report as JSON")
 	fs.StringVar(&cpuProfile, "cpuprofile", cpuProfile, "write a CPU profile of the last round's gateway phase to this file")
 	fs.StringVar(&memProfile, "memprofile", memProfile, "write the allocs profile of the run to this file")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args, getenv, stderr); err != nil {
+	if err := parseCommand(fs, benchUsage, args, getenv, stderr, func() error { return cfg.Validate() }); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageError{err}
 	}
 	var files []*os.File
 	open := func(path string) (io.Writer, error) {
