@@ -78,10 +78,8 @@ func NewApp(t testing.TB, b *Backend, o Options) *App {
 	if len(o.Keys) > 0 {
 		a.Ring = Keyring(t, o.Keys...)
 	}
-	var locks leasegate.LockService
-	if o.Locks != nil {
-		locks = o.Locks
-	} else {
+	a.Locks = o.Locks
+	if a.Locks == nil {
 		lo := redislock.Options{Prefix: o.Prefix}
 		if o.Wait {
 			lo.ReleaseChannel = o.Prefix + "released"
@@ -91,34 +89,35 @@ func NewApp(t testing.TB, b *Backend, o Options) *App {
 			a.Waiter = redislock.NewWaiter(b.RDB, redislock.WaiterOptions{Channel: lo.ReleaseChannel, PollInterval: time.Hour})
 			t.Cleanup(a.Waiter.Close)
 		}
-		locks = redislock.NewService(a.Locker, a.Waiter, 0)
+		a.Locks = redislock.NewService(a.Locker, a.Waiter, 0)
 	}
-	a.Locks = locks
 	if o.UserLocks {
 		a.Abuse = abuse.New(b.RDB, abuse.Options{Prefix: o.Prefix, Policies: o.Policies, Log: logger(a.AbuseLog, zapcore.InfoLevel)})
 	}
-	a.E = a.Instance(t, a.Ring, locks)
+	a.E = a.Instance(t, a.Ring, nil)
 	if a.Waiter != nil {
 		WaitFor(t, "the release subscription is active", a.Waiter.Active)
 	}
 	return a
 }
 
-// Instance builds another Echo app on the same services with ring as its
-// keyring (a second gateway behind the same load balancer, or one whose
-// keys were reloaded). A nil locks uses the app's own lock service.
-func (a *App) Instance(t testing.TB, ring *auth.Keyring, locks leasegate.LockService) *echo.Echo {
+// Instance builds another Echo app on the app's services (a second
+// gateway behind the same load balancer, or one whose keys were
+// reloaded) with ring as its keyring (nil: open mode, or HeaderAuth) and
+// the app's Options changed by edit (nil: unchanged; only Config,
+// Sessions, SessionTTL, SessionSecret and HeaderAuth matter here).
+func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *echo.Echo {
 	t.Helper()
 	o := a.opts
+	if edit != nil {
+		edit(&o)
+	}
 	cfg := handlers.DefaultConfig()
 	if o.Config != nil {
 		cfg = *o.Config
 	}
-	if locks == nil {
-		locks = a.Locks
-	}
 	d := handlers.Deps{
-		Locks:   locks,
+		Locks:   a.Locks,
 		Log:     logger(a.Log, zapcore.DebugLevel),
 		Metrics: a.Metrics,
 	}
@@ -141,8 +140,8 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, locks leasegate.LockSer
 	return handlers.New(cfg, d)
 }
 
-// Keyring is an auth.Keyring of key-file entries.
-func Keyring(t testing.TB, entries ...string) *auth.Keyring {
+// Keys parses key-file entries ("name:role:tenant:hash").
+func Keys(t testing.TB, entries ...string) []auth.Key {
 	t.Helper()
 	var keys []auth.Key
 	for _, e := range entries {
@@ -152,7 +151,13 @@ func Keyring(t testing.TB, entries ...string) *auth.Keyring {
 		}
 		keys = append(keys, k)
 	}
-	ring, err := auth.New(keys, nil)
+	return keys
+}
+
+// Keyring is an auth.Keyring of key-file entries.
+func Keyring(t testing.TB, entries ...string) *auth.Keyring {
+	t.Helper()
+	ring, err := auth.New(Keys(t, entries...), nil)
 	if err != nil {
 		t.Fatalf("auth.New: %v", err)
 	}
