@@ -157,3 +157,13 @@ func (a *Answer) Slug(t testing.TB, slug string) {
 		t.Errorf("got problem type %q, want slug %q", typ, slug)
 	}
 }
+
+// Map returns the body as a JSON object, failing the test now if it is
+// not one.
+func (a *Answer) Map(t testing.TB) map[string]any {
+	t.Helper()
+	if a.Object == nil {
+		t.Fatalf("decode answer: got %q, want a JSON object", a.Raw)
+	}
+	return a.Object
+}
