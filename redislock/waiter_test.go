@@ -12,16 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
 // waitRig is one backend (miniredis or a real redis-server) with a Locker
 // and a Waiter on it.
 type waitRig struct {
+	*testenv.Backend
 	name string
-	rdb  *redis.Client
-	mini *miniredis.Miniredis
-	real *redistest.Server
 	l    *redislock.Locker
 	w    *redislock.Waiter
 }
@@ -31,7 +30,7 @@ type waitRig struct {
 // by polling.
 const noPoll = time.Hour
 
-func newWaitRig(t *testing.T, rdb *redis.Client, name string, opts redislock.WaiterOptions) *waitRig {
+func newWaitRig(t *testing.T, b *testenv.Backend, name string, opts redislock.WaiterOptions) *waitRig {
 	t.Helper()
 	prefix := fmt.Sprintf("wt:%s:%d:", t.Name(), time.Now().UnixNano())
 	opts.Channel = prefix + "released"
@@ -39,32 +38,28 @@ func newWaitRig(t *testing.T, rdb *redis.Client, name string, opts redislock.Wai
 		opts.PollInterval = noPoll
 	}
 	r := &waitRig{
-		name: name,
-		rdb:  rdb,
-		l:    redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: opts.Channel}),
-		w:    redislock.NewWaiter(rdb, opts),
+		Backend: b,
+		name:    name,
+		l:       redislock.New(b.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: opts.Channel}),
+		w:       redislock.NewWaiter(b.RDB, opts),
 	}
 	t.Cleanup(r.w.Close)
 	waitActive(t, r.w)
 	return r
 }
 
+// newMiniWaitRig runs on miniredis with the machine's clock: a Waiter
+// sleeps on real timers until a holder's expiry.
 func newMiniWaitRig(t *testing.T, opts redislock.WaiterOptions) *waitRig {
 	t.Helper()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	r := newWaitRig(t, rdb, "miniredis", opts)
-	r.mini = m
-	return r
+	b := testenv.OnMini(t)
+	b.RealClock()
+	return newWaitRig(t, b, "miniredis", opts)
 }
 
 func newRealWaitRig(t *testing.T, opts redislock.WaiterOptions) *waitRig {
 	t.Helper()
-	srv := redistest.Start(t)
-	r := newWaitRig(t, srv.Client(t), "redis-server", opts)
-	r.real = srv
-	return r
+	return newWaitRig(t, testenv.OnRedis(t), "redis-server", opts)
 }
 
 // forEachWaitRig runs fn on miniredis and on a real redis-server.
@@ -371,7 +366,7 @@ func TestWaiterRedisErrorEndsTheWaitWithoutAGrant(t *testing.T) {
 	r.hold(t, "job", "holder", 300*time.Millisecond)
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 10*time.Second)
 	eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
-	r.mini.SetError("LOADING simulated outage")
+	r.Mini.SetError("LOADING simulated outage")
 	o := receive(t, ch, 30*time.Second)
 	if !errors.Is(o.err, redislock.ErrUnavailable) || o.res.Acquired {
 		t.Fatalf("got %+v, %v; want ErrUnavailable and no grant", o.res, o.err)
@@ -387,7 +382,7 @@ func TestWaiterResubscriptionWakesEveryone(t *testing.T) {
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
 	eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 	lockKey := r.l.ReleaseMessage("job")
-	_, err := r.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+	_, err := r.RDB.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
 		p.ClientKillByFilter(context.Background(), "TYPE", "pubsub")
 		p.Del(context.Background(), lockKey)
 		return nil

@@ -39,7 +39,10 @@ type Backend struct {
 	// Mini is the miniredis, nil on a real redis-server (whose clock is
 	// not the test's: Advance is unusable there).
 	Mini *miniredis.Miniredis
-	now  time.Time
+	// Server is the redis-server process (Kill, Pause, Restart), nil on
+	// miniredis.
+	Server *redistest.Server
+	now    time.Time
 }
 
 // OnMini starts a miniredis whose clock (TIME) reads Epoch until the test
@@ -54,14 +57,15 @@ func OnMini(t testing.TB) *Backend {
 	return &Backend{Name: "on miniredis", RDB: rdb, Mini: m, now: Epoch}
 }
 
-// OnRedis starts a real redis-server on a free port (redistest.Start:
-// under CI=true a missing binary fails the test, elsewhere it skips).
-func OnRedis(t testing.TB) *Backend {
+// OnRedis starts a real redis-server on a free port with args
+// (redistest.Start: under CI=true a missing binary fails the test,
+// elsewhere it skips).
+func OnRedis(t testing.TB, args ...string) *Backend {
 	t.Helper()
-	srv := redistest.Start(t)
+	srv := redistest.Start(t, args...)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 128})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return &Backend{Name: "on redis-server", RDB: rdb}
+	return &Backend{Name: "on redis-server", RDB: rdb, Server: srv}
 }
 
 // EachBackend runs test once on miniredis and once on a real
@@ -72,7 +76,7 @@ func EachBackend(t *testing.T, test func(t *testing.T, b *Backend)) {
 	for _, c := range []struct {
 		name  string
 		start func(testing.TB) *Backend
-	}{{"on miniredis", OnMini}, {"on redis-server", OnRedis}} {
+	}{{"on miniredis", OnMini}, {"on redis-server", func(t testing.TB) *Backend { return OnRedis(t) }}} {
 		t.Run(c.name, func(t *testing.T) { test(t, c.start(t)) })
 	}
 }
@@ -89,6 +93,11 @@ func (b *Backend) Advance(d time.Duration) {
 	b.Mini.SetTime(b.now)
 	b.Mini.FastForward(d)
 }
+
+// RealClock lets the miniredis clock follow the machine's, for code that
+// waits on real timers (a Waiter's expiry wake-up); Advance then no
+// longer applies.
+func (b *Backend) RealClock() { b.Mini.SetTime(time.Time{}) }
 
 // SetTime sets the miniredis clock (TIME) without touching TTLs.
 func (b *Backend) SetTime(now time.Time) {
