@@ -94,6 +94,19 @@ func (b *Backend) Advance(d time.Duration) {
 	b.Mini.FastForward(d)
 }
 
+// WithoutRetries gives b a client that answers a failed command at once
+// (no retries), for tests of outages on a real redis-server (OnMini's
+// client never retries). Call it before building anything on b.
+func (b *Backend) WithoutRetries(t testing.TB) *Backend {
+	t.Helper()
+	opts := *b.RDB.Options()
+	opts.MaxRetries = -1
+	rdb := redis.NewClient(&opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	b.RDB = rdb
+	return b
+}
+
 // RealClock lets the miniredis clock follow the machine's, for code that
 // waits on real timers (a Waiter's expiry wake-up); Advance then no
 // longer applies.
