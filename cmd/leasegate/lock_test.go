@@ -159,13 +159,7 @@ func TestLockLeaseLossSignalsTheCommand(t *testing.T) {
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	r, done := runLock(context.Background(), env, "--ttl", "2s", "--lost-signal", "USR1", "--kill-after", "5s", "fragile", "--",
 		"sh", "-c", `trap 'echo got-usr1; exit 0' USR1; echo started; while :; do sleep 0.05; done`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(r.stdout.String(), "started") {
-		if time.Now().After(deadline) {
-			t.Fatalf("command did not start; stderr %q", r.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	r.waitStarted(t)
 	key, _ := g.l.Keys("fragile")
 	if err := g.s.Redis().Del(context.Background(), key).Err(); err != nil {
 		t.Fatal(err)
@@ -193,13 +187,7 @@ func TestLockForwardsTerminationToTheCommand(t *testing.T) {
 	defer cancel()
 	r, done := runLock(ctx, env, "--ttl", "1s", "--owner", "long-job", "interrupted", "--",
 		"sh", "-c", `trap 'echo got-term; exit 143' TERM; echo started; while :; do sleep 0.05; done`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(r.stdout.String(), "started") {
-		if time.Now().After(deadline) {
-			t.Fatalf("command did not start; stderr %q", r.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	r.waitStarted(t)
 	// The lease outlives its 1s TTL while the command runs: read back
 	// every 50ms for 2.5s, each reading held by long-job (real time must
 	// pass: the keep-alive runs on it).
@@ -260,6 +248,19 @@ func waitMetric(t *testing.T, base, line string) {
 		}
 		if time.Now().After(end) {
 			t.Fatalf("%q not in /metrics after 10s", line)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStarted waits until the command has printed "started"; 10 s only
+// guards a hang.
+func (r *lockRun) waitStarted(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.stdout.String(), "started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("command did not start; stderr %q", r.stderr.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
