@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 // by the X-Test-* headers (testenv.HeaderAuth).
 func newAbuseEnv(t *testing.T, pol abuse.Policies) *testenv.App {
 	t.Helper()
-	return testenv.NewApp(t, testenv.OnMini(t), testenv.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
+	return testenv.NewApp(t, redistest.OnMini(t), testenv.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
 }
 
 func TestUserLockRoutes(t *testing.T) {

@@ -183,7 +183,7 @@ func TestATK08_MissingOwnerOrTTLIsRejected(t *testing.T) {
 func TestATK09_SameOwnerReacquireKeepsTheTokenAndMovesExpiry(t *testing.T) {
 	h := newHarness(t)
 	first := h.acquire(t, "atk09", "svc-a", 30)
-	h.Backend.Advance(10 * time.Second)
+	h.Backend.Advance(t, 10*time.Second)
 	second := h.acquire(t, "atk09", "svc-a", 30)
 	if second.Token != first.Token || second.AcquiredAt != first.AcquiredAt {
 		t.Errorf("got token %d acquired_at %s, want unchanged %d %s", second.Token, second.AcquiredAt, first.Token, first.AcquiredAt)
@@ -241,14 +241,14 @@ func TestATK11_StatusOfAnExpiredOrMissingLockIsNotFound(t *testing.T) {
 	})
 	t.Run("expired", func(t *testing.T) {
 		h.acquire(t, "atk11", "svc-a", 1)
-		h.Backend.Advance(time.Second)
+		h.Backend.Advance(t, time.Second)
 		h.Do(t, http.MethodGet, "/locks/atk11", "").Problem(t, http.StatusNotFound, "not-found")
 	})
 	t.Run("expired but not yet reaped by Redis", func(t *testing.T) {
 		h.acquire(t, "atk11-stale", "svc-a", 1)
 		lockKey, _ := h.Locker.Keys("atk11-stale")
 		h.Backend.RDB.Persist(context.Background(), lockKey)
-		h.Backend.Advance(time.Second)
+		h.Backend.Advance(t, time.Second)
 		if !h.Backend.Mini.Exists(lockKey) {
 			t.Fatalf("the test needs the expired key to still exist")
 		}

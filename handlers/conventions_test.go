@@ -282,7 +282,7 @@ func TestRenewAnswers(t *testing.T) {
 	h := newHarness(t)
 	h.Do(t, http.MethodPost, "/locks/none/renew", `{"owner":"svc-a","ttl_seconds":60}`).Problem(t, http.StatusNotFound, "not-found")
 	held := h.acquire(t, "r", "svc-a", 30)
-	h.Backend.Advance(5 * 1e9)
+	h.Backend.Advance(t, 5*1e9)
 	var got heldJSON
 	h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60}`).JSON(t, http.StatusOK, &got)
 	want := held
@@ -290,14 +290,14 @@ func TestRenewAnswers(t *testing.T) {
 	if got.Lock != want {
 		t.Errorf("got %+v, want %+v", got.Lock, want)
 	}
-	h.Backend.Advance(60 * 1e9)
+	h.Backend.Advance(t, 60*1e9)
 	h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60}`).Problem(t, http.StatusNotFound, "not-found")
 }
 
 func TestContendedAcquireIsNotAnError(t *testing.T) {
 	h := newHarness(t)
 	h.acquire(t, "r", "svc-a", 30)
-	h.Backend.Advance(10500 * 1e6)
+	h.Backend.Advance(t, 10500*1e6)
 	var got acquireJSON
 	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-b","ttl_seconds":30}`).JSON(t, http.StatusOK, &got)
 	if got.Acquired || got.Lock != nil || got.Resource != "r" || got.RetryAfterMS == nil || *got.RetryAfterMS != 19500 {
@@ -313,7 +313,7 @@ func TestAcquireAnswerShape(t *testing.T) {
 	if lk != want {
 		t.Errorf("got %+v, want %+v", lk, want)
 	}
-	h.Backend.Advance(1234 * 1e6)
+	h.Backend.Advance(t, 1234*1e6)
 	res := h.Do(t, http.MethodGet, "/locks/shape", "")
 	var held heldJSON
 	res.JSON(t, http.StatusOK, &held)

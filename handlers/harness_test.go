@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // epoch is the miniredis clock's start, so timestamps are exact.
-var epoch = testenv.Epoch
+var epoch = redistest.Epoch
 
 // harness is the gateway's lock routes (testenv.App) with the lock
 // helpers of these tests.
@@ -19,14 +20,14 @@ type harness struct{ *testenv.App }
 // with the request log captured.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	return &harness{testenv.NewApp(t, testenv.OnMini(t), testenv.Options{Prefix: "lg:"})}
+	return &harness{testenv.NewApp(t, redistest.OnMini(t), testenv.Options{Prefix: "lg:"})}
 }
 
 // newRealHarness runs the routes on a real redis-server (its clock is not
 // the test's: Advance and Mini are unusable).
 func newRealHarness(t *testing.T) *harness {
 	t.Helper()
-	return &harness{testenv.NewApp(t, testenv.OnRedis(t), testenv.Options{Prefix: "lg:"})}
+	return &harness{testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:"})}
 }
 
 func (h *harness) acquire(t *testing.T, resource, owner string, ttlSeconds int) lockJSON {

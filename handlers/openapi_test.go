@@ -21,6 +21,7 @@ import (
 
 	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -188,7 +189,7 @@ type specGateway struct {
 // newSpecGateway is a gateway on miniredis.
 func newSpecGateway(t *testing.T) *specGateway {
 	t.Helper()
-	b := testenv.OnMini(t)
+	b := redistest.OnMini(t)
 	g := newSpecGatewayOn(t, b)
 	g.outage = func(*testing.T) func() {
 		b.Mini.SetError("ERR injected outage")
@@ -202,7 +203,7 @@ func newSpecGateway(t *testing.T) *specGateway {
 func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
 	t.Helper()
 	// No retries: a case under an outage is answered at once.
-	b := testenv.OnRedis(t).WithoutRetries(t)
+	b := redistest.OnRedis(t).WithoutRetries(t)
 	g := newSpecGatewayOn(t, b)
 	g.outage = func(t *testing.T) func() {
 		t.Helper()
@@ -217,7 +218,7 @@ func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
 	return g
 }
 
-func newSpecGatewayOn(t *testing.T, b *testenv.Backend) *specGateway {
+func newSpecGatewayOn(t *testing.T, b *redistest.Backend) *specGateway {
 	t.Helper()
 	app := testenv.NewApp(t, b, testenv.Options{
 		Prefix: "spec:", UserLocks: true, Sessions: true,

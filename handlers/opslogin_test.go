@@ -20,6 +20,7 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 )
 
@@ -47,7 +48,7 @@ func newLoginEnv(t *testing.T, cfg handlers.Config) *testenv.App {
 	t.Helper()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 2
-	return testenv.NewApp(t, testenv.OnMini(t), testenv.Options{
+	return testenv.NewApp(t, redistest.OnMini(t), testenv.Options{
 		Config: &cfg, UserLocks: true, Policies: pol, Keys: loginEntries(), Sessions: true,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -16,7 +17,7 @@ type waitAPI struct{ *testenv.App }
 
 func newWaitAPI(t *testing.T) waitAPI {
 	t.Helper()
-	return waitAPI{testenv.NewApp(t, testenv.OnMini(t), testenv.Options{Prefix: "hw:", Wait: true})}
+	return waitAPI{testenv.NewApp(t, redistest.OnMini(t), testenv.Options{Prefix: "hw:", Wait: true})}
 }
 
 // post sends a JSON body with ctx; it does not fail the test, so it may

@@ -92,7 +92,7 @@ func TestConcurrentTakeoversOfAnExpiredLeaseHaveOneWinner(t *testing.T) {
 				if unreaped {
 					keepKey(t, e, l, "stale")
 				}
-				e.advance(t, e.stale+time.Millisecond)
+				e.Advance(t, e.stale+time.Millisecond)
 				waitNotHeld(t, l, "stale")
 				if unreaped {
 					if n := e.RDB.Exists(context.Background(), lockKey(l, "stale")).Val(); n != 1 {

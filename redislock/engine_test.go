@@ -10,19 +10,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
 
 // engine is one Redis backend the behavioural tests run against
-// (testenv.Backend: the in-process miniredis, fast, with a clock the test
+// (redistest.Backend: the in-process miniredis, fast, with a clock the test
 // moves, or a real redis-server, real Lua, real TIME), with how time
 // passes on it.
 type engine struct {
-	*testenv.Backend
+	*redistest.Backend
 	name string
-	// advance makes d pass on the Redis server's clock.
-	advance func(t *testing.T, d time.Duration)
 	// stale is the ttl of a lease whose key a test keeps (keepKey) past its
 	// expiry: keepKey must run before Redis reaps it, so on a real server
 	// it leaves room for a loaded machine.
@@ -31,35 +29,20 @@ type engine struct {
 
 // epoch is the miniredis clock's starting point: a fixed instant, so
 // tokens and timestamps are reproducible.
-var epoch = testenv.Epoch
+var epoch = redistest.Epoch
 
 // newMiniEngine starts a miniredis whose clock starts at epoch and moves
 // only when the test says so (SetTime for TIME, FastForward for TTLs).
 func newMiniEngine(t *testing.T) *engine {
 	t.Helper()
-	b := testenv.OnMini(t)
-	return &engine{
-		Backend: b,
-		name:    "miniredis",
-		stale:   50 * time.Millisecond,
-		advance: func(t *testing.T, d time.Duration) { b.Advance(d) },
-	}
+	return &engine{Backend: redistest.OnMini(t), name: "miniredis", stale: 50 * time.Millisecond}
 }
 
 // newRealEngine starts a redis-server on a free port. Time passes for
-// real: advance polls the server's TIME until d has gone by.
+// real: Advance polls the server's TIME until d has gone by.
 func newRealEngine(t *testing.T, args ...string) *engine {
 	t.Helper()
-	b := testenv.OnRedis(t, args...)
-	return &engine{
-		Backend: b,
-		name:    "redis-server",
-		stale:   500 * time.Millisecond,
-		advance: func(t *testing.T, d time.Duration) {
-			t.Helper()
-			waitRedisTime(t, b.RDB, redisNow(t, b.RDB).Add(d))
-		},
-	}
+	return &engine{Backend: redistest.OnRedis(t, args...), name: "redis-server", stale: 500 * time.Millisecond}
 }
 
 // engines returns every backend; each test runs its behaviour on all.
@@ -83,19 +66,6 @@ func redisNow(t *testing.T, rdb *redis.Client) time.Time {
 		t.Fatalf("TIME: %v", err)
 	}
 	return now
-}
-
-// waitRedisTime polls the server's clock (never the test's) until it has
-// reached target, failing after a generous deadline.
-func waitRedisTime(t *testing.T, rdb *redis.Client, target time.Time) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for redisNow(t, rdb).Before(target) {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis clock did not reach %v within 10s", target)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 var prefixSeq atomic.Int64

@@ -39,7 +39,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 		}
 		for i := 0; i < 3; i++ {
 			inc.add("acquire after expiry", mustAcquire(t, l, "r", "svc-b", 50*time.Millisecond).Token)
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 		}
 		// A gateway restart: a new client and a new Locker on the same Redis.
 		rdb2 := redis.NewClient(&redis.Options{Addr: e.RDB.Options().Addr})
@@ -84,7 +84,7 @@ func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) 
 	if got := e.RDB.PTTL(context.Background(), fenceKey(l, "r")).Val(); got != ttl+time.Minute {
 		t.Errorf("got fence key PTTL %v, want lease ttl + retention = %v", got, ttl+time.Minute)
 	}
-	e.advance(t, ttl+time.Minute)
+	e.Advance(t, ttl+time.Minute)
 	if n := e.RDB.Exists(context.Background(), fenceKey(l, "r")).Val(); n != 0 {
 		t.Fatalf("got %d fence keys after the retention, want 0", n)
 	}

@@ -67,7 +67,7 @@ func TestAcquire(t *testing.T) {
 		t.Run("the same owner re-acquiring keeps its token and moves the expiry", func(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
 			first := mustAcquire(t, l, "again", "svc-a", ttl)
-			e.advance(t, 5*time.Millisecond)
+			e.Advance(t, 5*time.Millisecond)
 			second := mustAcquire(t, l, "again", "svc-a", 2*ttl)
 			if second.Token != first.Token {
 				t.Errorf("got token %d, want the same token %d", second.Token, first.Token)
@@ -91,7 +91,7 @@ func TestAcquire(t *testing.T) {
 		t.Run("an expired lease is taken over by anyone with a new, higher token", func(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
 			old := mustAcquire(t, l, "stale", "svc-a", 50*time.Millisecond)
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 			lk := mustAcquire(t, l, "stale", "svc-b", ttl)
 			if lk.Token <= old.Token {
 				t.Errorf("got token %d, want above the expired lease's %d", lk.Token, old.Token)
@@ -104,7 +104,7 @@ func TestAcquire(t *testing.T) {
 		t.Run("the same owner whose lease expired gets a new token, not its old one", func(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
 			old := mustAcquire(t, l, "lapsed", "svc-a", 50*time.Millisecond)
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 			lk := mustAcquire(t, l, "lapsed", "svc-a", ttl)
 			if lk.Token <= old.Token {
 				t.Errorf("got token %d, want above %d: a lapsed lease is a new holder", lk.Token, old.Token)
@@ -115,7 +115,7 @@ func TestAcquire(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
 			old := mustAcquire(t, l, "unreaped", "svc-a", e.stale)
 			keepKey(t, e, l, "unreaped")
-			e.advance(t, e.stale+time.Millisecond)
+			e.Advance(t, e.stale+time.Millisecond)
 			lk := mustAcquire(t, l, "unreaped", "svc-b", ttl)
 			if lk.Token <= old.Token {
 				t.Errorf("got token %d, want above %d", lk.Token, old.Token)
@@ -186,7 +186,7 @@ func TestRelease(t *testing.T) {
 				setup: func(t *testing.T, l *redislock.Locker) int64 {
 					mustAcquire(t, l, "r", "svc-a", e.stale)
 					keepKey(t, e, l, "r")
-					e.advance(t, e.stale+time.Millisecond)
+					e.Advance(t, e.stale+time.Millisecond)
 					return 0
 				},
 				owner: "svc-a", want: redislock.NotFound,
@@ -270,7 +270,7 @@ func TestRenew(t *testing.T) {
 		t.Run("the owner's renewal keeps the token and moves the expiry to now plus ttl", func(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
 			lk := mustAcquire(t, l, "r", "svc-a", ttl)
-			e.advance(t, 10*time.Millisecond)
+			e.Advance(t, 10*time.Millisecond)
 			before := redisNow(t, e.RDB).Truncate(time.Millisecond)
 			got, err := l.Renew(ctx, "r", "svc-a", 0, 2*ttl)
 			if err != nil {
@@ -301,7 +301,7 @@ func TestRenew(t *testing.T) {
 			if _, err := l.Renew(ctx, "r", "svc-a", 0, 50*time.Millisecond); err != nil {
 				t.Fatalf("Renew: %v", err)
 			}
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("got %v, want ErrNotHeld", err)
 			}
@@ -319,7 +319,7 @@ func TestRenew(t *testing.T) {
 			{"an expired lease is never renewed, even by its owner", func(t *testing.T, l *redislock.Locker) int64 {
 				mustAcquire(t, l, "r", "svc-a", e.stale)
 				keepKey(t, e, l, "r")
-				e.advance(t, e.stale+time.Millisecond)
+				e.Advance(t, e.stale+time.Millisecond)
 				return 0
 			}, "svc-a", redislock.ErrNotHeld, false},
 			{"another owner may not renew", func(t *testing.T, l *redislock.Locker) int64 {
@@ -375,7 +375,7 @@ func TestStatus(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
 			mustAcquire(t, l, "r", "svc-a", e.stale)
 			keepKey(t, e, l, "r")
-			e.advance(t, e.stale+time.Millisecond)
+			e.Advance(t, e.stale+time.Millisecond)
 			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("got %v, want ErrNotHeld for an expired lease", err)
 			}
@@ -390,11 +390,11 @@ func TestStatus(t *testing.T) {
 			}
 			l := newLocker(t, e.RDB, redislock.Options{})
 			lk := mustAcquire(t, l, "r", "svc-a", time.Second)
-			e.advance(t, 999*time.Millisecond)
+			e.Advance(t, 999*time.Millisecond)
 			if st, err := l.Status(ctx, "r"); err != nil || st != lk {
 				t.Errorf("1ms before expiry: got %+v, %v; want %+v", st, err, lk)
 			}
-			e.advance(t, time.Millisecond)
+			e.Advance(t, time.Millisecond)
 			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("at expires_at: got %v, want ErrNotHeld", err)
 			}

@@ -12,14 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
 // waitRig is one backend (miniredis or a real redis-server) with a Locker
 // and a Waiter on it.
 type waitRig struct {
-	*testenv.Backend
+	*redistest.Backend
 	name string
 	l    *redislock.Locker
 	w    *redislock.Waiter
@@ -30,7 +29,7 @@ type waitRig struct {
 // by polling.
 const noPoll = time.Hour
 
-func newWaitRig(t *testing.T, b *testenv.Backend, name string, opts redislock.WaiterOptions) *waitRig {
+func newWaitRig(t *testing.T, b *redistest.Backend, name string, opts redislock.WaiterOptions) *waitRig {
 	t.Helper()
 	prefix := fmt.Sprintf("wt:%s:%d:", t.Name(), time.Now().UnixNano())
 	opts.Channel = prefix + "released"
@@ -52,14 +51,14 @@ func newWaitRig(t *testing.T, b *testenv.Backend, name string, opts redislock.Wa
 // sleeps on real timers until a holder's expiry.
 func newMiniWaitRig(t *testing.T, opts redislock.WaiterOptions) *waitRig {
 	t.Helper()
-	b := testenv.OnMini(t)
+	b := redistest.OnMini(t)
 	b.RealClock()
 	return newWaitRig(t, b, "miniredis", opts)
 }
 
 func newRealWaitRig(t *testing.T, opts redislock.WaiterOptions) *waitRig {
 	t.Helper()
-	return newWaitRig(t, testenv.OnRedis(t), "redis-server", opts)
+	return newWaitRig(t, redistest.OnRedis(t), "redis-server", opts)
 }
 
 // forEachWaitRig runs fn on miniredis and on a real redis-server.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ const (
 // authApp is the gateway's routes on b behind an auth.Keyring of the
 // test keys, with cfg (nil: handlers.DefaultConfig()) and, if userLocks,
 // the user locks and the ops review.
-func authApp(t *testing.T, b *testenv.Backend, cfg *handlers.Config, userLocks bool) *testenv.App {
+func authApp(t *testing.T, b *redistest.Backend, cfg *handlers.Config, userLocks bool) *testenv.App {
 	t.Helper()
 	return testenv.NewApp(t, b, testenv.Options{
 		Config: cfg, Prefix: "lg:", UserLocks: userLocks,
@@ -45,7 +46,7 @@ func authz(v string) []string {
 }
 
 func TestUnauthenticatedRequestsGetOneIdentical401(t *testing.T) {
-	app := authApp(t, testenv.OnMini(t), nil, false)
+	app := authApp(t, redistest.OnMini(t), nil, false)
 	e := app.E
 	cases := []struct{ name, auth string }{
 		{"no Authorization header", ""},
@@ -98,7 +99,7 @@ func TestUnauthenticatedRequestsGetOneIdentical401(t *testing.T) {
 }
 
 func TestAuthenticatedRequests(t *testing.T) {
-	e := authApp(t, testenv.OnMini(t), nil, false).E
+	e := authApp(t, redistest.OnMini(t), nil, false).E
 	t.Run("a client key may take a lock", func(t *testing.T) {
 		r := testenv.Do(t, e, http.MethodPost, "/locks/job", `{"owner":"svc","ttl_seconds":30}`, authz("Bearer "+keyClientA)...)
 		if r.StatusCode != http.StatusOK || !bytes.Contains(r.Raw, []byte(`"acquired":true`)) {
@@ -148,7 +149,7 @@ func quoted(s string) string {
 func TestMetricsAuthNone(t *testing.T) {
 	cfg := handlers.DefaultConfig()
 	cfg.MetricsPublic = true
-	e := authApp(t, testenv.OnMini(t), &cfg, false).E
+	e := authApp(t, redistest.OnMini(t), &cfg, false).E
 	t.Run("/metrics needs no key", func(t *testing.T) {
 		if r := testenv.Do(t, e, http.MethodGet, "/metrics", ""); r.StatusCode != http.StatusOK {
 			t.Errorf("got %d %s, want 200", r.StatusCode, r.Raw)
@@ -181,7 +182,7 @@ func concrete(template string) string {
 // TestEveryRouteButHealthNeedsAKey walks every registered route, so routes
 // added later (ops review, /openapi.yaml) are covered without editing it.
 func TestEveryRouteButHealthNeedsAKey(t *testing.T) {
-	e := authApp(t, testenv.OnMini(t), nil, false).E
+	e := authApp(t, redistest.OnMini(t), nil, false).E
 	var unauthorized []byte
 	for _, rt := range e.Routes() {
 		path := concrete(rt.Path)

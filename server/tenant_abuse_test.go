@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 )
 
@@ -74,7 +75,7 @@ func testUserLockTenantIsolation(t *testing.T, h *echo.Echo) {
 }
 
 func TestUserLockTenantIsolation(t *testing.T) {
-	testenv.EachBackend(t, func(t *testing.T, be *testenv.Backend) {
+	redistest.EachBackend(t, func(t *testing.T, be *redistest.Backend) {
 		testUserLockTenantIsolation(t, authApp(t, be, nil, true).E)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/redislock"
@@ -55,7 +56,7 @@ func decodeLock(t *testing.T, r *testenv.Answer) lockBody {
 // TestTenantIsolation: tenant a cannot see or touch tenant b's locks,
 // for resource names chosen to collide, on both backends.
 func TestTenantIsolation(t *testing.T) {
-	testenv.EachBackend(t, func(t *testing.T, be *testenv.Backend) {
+	redistest.EachBackend(t, func(t *testing.T, be *redistest.Backend) {
 		testTenantIsolation(t, authApp(t, be, nil, false).E, func() []string { return be.Keys(t) })
 	})
 }

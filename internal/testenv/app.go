@@ -14,6 +14,7 @@ import (
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -52,7 +53,7 @@ type Options struct {
 // App is the gateway's Echo app with what it is built on.
 type App struct {
 	E       *echo.Echo
-	Backend *Backend
+	Backend *redistest.Backend
 	// Locks is the lock service of the routes; Locker its engine (nil
 	// when Options.Locks replaced it).
 	Locks  leasegate.LockService
@@ -72,7 +73,7 @@ type App struct {
 
 // NewApp wires the services of o on b and builds the routes with
 // handlers.New.
-func NewApp(t testing.TB, b *Backend, o Options) *App {
+func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	t.Helper()
 	a := &App{Backend: b, Metrics: metrics.NewForTest(), Log: &logbuf.Buffer{}, AbuseLog: &logbuf.Buffer{}, opts: o}
 	if len(o.Keys) > 0 {

@@ -1,32 +1,21 @@
-// Package testenv is the test fixture of the gateway in process: a Redis
-// backend (miniredis with a clock the test moves, or a real redis-server
-// from internal/redistest), the domain services wired on it
-// (redislock.NewService, abuse.Service, auth.Keyring and auth.Sessions),
-// the Echo app of handlers.New, and the one request helper, Do, with the
-// assertions on its Answer (status, problem slug, header, JSON body).
-//
-// Every test that drives routes through e.ServeHTTP uses it: handlers',
-// and the wiring tests of server (auth in front of the routes, tenant
-// isolation on both backends). The layers around it stay where they
-// are: internal/redistest starts redis-server processes (this package
-// uses it), internal/gatewaytest runs the whole server on a socket for
-// the client, the CLI and load tests. It imports handlers, so it is for
-// external test packages (handlers_test) and for packages above
-// handlers; auth's own tests do not use it, so auth never depends on
-// handlers, not even in tests.
-package testenv
+package redistest
 
 import (
 	"context"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/leasegate/leasegate/internal/redistest"
 )
+
+// A Backend is the Redis a test runs on, either kind behind one type:
+// OnMini (miniredis, a clock the test moves) or OnRedis (a redis-server
+// process from Start). It lives here, below every package of the
+// project, so that any package's own tests can use it (abuse's internal
+// tests included); internal/testenv builds the gateway on it.
 
 // Epoch is where a miniredis clock starts, so timestamps are exact.
 var Epoch = time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
@@ -41,7 +30,8 @@ type Backend struct {
 	Mini *miniredis.Miniredis
 	// Server is the redis-server process (Kill, Pause, Restart), nil on
 	// miniredis.
-	Server *redistest.Server
+	Server *Server
+	mu     sync.Mutex
 	now    time.Time
 }
 
@@ -58,11 +48,11 @@ func OnMini(t testing.TB) *Backend {
 }
 
 // OnRedis starts a real redis-server on a free port with args
-// (redistest.Start: under CI=true a missing binary fails the test,
+// (Start: under CI=true a missing binary fails the test,
 // elsewhere it skips).
 func OnRedis(t testing.TB, args ...string) *Backend {
 	t.Helper()
-	srv := redistest.Start(t, args...)
+	srv := Start(t, args...)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 128})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return &Backend{Name: "on redis-server", RDB: rdb, Server: srv}
@@ -82,16 +72,44 @@ func EachBackend(t *testing.T, test func(t *testing.T, b *Backend)) {
 }
 
 // Now is the miniredis clock.
-func (b *Backend) Now() time.Time { return b.now }
+func (b *Backend) Now() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.now
+}
 
-// Advance moves the miniredis clock (TIME) and its TTLs forward by d.
-func (b *Backend) Advance(d time.Duration) {
-	if b.Mini == nil {
-		panic("testenv: Advance on a real redis-server")
+// Advance makes d pass on the server's clock: miniredis moves its clock
+// (TIME) and its TTLs at once; on a real redis-server real time must
+// pass, so Advance polls the server's TIME (never the test's clock) until
+// d has gone by, failing after a generous bound that only guards a hang.
+// Safe for concurrent use.
+func (b *Backend) Advance(t testing.TB, d time.Duration) {
+	t.Helper()
+	if b.Mini != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.now = b.now.Add(d)
+		b.Mini.SetTime(b.now)
+		b.Mini.FastForward(d)
+		return
 	}
-	b.now = b.now.Add(d)
-	b.Mini.SetTime(b.now)
-	b.Mini.FastForward(d)
+	target := b.serverTime(t).Add(d)
+	deadline := time.Now().Add(d + 10*time.Second)
+	for b.serverTime(t).Before(target) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis clock did not reach %v within %v", target, d+10*time.Second)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (b *Backend) serverTime(t testing.TB) time.Time {
+	t.Helper()
+	now, err := b.RDB.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	return now
 }
 
 // WithoutRetries gives b a client that answers a failed command at once
@@ -114,6 +132,8 @@ func (b *Backend) RealClock() { b.Mini.SetTime(time.Time{}) }
 
 // SetTime sets the miniredis clock (TIME) without touching TTLs.
 func (b *Backend) SetTime(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.now = now
 	b.Mini.SetTime(now)
 }
