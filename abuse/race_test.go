@@ -112,16 +112,9 @@ func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
 		}
 		b.Advance(t, 5*time.Millisecond)
 
-		hook := &beforeZRem{f: func() {
-			// A new window, flagged again, between the listing's read of
-			// the records and its removal of the stale entry.
-			if err := svc.Clear(ctx, tenant, lock, user); err != nil {
-				t.Error(err)
-			}
-			flag()
-		}}
-		hook.armed.Store(true)
-		b.RDB.AddHook(hook)
+		// A new window, flagged again, between the listing's read of the
+		// records and its removal of the stale entry.
+		hook := reflagBeforeZRem(t, b, svc, tenant, lock, user, flag)
 
 		if listed(t, svc, tenant, lock, user) {
 			t.Fatalf("got the stale entry listed, want it skipped")
@@ -150,16 +143,9 @@ func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
 		flag()
 		b.Advance(t, 5*time.Millisecond)
 
-		hook := &beforeZRem{f: func() {
-			// A new window, flagged again, right after the clear deleted
-			// the old record.
-			if err := svc.Clear(ctx, tenant, lock, user); err != nil {
-				t.Error(err)
-			}
-			flag()
-		}}
-		hook.armed.Store(true)
-		b.RDB.AddHook(hook)
+		// A new window, flagged again, right after the clear deleted the
+		// old record.
+		hook := reflagBeforeZRem(t, b, svc, tenant, lock, user, flag)
 
 		if err := svc.ClearFlags(ctx, tenant, user, Meta{Operator: "carol"}); err != nil {
 			t.Fatalf("ClearFlags: %v", err)
@@ -218,4 +204,19 @@ func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
 			}
 		}
 	})
+}
+
+// reflagBeforeZRem arms a hook on b that, just before the next ZREM,
+// clears user's lock and flags the user again (flag), and returns it.
+func reflagBeforeZRem(t *testing.T, b *redistest.Backend, svc *Service, tenant, lock, user string, flag func()) *beforeZRem {
+	t.Helper()
+	hook := &beforeZRem{f: func() {
+		if err := svc.Clear(context.Background(), tenant, lock, user); err != nil {
+			t.Error(err)
+		}
+		flag()
+	}}
+	hook.armed.Store(true)
+	b.RDB.AddHook(hook)
+	return hook
 }
