@@ -370,9 +370,15 @@ type WaitRequest struct {
 	TTL      time.Duration
 	// Wait is the longest the caller waits for the lease; 0 tries once.
 	Wait time.Duration
-	// OpTimeout bounds each Redis call (default DefaultOpTimeout).
+	// OpTimeout bounds each Redis call (default DefaultOpTimeout). During
+	// a wait a call also ends with the wait (see Acquire).
 	OpTimeout time.Duration
 }
+
+// minFirstCall is the least time the first Redis call of a wait gets,
+// even when the wait is shorter: a wait_ms of a few milliseconds on a
+// healthy but busy Redis still gets its one try instead of a 503.
+const minFirstCall = 100 * time.Millisecond
 
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
 // req.Wait while another owner holds it. It returns the contended result
@@ -380,25 +386,46 @@ type WaitRequest struct {
 // as soon as ctx is done (the caller went away). A Redis error ends the
 // wait at once with ErrUnavailable: a lease is never reported granted
 // after an error.
+//
+// The answer comes when the wait is over, also when Redis hangs: each
+// Redis call of the wait gets at most min(OpTimeout, what is left of the
+// wait) (the first call at least minFirstCall), so the client must honour
+// context deadlines (go-redis: ContextTimeoutEnabled). A call that the end
+// of the wait cuts short answers contended if Redis has answered anything
+// in this wait, and ErrUnavailable if it never has.
 func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (AcquireResult, error) {
 	if req.OpTimeout <= 0 {
 		req.OpTimeout = DefaultOpTimeout
 	}
-	try := func() (AcquireResult, error) {
-		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
+	try := func(d time.Duration) (AcquireResult, error) {
+		octx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		return l.Acquire(octx, req.Resource, req.Owner, req.TTL)
 	}
 	if req.Wait <= 0 {
-		res, err := try()
+		res, err := try(req.OpTimeout)
 		return res, err
 	}
+	end := time.Now().Add(req.Wait)
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
+	// heard: Redis has answered a call of this wait.
+	heard := false
+	// budget is the time the next Redis call of the wait may take.
+	budget := func() time.Duration {
+		d := time.Until(end)
+		if !heard {
+			d = max(d, minFirstCall)
+		}
+		return min(d, req.OpTimeout)
+	}
+	// cutByTheEnd: a call failed because the wait ran out under it, not
+	// because the caller went away.
+	cutByTheEnd := func() bool { return ctx.Err() == nil && !time.Now().Before(end) }
 
 	wt, ok := w.enqueue(l.ReleaseMessage(req.Resource))
 	if !ok {
-		res, err := try()
+		res, err := try(budget())
 		return res, err
 	}
 	defer w.dequeue(wt)
@@ -424,12 +451,18 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	if !w.isHead(wt) {
 		// Not first in line: wait our turn, unless the lease is already
 		// ours (a same-owner re-acquire answers at once, as without wait).
-		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
+		octx, cancel := context.WithTimeout(ctx, budget())
 		lk, err := l.Status(octx, req.Resource)
 		cancel()
+		if err == nil || errors.Is(err, ErrNotHeld) {
+			heard = true
+		}
 		switch {
 		case err == nil && lk.Owner == req.Owner:
-			res, err := try()
+			res, err := try(budget())
+			if err != nil && cutByTheEnd() {
+				return contended(), nil
+			}
 			if err != nil || res.Acquired {
 				return res, err
 			}
@@ -451,10 +484,18 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	for {
 		var retry <-chan time.Time
 		if w.isHead(wt) {
-			res, err := try()
+			if heard && time.Until(end) <= 0 {
+				// Woken as the wait ended: no new call it has no time for.
+				return contended(), nil
+			}
+			res, err := try(budget())
 			if err != nil {
+				if heard && cutByTheEnd() {
+					return contended(), nil
+				}
 				return AcquireResult{Waited: !first}, err
 			}
+			heard = true
 			if res.Acquired {
 				res.Waited = !first
 				return res, nil
