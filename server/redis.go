@@ -55,6 +55,11 @@ type RedisConfig struct {
 	MinReplicas int
 	// MinReplicasTimeout bounds that wait.
 	MinReplicasTimeout time.Duration
+
+	// AllowEviction accepts a Redis that may evict keys (maxmemory with a
+	// maxmemory-policy other than noeviction): the gateway then starts and
+	// is ready with a warning instead of refusing. See docs/deployment.md.
+	AllowEviction bool
 }
 
 // DefaultMinReplicasTimeout is the default of --min-replicas-timeout.
