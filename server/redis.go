@@ -156,8 +156,10 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 		}
 		opts.TLSConfig = tc
 		to := c.clientTimeouts()
+		opts.Dialer = redialer(tc, to.attempt)
+		opts.DialerRetries = 1 // the redialer retries, until the context ends
 		// A timeout given in the URL (?read_timeout=...) is the operator's.
-		opts.DialTimeout = keep(opts.DialTimeout, to.dial)
+		opts.DialTimeout = keep(opts.DialTimeout, to.window)
 		opts.ReadTimeout = keep(opts.ReadTimeout, to.read)
 		opts.WriteTimeout = keep(opts.WriteTimeout, to.write)
 		opts.PoolTimeout = keep(opts.PoolTimeout, to.pool)
@@ -170,6 +172,9 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			return nil, err
 		}
 		to := c.clientTimeouts()
+		// No redialer: go-redis dials the Sentinels with the same Dialer,
+		// one after the other, and one that kept dialling a Sentinel that
+		// is down would keep the others from being asked.
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName:            r.SentinelMaster,
 			SentinelAddrs:         r.SentinelAddrs,
@@ -178,7 +183,7 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			Username:              r.Username,
 			Password:              r.Password,
 			TLSConfig:             tc,
-			DialTimeout:           to.dial,
+			DialTimeout:           to.attempt,
 			ReadTimeout:           to.read,
 			WriteTimeout:          to.write,
 			PoolTimeout:           to.pool,
@@ -196,7 +201,9 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			Username:              r.Username,
 			Password:              r.Password,
 			TLSConfig:             tc,
-			DialTimeout:           to.dial,
+			Dialer:                redialer(tc, to.attempt),
+			DialerRetries:         1,
+			DialTimeout:           to.window,
 			ReadTimeout:           to.read,
 			WriteTimeout:          to.write,
 			PoolTimeout:           to.pool,
@@ -227,7 +234,14 @@ const noRetries = -1
 // a request on a hung Redis past it. The client also honours each call's
 // context deadline (ContextTimeoutEnabled), which is how a waiting acquire
 // bounds its calls by what is left of wait_ms (redislock.Waiter).
-type clientTimeouts struct{ dial, read, write, pool time.Duration }
+type clientTimeouts struct {
+	// attempt bounds one connection attempt (TCP connect, TLS handshake).
+	attempt time.Duration
+	// window is go-redis's DialTimeout where the redialer dials: how long
+	// a dial without a deadline of its own keeps trying (redial.go).
+	window            time.Duration
+	read, write, pool time.Duration
+}
 
 func (c Config) clientTimeouts() clientTimeouts {
 	rt := c.HTTP.RequestTimeout
@@ -240,7 +254,7 @@ func (c Config) clientTimeouts() clientTimeouts {
 	if need := c.Redis.MinReplicasTimeout + time.Second; c.Redis.MinReplicas > 0 && need > read {
 		read = need
 	}
-	return clientTimeouts{dial: rt, read: read, write: rt, pool: rt}
+	return clientTimeouts{attempt: rt, window: max(rt, minDialWindow), read: read, write: rt, pool: rt}
 }
 
 // defaultRedisTimeout is --request-timeout's default, for a

@@ -43,10 +43,31 @@ func (s *Server) checkRedis() error {
 	s.guard = newRedisGuard(s.cfg, s.rdb, s.log)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.RequestTimeout)
 	defer cancel()
-	if err := s.guard.check(ctx); errors.Is(err, ErrEvictingRedis) {
+	err := s.guard.check(ctx)
+	if errors.Is(err, ErrEvictingRedis) {
 		return err
 	}
+	if err != nil {
+		s.log.Error(fmt.Sprintf("Redis is not reachable at %s: the gateway starts anyway, answers 503 unavailable to lock requests and to /readyz until it is, and checks its settings then", s.cfg.redisTarget()),
+			zap.Error(err))
+	}
 	return nil
+}
+
+// redisTarget names the Redis the config points at, without credentials.
+func (c Config) redisTarget() string {
+	r := c.Redis
+	switch c.redisMode() {
+	case "sentinel":
+		return fmt.Sprintf("the Sentinel master %q (Sentinels %s)", r.SentinelMaster, strings.Join(r.SentinelAddrs, ", "))
+	case "cluster":
+		return "the Redis Cluster (seeds " + strings.Join(r.ClusterAddrs, ", ") + ")"
+	case "single":
+		if o, err := redis.ParseURL(c.RedisURL); err == nil {
+			return o.Addr
+		}
+	}
+	return "the configured Redis"
 }
 
 // ready is /readyz: Redis answers PING, and (not on the embedded Redis)
