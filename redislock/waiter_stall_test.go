@@ -101,7 +101,8 @@ func TestAWaitEndsOnTimeWhenRedisStalls(t *testing.T) {
 			})
 			done <- answer{res, err, time.Now()}
 		}()
-		waitQueued(t, r, "job", 1) // the first try has answered "contended"
+		// The first try has answered "contended".
+		eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 		pause(t, srv)
 		var a answer
 		select {
@@ -118,17 +119,4 @@ func TestAWaitEndsOnTimeWhenRedisStalls(t *testing.T) {
 			t.Errorf("answered after %v, want within the wait %v (+%v)", took, wait, slack)
 		}
 	})
-}
-
-// waitQueued waits until n waiters on resource have made their first
-// check.
-func waitQueued(t *testing.T, r *waitRig, resource string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for r.w.Queued(r.l, resource) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters queued on %s after 5s, want %d", r.w.Queued(r.l, resource), resource, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
