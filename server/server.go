@@ -172,6 +172,9 @@ type Server struct {
 	// keyring is nil in open mode.
 	keyring *auth.Keyring
 	waiter  *redislock.Waiter
+	// guard checks the Redis deployment (redischeck.go); nil on the
+	// embedded Redis.
+	guard *redisGuard
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -201,6 +204,10 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		return nil, err
 	}
 	instrument(s.rdb, s.metrics.RedisHook(scripts.ByName()))
+	if err := s.checkRedis(); err != nil {
+		s.closeRedis()
+		return nil, err
+	}
 	// Releases are published on one channel; one subscription per
 	// process wakes the waiting acquires (docs/waiting.md).
 	releaseChannel := cfg.KeyPrefix + "released"
@@ -230,7 +237,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Locks:     redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout),
 		UserLocks: abuseSvc,
 		Flags:     abuseSvc,
-		Ready:     func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		Ready:     s.ready,
 		Log:       log,
 
 		IPExtractor: ipx,
