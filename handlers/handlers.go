@@ -5,6 +5,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -156,6 +157,12 @@ func (a *API) readyz(c echo.Context) error {
 	defer cancel()
 	if err := a.deps.Ready(ctx); err != nil {
 		a.log.Warn("readiness check failed", zap.Error(err))
+		// A check that says why (an unavailable domain error) is passed
+		// on; anything else is a store that does not answer.
+		var de *leasegate.Error
+		if errors.As(err, &de) && de.Code == leasegate.CodeUnavailable {
+			return de
+		}
 		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "redis is not reachable",
 			RetryAfter: leasegate.DefaultRetryAfter}
 	}

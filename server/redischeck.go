@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasegate/leasegate"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -80,7 +81,11 @@ func (s *Server) ready(ctx context.Context) error {
 		return nil
 	}
 	if err := s.guard.check(ctx); errors.Is(err, ErrEvictingRedis) {
-		return err
+		// What /readyz tells the load balancer and the operator; the
+		// node and policy are in the log.
+		return fmt.Errorf("%w: %w", &leasegate.Error{Code: leasegate.CodeUnavailable,
+			Message:    "redis may evict lock keys (maxmemory with a policy other than noeviction): set noeviction or start with --allow-eviction",
+			RetryAfter: leasegate.DefaultRetryAfter}, err)
 	}
 	return nil
 }

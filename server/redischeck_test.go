@@ -155,8 +155,8 @@ func TestARedisThatMayEvictLockKeysIsRefused(t *testing.T) {
 			t.Errorf("GET /readyz on noeviction: got %d, want 200", code)
 		}
 		configSet(t, admin, "maxmemory-policy", "volatile-lru")
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
-			t.Errorf("GET /readyz on volatile-lru: got %d, want 503", code)
+		if p := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").Problem(t, http.StatusServiceUnavailable, "unavailable"); !strings.Contains(p.Detail, "noeviction") {
+			t.Errorf("GET /readyz on volatile-lru: got detail %q, want it to say why (evicting policy) and how to fix it", p.Detail)
 		}
 		configSet(t, admin, "maxmemory-policy", "noeviction")
 		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
