@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
 )
 
@@ -290,4 +291,42 @@ func TestLogoutRevocation(t *testing.T) {
 			t.Errorf("got %d keys, want %d", after, before)
 		}
 	})
+}
+
+// The same limiter and logout on a real redis-server (MULTI, WATCH and
+// TTLs as Redis has them, not as miniredis does). Keys carry a prefix of
+// their own; nothing is flushed.
+func TestLoginStateOnRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	env := newRLEnv(t)
+	prefix := "rltest-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+	s := auth.NewSessionsWith(env.ring, auth.SessionOptions{Redis: rdb, Prefix: prefix, Window: time.Hour})
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if _, _, _, err := s.Login(ctx, rlWrongKey, "192.0.2.50", rlNow); codeOf(err) != leasegate.CodeUnauthorized {
+			t.Fatalf("failure %d: got %v, want unauthorized", i+1, err)
+		}
+	}
+	_, _, _, err := s.Login(ctx, rlOpsKey, "192.0.2.50", rlNow)
+	if e, _ := leasegate.ErrorOf(err); e == nil || e.Code != leasegate.CodeRateLimited || e.RetryAfter <= 59*time.Minute {
+		t.Fatalf("got %v, want rate-limited for about an hour", err)
+	}
+	_, cookie, _, err := s.Login(ctx, rlOpsKey, "192.0.2.51", rlNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := keyspace.Space{Prefix: prefix}.LoginFailures("", keyspace.LoginByAddress, "192.0.2.51")
+	if n, err := rdb.Get(ctx, addr).Int(); err != nil || n != 0 {
+		t.Errorf("got count %d (%v) after a success, want 0", n, err)
+	}
+	if ttl := rdb.PTTL(ctx, addr).Val(); ttl <= 0 {
+		t.Errorf("got PTTL %v, want the window's", ttl)
+	}
+	if err := s.Logout(ctx, cookie, rlNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open(ctx, cookie, rlNow); codeOf(err) != leasegate.CodeUnauthorized {
+		t.Errorf("after logout: got %v, want unauthorized", err)
+	}
 }

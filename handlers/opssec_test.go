@@ -183,3 +183,43 @@ func TestOpsLogoutEndsTheSession(t *testing.T) {
 		}
 	})
 }
+
+func TestOpsSessionsWhileRedisIsDown(t *testing.T) {
+	t.Run("the page answers 503 and keeps the cookie: the session may be valid", func(t *testing.T) {
+		env := newLoginEnv(t, handlers.DefaultConfig())
+		b := newBrowser(t, secGateway(t, env))
+		b.mustLogin()
+		env.mini.SetError("LOADING Redis is loading the dataset in memory")
+		res, _ := b.do("GET", "/ops/", nil)
+		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+			t.Errorf("got %d (Retry-After %q), want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		if setCookie(res, sessionName) != nil || b.cookies[sessionName] == nil {
+			t.Error("got the session cookie changed, want it kept")
+		}
+		env.mini.SetError("")
+		if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != http.StatusOK {
+			t.Errorf("after the outage: got %d, want 200", res.StatusCode)
+		}
+	})
+
+	t.Run("a logout drops the cookie and says, with 503, that a copy stays valid", func(t *testing.T) {
+		env := newLoginEnv(t, handlers.DefaultConfig())
+		b := newBrowser(t, secGateway(t, env))
+		copied := *b.mustLogin()
+		env.mini.SetError("LOADING Redis is loading the dataset in memory")
+		res, body := b.do("POST", "/ops/logout", url.Values{"csrf": {b.csrf()}})
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "could not record the logout") {
+			t.Errorf("got %d, want 503 and the form saying the logout was not recorded: %s", res.StatusCode, body)
+		}
+		if b.cookies[sessionName] != nil {
+			t.Error("got the session cookie kept, want it dropped")
+		}
+		env.mini.SetError("")
+		thief := newBrowser(t, b.e)
+		thief.cookies[sessionName] = &copied
+		if res, _ := thief.do("GET", "/ops/", nil); res.StatusCode != http.StatusOK {
+			t.Errorf("the copy after an unrecorded logout: got %d, want 200 (as the form said)", res.StatusCode)
+		}
+	})
+}
