@@ -179,7 +179,7 @@ func (a *API) loginSubmit(c echo.Context) error {
 			return err
 		}
 		if e.RetryAfter > 0 {
-			c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
 		}
 		a.log.Info("ops page login refused",
 			zap.String("request_id", requestID(c)),
@@ -216,7 +216,7 @@ func (a *API) logout(c echo.Context) error {
 		defer cancel()
 		if err := a.deps.Sessions.Logout(ctx, ck.Value, time.Now()); err != nil {
 			if e, _ := leasegate.ErrorOf(err); e.RetryAfter > 0 {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
 			}
 			a.log.Warn("ops page logout not recorded", zap.String("request_id", requestID(c)), zap.Error(err))
 			return a.renderLogin(c, http.StatusServiceUnavailable, logoutUnrecorded)
