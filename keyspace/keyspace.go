@@ -21,6 +21,9 @@
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ban                     hash    a ban
 //	<prefix>{t=<tenant>;r=abuse%3Aindex}:flagged               zset    the tenant's flags
 //	<prefix>{t=<tenant>;r=abuse%3Aindex%3A<lock>}:flagged      zset    its flags on one lock
+//	<prefix>{t=;r=ops-login%3Aaddr%3A<address>}:failures        string  failed page logins from one address
+//	<prefix>{t=<tenant>;r=ops-login%3Akey%3A<name>}:failures    string  page logins refused to one key
+//	<prefix>{t=<tenant>;r=ops-session%3A<id>}:revoked          string  a page session ended by logout
 //
 // A resource named "user:<id>" shares a user's tag (and slot) but never a
 // key: the suffixes differ, and the tag holds no '}', so the suffix is
@@ -102,6 +105,28 @@ func (s Space) FlagIndex(tenant, lock string) string {
 		name += ":" + lock
 	}
 	return s.base(tenant, name) + ":flagged"
+}
+
+// Login scopes of LoginFailures.
+const (
+	// LoginByAddress counts failed /ops/ logins per client address.
+	LoginByAddress = "addr"
+	// LoginByKey counts /ops/ logins refused to a known key, per key name.
+	LoginByKey = "key"
+)
+
+// LoginFailures is the key of the counter of failed /ops/ page logins of
+// one subject: scope LoginByAddress with a client address (tenant "": a
+// login has no tenant until a key matched), or LoginByKey with a key's
+// name (its tenant). Each counter has its own tag.
+func (s Space) LoginFailures(tenant, scope, subject string) string {
+	return s.base(tenant, "ops-login:"+scope+":"+subject) + ":failures"
+}
+
+// SessionRevoked is the key that marks the /ops/ page session id of
+// tenant ended (logged out) until the session would have expired.
+func (s Space) SessionRevoked(tenant, id string) string {
+	return s.base(tenant, "ops-session:"+id) + ":revoked"
 }
 
 // HashTag returns the Redis Cluster hash tag, braces included, under

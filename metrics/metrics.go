@@ -35,6 +35,9 @@ type Metrics struct {
 	AbuseFlags    *prometheus.CounterVec // lock
 	AbuseBans     *prometheus.CounterVec // lock, source: policy, operator
 
+	// Authentication
+	AuthRefusals *prometheus.CounterVec // via: bearer, login, session; reason
+
 	BuildInfo *prometheus.GaugeVec // version, goversion
 }
 
@@ -85,6 +88,10 @@ func New(reg *prometheus.Registry) *Metrics {
 			Namespace: ns, Name: "abuse_bans_total",
 			Help: "Bans placed, by lock (\"\" for operator bans) and source: policy or operator.",
 		}, []string{"lock", "source"}),
+		AuthRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "auth_refusals_total",
+			Help: "Refused authentications by via (bearer, login, session) and reason (a fixed set per via, docs/metrics.md).",
+		}, []string{"via", "reason"}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Name: "build_info",
 			Help: "Always 1; labels say which build is running.",
@@ -93,7 +100,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,
 		m.RedisErrors, m.RedisLatency,
-		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.BuildInfo,
+		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

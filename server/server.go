@@ -244,7 +244,14 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	}
 	if s.keyring != nil {
 		deps.Auth = s.keyring
-		deps.Sessions = auth.NewSessions(s.keyring, cfg.OpsSessionTTL, cfg.OpsSessionSecret)
+		s.keyring.CountRefusals(func(via, reason string) {
+			s.metrics.AuthRefusals.WithLabelValues(via, reason).Inc()
+		})
+		// Login failures and logouts live in Redis, shared by every gateway.
+		deps.Sessions = auth.NewSessionsWith(s.keyring, auth.SessionOptions{
+			TTL: cfg.OpsSessionTTL, Secret: cfg.OpsSessionSecret,
+			Redis: s.rdb, Prefix: cfg.KeyPrefix,
+		})
 	}
 	s.e = handlers.New(cfg.HTTP, deps)
 	ln, err := net.Listen("tcp", cfg.Addr)
