@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // userCells returns the text of every user cell of the page, in order.
 var userCell = regexp.MustCompile(`<td class="user"><code>(.*?)</code></td>`)
 
-func opsPageAs(t *testing.T, env *loginEnv, target string) string {
+func opsPageAs(t *testing.T, env *testenv.App, target string) string {
 	t.Helper()
 	req := httptest.NewRequest("GET", target, nil)
 	req.Header.Set("Authorization", "Bearer "+loginOpsKey)
 	rec := httptest.NewRecorder()
-	env.e.ServeHTTP(rec, req)
+	env.E.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET %s: got %d, want 200: %s", target, rec.Code, rec.Body)
 	}
@@ -50,7 +51,7 @@ func TestOpsPageShowsInvisibleCharactersEscaped(t *testing.T) {
 	}
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	for _, tc := range cases {
-		flagInTenant(t, env.e, tc.id)
+		flagInTenant(t, env.E, tc.id)
 	}
 	body := opsPageAs(t, env, "/ops/")
 	var cells []string
@@ -82,7 +83,7 @@ func TestOpsPageShowsInvisibleCharactersEscaped(t *testing.T) {
 	t.Run("the stylesheet styles the escapes", func(t *testing.T) {
 		req := httptest.NewRequest("GET", "/ops/assets/ops.css", nil)
 		rec := httptest.NewRecorder()
-		env.e.ServeHTTP(rec, req)
+		env.E.ServeHTTP(rec, req)
 		if !strings.Contains(rec.Body.String(), ".esc") {
 			t.Error("got no .esc rule")
 		}

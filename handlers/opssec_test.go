@@ -11,6 +11,7 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -21,15 +22,15 @@ import (
 // failures, ended sessions) in env's Redis, as server.New wires it.
 // The client address is the X-Test-Remote header, when set, as if a
 // trusted proxy had said so.
-func secGateway(t *testing.T, env *loginEnv) *echo.Echo {
+func secGateway(t *testing.T, env *testenv.App) *echo.Echo {
 	t.Helper()
-	svc := abuse.New(env.rdb, abuse.Options{})
+	svc := abuse.New(env.Backend.RDB, abuse.Options{})
 	deps := handlers.Deps{
-		Locks:     redislock.NewService(redislock.New(env.rdb, redislock.Options{}), nil, 0),
+		Locks:     redislock.NewService(redislock.New(env.Backend.RDB, redislock.Options{}), nil, 0),
 		UserLocks: svc,
 		Flags:     svc,
-		Auth:      env.ring,
-		Sessions:  auth.NewSessionsWith(env.ring, auth.SessionOptions{Redis: env.rdb, Prefix: "opssec:"}),
+		Auth:      env.Ring,
+		Sessions:  auth.NewSessionsWith(env.Ring, auth.SessionOptions{Redis: env.Backend.RDB, Prefix: "opssec:"}),
 		IPExtractor: func(r *http.Request) string {
 			if v := r.Header.Get("X-Test-Remote"); v != "" {
 				return v
@@ -37,7 +38,7 @@ func secGateway(t *testing.T, env *loginEnv) *echo.Echo {
 			return echo.ExtractIPDirect()(r)
 		},
 	}
-	return handlers.New(env.cfg, deps)
+	return handlers.New(handlers.DefaultConfig(), deps)
 }
 
 // loginFrom posts key to the login form of b's gateway from the client
@@ -98,7 +99,7 @@ func TestOpsLoginRateLimit(t *testing.T) {
 		for i := 1; i <= 6; i++ {
 			loginFrom(b, "198.51.100.10", wrongKey)
 		}
-		env.mini.FastForward(15*60*1e9 + 1e9)
+		env.Backend.Mini.FastForward(15*60*1e9 + 1e9)
 		if res, _ := loginFrom(b, "198.51.100.10", loginOpsKey); res.StatusCode != http.StatusSeeOther {
 			t.Errorf("after the window: got %d, want 303", res.StatusCode)
 		}
@@ -136,8 +137,8 @@ func TestOpsLoginRateLimit(t *testing.T) {
 		env := newLoginEnv(t, handlers.DefaultConfig())
 		b := newBrowser(t, secGateway(t, env))
 		b.do("GET", "/ops/login", nil)
-		env.mini.SetError("LOADING Redis is loading the dataset in memory")
-		t.Cleanup(func() { env.mini.SetError("") })
+		env.Backend.Mini.SetError("LOADING Redis is loading the dataset in memory")
+		t.Cleanup(func() { env.Backend.Mini.SetError("") })
 		res, body := b.do("POST", "/ops/login", url.Values{"csrf": {b.csrf()}, "key": {loginOpsKey}})
 		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 			t.Errorf("got %d (Retry-After %q), want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
@@ -189,7 +190,7 @@ func TestOpsSessionsWhileRedisIsDown(t *testing.T) {
 		env := newLoginEnv(t, handlers.DefaultConfig())
 		b := newBrowser(t, secGateway(t, env))
 		b.mustLogin()
-		env.mini.SetError("LOADING Redis is loading the dataset in memory")
+		env.Backend.Mini.SetError("LOADING Redis is loading the dataset in memory")
 		res, _ := b.do("GET", "/ops/", nil)
 		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 			t.Errorf("got %d (Retry-After %q), want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
@@ -197,7 +198,7 @@ func TestOpsSessionsWhileRedisIsDown(t *testing.T) {
 		if setCookie(res, sessionName) != nil || b.cookies[sessionName] == nil {
 			t.Error("got the session cookie changed, want it kept")
 		}
-		env.mini.SetError("")
+		env.Backend.Mini.SetError("")
 		if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != http.StatusOK {
 			t.Errorf("after the outage: got %d, want 200", res.StatusCode)
 		}
@@ -207,7 +208,7 @@ func TestOpsSessionsWhileRedisIsDown(t *testing.T) {
 		env := newLoginEnv(t, handlers.DefaultConfig())
 		b := newBrowser(t, secGateway(t, env))
 		copied := *b.mustLogin()
-		env.mini.SetError("LOADING Redis is loading the dataset in memory")
+		env.Backend.Mini.SetError("LOADING Redis is loading the dataset in memory")
 		res, body := b.do("POST", "/ops/logout", url.Values{"csrf": {b.csrf()}})
 		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "could not record the logout") {
 			t.Errorf("got %d, want 503 and the form saying the logout was not recorded: %s", res.StatusCode, body)
@@ -215,7 +216,7 @@ func TestOpsSessionsWhileRedisIsDown(t *testing.T) {
 		if b.cookies[sessionName] != nil {
 			t.Error("got the session cookie kept, want it dropped")
 		}
-		env.mini.SetError("")
+		env.Backend.Mini.SetError("")
 		thief := newBrowser(t, b.e)
 		thief.cookies[sessionName] = &copied
 		if res, _ := thief.do("GET", "/ops/", nil); res.StatusCode != http.StatusOK {
