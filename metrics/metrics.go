@@ -88,7 +88,7 @@ func New(reg *prometheus.Registry) *Metrics {
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Name: "build_info",
 			Help: "Always 1; labels say which build is running.",
-		}, []string{"version", "goversion"}),
+		}, []string{"version", "commit", "goversion"}),
 	}
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,

@@ -7,6 +7,7 @@
 //	                             run CMD while holding a lock
 //	leasegate healthcheck        exit 0 when the gateway answers /readyz
 //	leasegate load [flags]       drive a (loopback) gateway with a bounded load
+//	leasegate version            print version, commit and Go version (also --version)
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -20,7 +21,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/leasegate/leasegate/server"
 )
 
 func main() {
@@ -42,6 +46,7 @@ Usage:
   leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
   leasegate load [flags]         drive a loopback gateway with a bounded load; print
                                  throughput, latency percentiles and a fencing check
+  leasegate version              print the version, commit and Go version (also --version)
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -69,6 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "load":
 		err = cmdLoad(ctx, args[1:], stdout, stderr, getenv)
+	case "version", "--version", "-version":
+		err = cmdVersion(args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -104,14 +111,20 @@ func exitCode(err error, stderr io.Writer) int {
 	var ee exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "leasegate:", ee.msg)
+			fmt.Fprintln(stderr, message(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "leasegate:", err)
+	fmt.Fprintln(stderr, message(err.Error()))
 	var ue usageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || errors.Is(err, server.ErrConfig) {
 		return 2
 	}
 	return 1
+}
+
+// message is msg with the program name in front, once: errors from the
+// client package already start with "leasegate: ".
+func message(msg string) string {
+	return "leasegate: " + strings.TrimPrefix(msg, "leasegate: ")
 }
