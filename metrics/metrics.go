@@ -35,7 +35,7 @@ type Metrics struct {
 	AbuseFlags    *prometheus.CounterVec // lock
 	AbuseBans     *prometheus.CounterVec // lock, source: policy, operator
 
-	BuildInfo *prometheus.GaugeVec // version, goversion
+	BuildInfo *prometheus.GaugeVec // version, commit, goversion
 }
 
 // New creates the collectors and registers them (and the Go and process
