@@ -20,9 +20,9 @@ type BuildInfo struct {
 }
 
 // Build reads the running binary's BuildInfo: Version and Commit as set
-// with -ldflags, else what the Go toolchain recorded (the module version
-// for go install of a tagged release, vcs.revision and vcs.modified for a
-// build in a git checkout).
+// with -ldflags, else what the Go toolchain recorded (the module version:
+// a tag for go install of a release, a pseudo-version for a build in a git
+// checkout; vcs.revision and vcs.modified for the commit).
 func Build() BuildInfo {
 	info, _ := debug.ReadBuildInfo()
 	return buildInfo(Version, Commit, info)
