@@ -38,7 +38,7 @@ type Metrics struct {
 	// Authentication
 	AuthRefusals *prometheus.CounterVec // via: bearer, login, session; reason
 
-	BuildInfo *prometheus.GaugeVec // version, goversion
+	BuildInfo *prometheus.GaugeVec // version, commit, goversion
 }
 
 // New creates the collectors and registers them (and the Go and process
@@ -95,7 +95,7 @@ func New(reg *prometheus.Registry) *Metrics {
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Name: "build_info",
 			Help: "Always 1; labels say which build is running.",
-		}, []string{"version", "goversion"}),
+		}, []string{"version", "commit", "goversion"}),
 	}
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +43,10 @@ type Config struct {
 	RedisURL string
 	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (server/redis.go).
 	Redis RedisConfig
+	// EmbeddedRedisAddr is where the embedded Redis listens when RedisURL
+	// and the other Redis settings are empty (default 127.0.0.1:0, a free
+	// port); loopback only (server/embedded.go).
+	EmbeddedRedisAddr string
 	// KeyPrefix starts every Redis key (default "lg:").
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
@@ -99,6 +102,7 @@ func DefaultConfig() Config {
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
 		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout},
+		EmbeddedRedisAddr: DefaultEmbeddedRedisAddr,
 		HTTP:              handlers.DefaultConfig(),
 		OpsSessionTTL:     auth.DefaultSessionTTL,
 		AbusePolicies:     abuse.DefaultPolicies(),
@@ -187,7 +191,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		log = zap.NewNop()
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("server: config: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cfg.HTTP.MetricsPublic = cfg.MetricsAuth == MetricsAuthNone
 	s := &Server{cfg: cfg, log: log}
@@ -199,7 +203,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.metrics = metrics.New(prometheus.NewRegistry())
-	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
+	bi := Build()
+	s.metrics.BuildInfo.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -289,19 +294,9 @@ func NewAbuseLogger(w io.Writer) *zap.Logger {
 func (s *Server) connect() error {
 	if s.cfg.redisMode() == "embedded" {
 		if !isLoopback(s.cfg.Addr) {
-			return fmt.Errorf("server: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", s.cfg.Addr)
+			return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
 		}
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			return fmt.Errorf("server: start embedded redis: %w", err)
-		}
-		s.mini = m
-		s.stopEmbedded = make(chan struct{})
-		go advanceClock(m, s.stopEmbedded)
-		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: noRetries})
-		s.log.Warn("no --redis-url given: using an embedded in-memory Redis; state is lost at exit and cannot be shared by several gateways (development only)",
-			zap.String("embedded_redis", m.Addr()))
-		return nil
+		return s.startEmbedded()
 	}
 	rdb, err := NewRedisClient(s.cfg)
 	if err != nil {

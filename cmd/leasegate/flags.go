@@ -46,7 +46,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if err := fs.Set(f.Name, v); err != nil {
-				envErr = usageError{fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)}
+				envErr = usageError{fmt.Errorf("%s=%q: invalid value for --%s: %w", envName(f.Name), v, f.Name, err)}
 			}
 		}
 	})
