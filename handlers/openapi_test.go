@@ -24,9 +24,11 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/semaphore"
 )
 
 // specCase is one request of the spec scenario. Cases run in order against
@@ -256,6 +258,9 @@ func newSpecGatewayOn(t *testing.T, addr string) *specGateway {
 		Ready:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Auth:      ring,
 		Sessions:  auth.NewSessions(ring, 0, ""),
+
+		Semaphores: semaphore.New(rdb, nil, semaphore.Options{Prefix: "spec:"}),
+		Claims:     claim.New(rdb, claim.Options{Prefix: "spec:"}),
 	})
 	doc := loadSpec(t)
 	router, err := gorillamux.NewRouter(doc)
