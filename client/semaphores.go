@@ -27,6 +27,8 @@ type Permit struct {
 	// Holders and Limit are the semaphore's after the acquire.
 	Holders int
 	Limit   int
+
+	localExpiry time.Time // as Lease's
 }
 
 // SemaphoreFullError is AcquirePermit's answer when every slot is taken
@@ -61,8 +63,12 @@ type permitJSON struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
-func (j permitJSON) permit(ttl time.Duration) Permit {
-	return Permit{Name: j.Name, Owner: j.Owner, Token: j.Token, AcquiredAt: j.AcquiredAt, ExpiresAt: j.ExpiresAt, TTL: ttl}
+func (j permitJSON) permit(ttl time.Duration, sent time.Time) Permit {
+	p := Permit{Name: j.Name, Owner: j.Owner, Token: j.Token, AcquiredAt: j.AcquiredAt, ExpiresAt: j.ExpiresAt, TTL: ttl}
+	if !sent.IsZero() {
+		p.localExpiry = sent.Add(ttl)
+	}
+	return p
 }
 
 func semaphorePath(name string) string { return "/semaphores/" + url.PathEscape(name) }
@@ -105,7 +111,9 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 		Limit        int        `json:"limit"`
 		RetryAfterMS int64      `json:"retry_after_ms"`
 	}
+	var sent time.Time
 	err = c.retry(ctx, func() error {
+		sent = time.Now()
 		_, err := c.do(ctx, http.MethodPost, semaphorePath(name), body, &out)
 		return err
 	})
@@ -115,7 +123,7 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 	if !out.Acquired {
 		return nil, &SemaphoreFullError{Name: name, Holders: out.Holders, Limit: out.Limit, RetryAfter: time.Duration(out.RetryAfterMS) * time.Millisecond}
 	}
-	p := out.Permit.permit(ttl)
+	p := out.Permit.permit(ttl, sent)
 	p.Holders, p.Limit = out.Holders, out.Limit
 	return &p, nil
 }
@@ -123,6 +131,16 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 // RenewPermit moves the permit's expiry to now + ttl (0: its TTL).
 // ErrNotFound: no live permit at all; ErrForbidden: none is the owner's.
 func (c *Client) RenewPermit(ctx context.Context, p *Permit, ttl time.Duration) (*Permit, error) {
+	var np *Permit
+	err := c.retry(ctx, func() error {
+		var err error
+		np, err = c.renewPermitOnce(ctx, p, ttl)
+		return err
+	})
+	return np, err
+}
+
+func (c *Client) renewPermitOnce(ctx context.Context, p *Permit, ttl time.Duration) (*Permit, error) {
 	if ttl == 0 {
 		ttl = p.TTL
 	}
@@ -133,14 +151,11 @@ func (c *Client) RenewPermit(ctx context.Context, p *Permit, ttl time.Duration) 
 	var out struct {
 		Permit permitJSON `json:"permit"`
 	}
-	err = c.retry(ctx, func() error {
-		_, err := c.do(ctx, http.MethodPost, semaphorePath(p.Name)+"/renew", map[string]any{"owner": p.Owner, "ttl_seconds": secs}, &out)
-		return err
-	})
-	if err != nil {
+	sent := time.Now()
+	if _, err := c.do(ctx, http.MethodPost, semaphorePath(p.Name)+"/renew", map[string]any{"owner": p.Owner, "ttl_seconds": secs}, &out); err != nil {
 		return nil, err
 	}
-	np := out.Permit.permit(ttl)
+	np := out.Permit.permit(ttl, sent)
 	np.Holders, np.Limit = p.Holders, p.Limit
 	return &np, nil
 }
@@ -180,7 +195,7 @@ func (c *Client) SemaphoreStatus(ctx context.Context, name string) (SemaphoreSta
 	}
 	st := SemaphoreState{Name: out.Name, Limit: out.Limit}
 	for _, h := range out.Holders {
-		st.Holders = append(st.Holders, h.permit(0))
+		st.Holders = append(st.Holders, h.permit(0, time.Time{}))
 	}
 	return st, nil
 }
@@ -251,4 +266,27 @@ func (s semaphoreService) Release(ctx context.Context, tenant, name, owner strin
 		return leasegate.Forbidden, nil
 	}
 	return 0, domainErr(err)
+}
+
+// KeepPermitAlive renews p in the background as KeepAlive does a lock's
+// lease (same options, same loss signal; Lease().Resource is the
+// semaphore's name).
+func (c *Client) KeepPermitAlive(ctx context.Context, p *Permit, opts ...KeepAliveOption) *KeepAlive {
+	lease := &Lease{Resource: p.Name, Owner: p.Owner, Token: p.Token, AcquiredAt: p.AcquiredAt,
+		ExpiresAt: p.ExpiresAt, TTL: p.TTL, localExpiry: p.localExpiry}
+	return c.keepAlive(ctx, lease, func(ctx context.Context, l *Lease, ttl time.Duration, retry bool) (*Lease, error) {
+		cur := &Permit{Name: l.Resource, Owner: l.Owner, Token: l.Token, TTL: ttl}
+		var np *Permit
+		var err error
+		if retry {
+			np, err = c.RenewPermit(ctx, cur, ttl)
+		} else {
+			np, err = c.renewPermitOnce(ctx, cur, ttl)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Lease{Resource: np.Name, Owner: np.Owner, Token: np.Token, AcquiredAt: np.AcquiredAt,
+			ExpiresAt: np.ExpiresAt, TTL: ttl, localExpiry: np.localExpiry}, nil
+	}, opts...)
 }
