@@ -92,8 +92,8 @@ func TestSemaphoreRunsTheCommandHoldingAPermit(t *testing.T) {
 func TestSemaphoreUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{},
-		{"name", "--", "true"},                     // no --limit
-		{"name", "--limit", "0", "--", "true"},     // limit out of range
+		{"name", "--", "true"},                 // no --limit
+		{"name", "--limit", "0", "--", "true"}, // limit out of range
 		{"name", "--limit", "10001", "--", "true"}, // limit out of range
 		{"name", "--limit", "2"},                   // no CMD
 		{"name", "--limit", "2", "--ttl", "1500ms", "--", "true"},
