@@ -55,6 +55,9 @@ type Deps struct {
 	// Either nil leaves those routes out.
 	UserLocks leasegate.UserLockService
 	Flags     leasegate.FlagRegistry
+	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
+	Semaphores leasegate.SemaphoreService
+	Claims     leasegate.ClaimService
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -121,6 +124,18 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	if deps.UserLocks != nil {
 		e.POST("/user-locks/:name/:user_id", a.userLockAttempt, client...)
 		e.DELETE("/user-locks/:name/:user_id", a.userLockClear, client...)
+	}
+	if deps.Semaphores != nil {
+		e.POST("/semaphores/:name", a.semAcquire, client...)
+		e.GET("/semaphores/:name", a.semStatus, client...)
+		e.DELETE("/semaphores/:name", a.semRelease, client...)
+		e.POST("/semaphores/:name/renew", a.semRenew, client...)
+	}
+	if deps.Claims != nil {
+		e.POST("/claims/:scope/:key", a.claimStart, client...)
+		e.GET("/claims/:scope/:key", a.claimGet, client...)
+		e.DELETE("/claims/:scope/:key", a.claimDelete, client...)
+		e.POST("/claims/:scope/:key/complete", a.claimComplete, client...)
 	}
 	if deps.Flags != nil {
 		e.GET("/abuse/flagged", a.listFlagged, ops...)

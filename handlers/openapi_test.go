@@ -221,7 +221,7 @@ func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
 func newSpecGatewayOn(t *testing.T, b *redistest.Backend) *specGateway {
 	t.Helper()
 	app := testenv.NewApp(t, b, testenv.Options{
-		Prefix: "spec:", UserLocks: true, Sessions: true,
+		Prefix: "spec:", UserLocks: true, Sessions: true, Primitives: true,
 		Keys: []string{
 			"spec-client:client:" + specTenant + ":" + auth.HashKey(keyClient),
 			"spec-ops:ops:" + specTenant + ":" + auth.HashKey(keyOps),

@@ -39,6 +39,12 @@ type Metrics struct {
 	AuthRefusals *prometheus.CounterVec // via: bearer, login, session; reason
 
 	BuildInfo *prometheus.GaugeVec // version, commit, goversion
+	// Semaphores and claims (docs/metrics.md)
+	SemAcquires *prometheus.CounterVec // outcome: acquired, contended, waited, timed_out, abandoned, limit_mismatch
+	SemReleases *prometheus.CounterVec // result: released, not_found, forbidden
+	SemHolders  prometheus.Histogram   // live holders after each acquire answer
+	SemWaiters  prometheus.Gauge
+	Claims      *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
 }
 
 // New creates the collectors and registers them (and the Go and process
@@ -97,6 +103,8 @@ func New(reg *prometheus.Registry) *Metrics {
 			Help: "Always 1; labels say which build is running.",
 		}, []string{"version", "commit", "goversion"}),
 	}
+	m.newPrimitives()
+	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,
 		m.RedisErrors, m.RedisLatency,
@@ -105,6 +113,30 @@ func New(reg *prometheus.Registry) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+func (m *Metrics) newPrimitives() {
+	m.SemAcquires = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "semaphore_acquires_total",
+		Help: "Semaphore acquire outcomes: acquired, contended (full), waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting), limit_mismatch.",
+	}, []string{"outcome"})
+	m.SemReleases = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "semaphore_releases_total",
+		Help: "Semaphore release results: released, not_found, forbidden.",
+	}, []string{"result"})
+	m.SemHolders = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: ns, Name: "semaphore_holders",
+		Help:    "Live holders of the semaphore after each acquire answer.",
+		Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000},
+	})
+	m.SemWaiters = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Name: "semaphore_waiters",
+		Help: "Semaphore acquires currently waiting (wait_ms) in this gateway.",
+	})
+	m.Claims = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "claims_total",
+		Help: "Claim events: started (the caller does the work), expired (started over a pending claim whose lease had expired), extended (same owner again), in_progress (409), completed, replayed (a done claim answered instead of running the work again, or a repeated complete), abandoned, removed (forced by an operator).",
+	}, []string{"event"})
 }
 
 // NewForTest returns Metrics on a fresh registry.

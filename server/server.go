@@ -25,10 +25,12 @@ import (
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
+	"github.com/leasegate/leasegate/semaphore"
 )
 
 // Version is the build's version, set with -ldflags "-X github.com/leasegate/leasegate/server.Version=v1.2.3".
@@ -247,6 +249,13 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 
 		IPExtractor: ipx,
 	}
+	// Semaphores wait on the locks' Waiter and release channel; forced
+	// claim removals go to the abuse log (docs/claims.md).
+	deps.Semaphores = semaphore.New(s.rdb, s.waiter, semaphore.Options{
+		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
+		ReleaseChannel: releaseChannel, OpTimeout: cfg.HTTP.RequestTimeout,
+	})
+	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: NewAbuseLogger(abuseLog).Named("claims")})
 	if s.keyring != nil {
 		deps.Auth = s.keyring
 		s.keyring.CountRefusals(func(via, reason string) {

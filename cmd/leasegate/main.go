@@ -5,6 +5,8 @@
 //	leasegate keys hash [flags]  hash (or --generate) an API key
 //	leasegate lock [flags] RESOURCE -- CMD [ARGS...]
 //	                             run CMD while holding a lock
+//	leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]
+//	                             run CMD holding one of N permits
 //	leasegate healthcheck        exit 0 when the gateway answers /readyz
 //	leasegate load [flags]       drive a (loopback) gateway with a bounded load
 //	leasegate bench [flags]      the gateway's lock cycle side by side with go-redis
@@ -44,6 +46,8 @@ Usage:
   leasegate lock [flags] RESOURCE -- CMD [ARGS...]
                                  run CMD holding the lock on RESOURCE, with its
                                  fencing token in LEASEGATE_TOKEN
+  leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]
+                                 run CMD holding one of the N permits of NAME
   leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
   leasegate load [flags]         drive a loopback gateway with a bounded load; print
                                  throughput, latency percentiles and a fencing check
@@ -73,6 +77,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdKeys(args[1:], stdin, stdout, stderr)
 	case "lock":
 		err = cmdLock(ctx, args[1:], stdin, stdout, stderr, getenv)
+	case "semaphore":
+		err = cmdSemaphore(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "healthcheck":
 		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "load":

@@ -12,11 +12,13 @@ import (
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/semaphore"
 )
 
 // Options say which parts of the gateway an App has. The zero value is
@@ -45,6 +47,9 @@ type Options struct {
 	SessionSecret string
 	// HeaderAuth authenticates by the X-Test-* headers (HeaderAuth).
 	HeaderAuth bool
+	// Primitives wires a semaphore.Service (on the app's Waiter, if any)
+	// and a claim.Service: the /semaphores and /claims routes.
+	Primitives bool
 	// Locks replaces the lock service built on the backend (a service on
 	// a Scripter that misbehaves, say). The backend may then be nil.
 	Locks leasegate.LockService
@@ -62,6 +67,9 @@ type App struct {
 	Waiter *redislock.Waiter
 	// Abuse is nil unless Options.UserLocks.
 	Abuse *abuse.Service
+	// Semaphores and Claims are nil unless Options.Primitives.
+	Semaphores *semaphore.Service
+	Claims     *claim.Service
 	// Ring is nil unless Options.Keys.
 	Ring    *auth.Keyring
 	Metrics *metrics.Metrics
@@ -94,6 +102,10 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	}
 	if o.UserLocks {
 		a.Abuse = abuse.New(b.RDB, abuse.Options{Prefix: o.Prefix, Policies: o.Policies, Log: logger(a.AbuseLog, zapcore.InfoLevel)})
+	}
+	if o.Primitives {
+		a.Semaphores = semaphore.New(b.RDB, a.Waiter, semaphore.Options{Prefix: o.Prefix})
+		a.Claims = claim.New(b.RDB, claim.Options{Prefix: o.Prefix})
 	}
 	a.E = a.Instance(t, a.Ring, nil)
 	if a.Waiter != nil {
@@ -128,6 +140,9 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 	}
 	if a.Abuse != nil {
 		d.UserLocks, d.Flags = a.Abuse, a.Abuse
+	}
+	if a.Semaphores != nil {
+		d.Semaphores, d.Claims = a.Semaphores, a.Claims
 	}
 	switch {
 	case ring != nil:

@@ -27,6 +27,7 @@ declare(strict_types=1);
 require __DIR__ . '/../autoload.php';
 require __DIR__ . '/harness.php';
 require __DIR__ . '/FakeTransport.php';
+require __DIR__ . '/primitives.php';
 
 use LeaseGate\AbnormalUsageException;
 use LeaseGate\AcquireResult;
@@ -110,6 +111,8 @@ function groups(): array
         'user-locks' => ['Client::addUserLock/clearUserLock and the drop-in Lock class', 'group_user_locks'],
         'user-locks-unavailable' => ['user locks with Redis down: exception, never "acquired"', 'group_user_locks_unavailable'],
         'bans' => ['a banned user: AbnormalUsageException with retryAfter, Lock returns false', 'group_bans'],
+        'semaphores' => ['permits up to the limit, full answers, limit-mismatch, renew, release (403 vs 404)', 'group_semaphores'],
+        'claims' => ['once() runs the work once, stores and replays its result, abandons on failure, waits out a dead worker', 'group_claims'],
     ];
 }
 
