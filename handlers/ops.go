@@ -37,13 +37,16 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	// visible shows invisible and look-alike characters escaped
 	// (visible.go).
 	"visible": visible,
-	// short shows a contract timestamp as "2026-11-30 09:30:00" (UTC).
-	"short": func(ts string) string {
+	// short shows a contract timestamp as "2026-11-30 09:30:00" (UTC),
+	// the date and the time each kept on one line (a narrow column breaks
+	// between them, not at a hyphen).
+	"short": func(ts string) template.HTML {
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
-			return ts
+			return template.HTML(template.HTMLEscapeString(ts))
 		}
-		return t.UTC().Format(time.DateTime)
+		t = t.UTC()
+		return template.HTML(`<span class="nw">` + t.Format(time.DateOnly) + `</span> <span class="nw">` + t.Format(time.TimeOnly) + `</span>`)
 	},
 }).ParseFS(opsFiles, "opspage/page.html"))
 
@@ -65,6 +68,30 @@ type opsRow struct {
 	FirstFlaggedAt string
 	LastFlaggedAt  string
 	BannedUntil    string
+	// Ban is the user's active ban in full, nil when none.
+	Ban *opsBan
+}
+
+// opsBan is an active ban as the page shows it: until when, why, who
+// placed it (an operator's name, or the policy of a lock) and when.
+type opsBan struct {
+	Until   string
+	Reason  string
+	By      string
+	Source  string // "operator" or "policy"
+	Lock    string // the lock whose policy placed it ("" for operators)
+	Created string
+}
+
+func toOpsBan(b *leasegate.Ban) *opsBan {
+	if b == nil {
+		return nil
+	}
+	ob := &opsBan{Until: leasegate.FormatTime(b.Until), Reason: b.Reason, By: b.By, Source: b.Source, Lock: b.Lock}
+	if !b.Created.IsZero() {
+		ob.Created = leasegate.FormatTime(b.Created)
+	}
+	return ob
 }
 
 type opsFlash struct {
@@ -86,6 +113,12 @@ type opsView struct {
 	FirstURL string
 	NextURL  string
 	PageSize int
+	// Search is the user id looked up (?user_id=, exact match), "" for
+	// the list. Found: the registry holds flags or a ban for it; Ban is
+	// that ban (shown apart, as a banned user may have no flags left).
+	Search string
+	Found  bool
+	Ban    *opsBan
 }
 
 // opsMessages are the fixed texts a redirect may ask the page to show
@@ -175,9 +208,13 @@ func validToken(s string) bool {
 
 func (a *API) opsPage(c echo.Context) error {
 	var ck checker
-	q := listQuery(c, &ck, "msg", "user")
+	q := listQuery(c, &ck, "msg", "user", "user_id")
 	msg := c.QueryParam("msg")
 	user := c.QueryParam("user")
+	search := c.QueryParam("user_id")
+	if search != "" {
+		ck.userID(search)
+	}
 	if err := ck.err(); err != nil {
 		// A hand-edited URL: show the first page rather than JSON.
 		return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
@@ -185,15 +222,9 @@ func (a *API) opsPage(c echo.Context) error {
 	q.Limit = opsPageSize
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	page, err := a.deps.Flags.List(ctx, tenantOf(c), q)
-	if errors.Is(err, leasegate.ErrBadCursor) {
-		return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
-	}
-	if err != nil {
-		return err
-	}
+	tenant := tenantOf(c)
 	v := opsView{
-		Tenant:   tenantOf(c),
+		Tenant:   tenant,
 		Operator: principal(c).Actor(),
 		Lock:     q.Lock,
 		CSRF:     a.csrfToken(c),
@@ -201,9 +232,7 @@ func (a *API) opsPage(c echo.Context) error {
 		Paged:    q.Cursor != "",
 		FirstURL: opsURL(q.Lock, "", "", ""),
 		PageSize: opsPageSize,
-	}
-	if page.NextCursor != "" {
-		v.NextURL = opsURL(q.Lock, page.NextCursor, "", "")
+		Search:   search,
 	}
 	if f, ok := opsMessages[msg]; ok {
 		if msg != "invalid" {
@@ -211,7 +240,41 @@ func (a *API) opsPage(c echo.Context) error {
 		}
 		v.Flash = &f
 	}
-	for _, f := range page.Items {
+	var flags []leasegate.Flag
+	// bans caches the ban of each banned user on the page: the list
+	// carries only the end of a ban, so its reason and author cost one
+	// look-up per banned user shown (at most a page's worth).
+	bans := map[string]*opsBan{}
+	if search != "" {
+		// An exact match: the registry is keyed by user id and keeps no
+		// index of them, so a prefix search would mean scanning every
+		// flag of the tenant (docs/abuse.md).
+		uf, err := a.deps.Flags.Get(ctx, tenant, search)
+		switch {
+		case errors.Is(err, leasegate.ErrUserNotFound):
+		case err != nil:
+			return err
+		default:
+			v.Found = true
+			v.Ban = toOpsBan(uf.Ban)
+			bans[search] = v.Ban
+			flags = uf.Flags
+		}
+		v.Lock, v.Paged, v.FirstURL = "", false, "/ops/"
+	} else {
+		page, err := a.deps.Flags.List(ctx, tenant, q)
+		if errors.Is(err, leasegate.ErrBadCursor) {
+			return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
+		}
+		if err != nil {
+			return err
+		}
+		if page.NextCursor != "" {
+			v.NextURL = opsURL(q.Lock, page.NextCursor, "", "")
+		}
+		flags = page.Items
+	}
+	for _, f := range flags {
 		r := opsRow{
 			UserID:         f.UserID,
 			Lock:           f.Lock,
@@ -222,6 +285,20 @@ func (a *API) opsPage(c echo.Context) error {
 		}
 		if !f.BannedUntil.IsZero() {
 			r.BannedUntil = leasegate.FormatTime(f.BannedUntil)
+			b, ok := bans[f.UserID]
+			if !ok {
+				uf, err := a.deps.Flags.Get(ctx, tenant, f.UserID)
+				switch {
+				case errors.Is(err, leasegate.ErrUserNotFound):
+					// Cleared since the list was read.
+				case err != nil:
+					return err
+				default:
+					b = toOpsBan(uf.Ban)
+				}
+				bans[f.UserID] = b
+			}
+			r.Ban = b
 		}
 		v.Items = append(v.Items, r)
 	}
