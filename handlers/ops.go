@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,6 +52,10 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 }).ParseFS(opsFiles, "opspage/page.html"))
 
 var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html"))
+
+var errorPage = template.Must(template.New("error.html").Funcs(template.FuncMap{
+	"visible": visible,
+}).ParseFS(opsFiles, "opspage/error.html"))
 
 // csrfCookie names the ops page's CSRF cookie.
 const csrfCookie = "leasegate_ops_csrf"
@@ -139,6 +144,9 @@ var opsMessages = map[string]opsFlash{
 // are the same fixed bytes for everyone.
 func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
 	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
+	// The page's errors are HTML for browsers; this wraps the error
+	// handler New has set just before (problem+json for everyone else).
+	e.HTTPErrorHandler = a.pageErrors(e.HTTPErrorHandler)
 	e.GET("/ops", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, "/ops/")
 	})
@@ -161,6 +169,77 @@ func (a *API) opsAsset(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-cache")
 	return c.Blob(http.StatusOK, "text/css; charset=utf-8", b)
+}
+
+// fromPage reports whether a request is a browser's on the page's
+// routes: a path under /ops whose Accept names text/html, as every
+// browser's navigation and form post does. Scripts (no Accept, */*, or
+// JSON) keep getting problem+json there, as on every other route.
+func fromPage(r *http.Request) bool {
+	p := r.URL.Path
+	if p != "/ops" && !strings.HasPrefix(p, "/ops/") {
+		return false
+	}
+	for _, part := range strings.Split(r.Header.Get(echo.HeaderAccept), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && mt == echo.MIMETextHTML {
+			return true
+		}
+	}
+	return false
+}
+
+type errorView struct {
+	leasegate.Problem
+	Fields   []leasegate.FieldError
+	Back     string
+	BackText string
+}
+
+// pageErrors answers the page's failed requests (fromPage) with an HTML
+// page in the page's style: what went wrong, the status code kept, and a
+// link back (to the login form for the login and logout forms, else to
+// the page). Everything else goes to next.
+func (a *API) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed || !fromPage(c.Request()) {
+			next(err, c)
+			return
+		}
+		e, unexpected := errorOf(err)
+		if unexpected {
+			a.log.Error("request failed",
+				zap.String("request_id", requestID(c)),
+				zap.String("route", c.Path()),
+				zap.Error(err))
+		}
+		p := e.Problem()
+		v := errorView{Problem: p, Fields: p.Errors, Back: "/ops/", BackText: "Back to the ops page"}
+		switch c.Request().URL.Path {
+		case "/ops/login", "/ops/logout":
+			v.Back, v.BackText = "/ops/login", "Back to the login form"
+		}
+		h := c.Response().Header()
+		if e.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+		}
+		if e.Code == leasegate.CodeUnauthorized {
+			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
+		}
+		var buf bytes.Buffer
+		if err := errorPage.Execute(&buf, v); err != nil {
+			a.log.Error("rendering the ops error page", zap.Error(err))
+			next(err, c)
+			return
+		}
+		pageHeaders(h)
+		h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+		c.Response().WriteHeader(p.Status)
+		if c.Request().Method == http.MethodHead {
+			return
+		}
+		_, _ = c.Response().Write(buf.Bytes())
+	}
 }
 
 // pageHeaders lock the page down: nothing but its own stylesheet and
