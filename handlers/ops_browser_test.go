@@ -214,6 +214,50 @@ func TestOpsPageInChromium(t *testing.T) {
 				}
 			}
 
+			if withKeys {
+				// Find the long user by exact id: the record shows the ban
+				// in full and still fits the window.
+				if err := chromedp.Do(step(),
+					chromedp.SendKeys(chromedp.CSS(`input#user_id`), longUser),
+					chromedp.Click(chromedp.CSS(`form.search button`)),
+					chromedp.WaitVisible(chromedp.CSS(`.record`)),
+				); err != nil {
+					t.Fatalf("finding a user: %v", err)
+				}
+				rec, err := chromedp.Run(step(), chromedp.Text(chromedp.CSS(".record")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{longUser, longReason, "by oncall"} {
+					if !strings.Contains(rec, want) {
+						t.Errorf("got record %q, want %q in it", rec, want)
+					}
+				}
+				fitsWindow(step(), t, "a user's record")
+
+				// A failed load is a page with a way back, not JSON.
+				if err := chromedp.Do(step(),
+					chromedp.Navigate(srv.URL+"/ops/no-such-page"),
+					chromedp.WaitVisible(chromedp.CSS(`.back a`)),
+				); err != nil {
+					t.Fatalf("opening an unknown page: %v", err)
+				}
+				msg, err := chromedp.Run(step(), chromedp.Text(chromedp.CSS(".flash")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(msg, "no such route") {
+					t.Errorf("got error page saying %q, want no such route", msg)
+				}
+				fitsWindow(step(), t, "an error page")
+				if err := chromedp.Do(step(),
+					chromedp.Click(chromedp.CSS(`.back a`)),
+					chromedp.WaitVisible(row),
+				); err != nil {
+					t.Fatalf("going back from the error page: %v", err)
+				}
+			}
+
 			if err := chromedp.Do(step(),
 				chromedp.Click(chromedp.CSS(`tr[data-user="u-clear-me"] button.clear`)),
 				chromedp.WaitVisible(chromedp.CSS(".flash")),
