@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,17 +38,24 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	// visible shows invisible and look-alike characters escaped
 	// (visible.go).
 	"visible": visible,
-	// short shows a contract timestamp as "2026-11-30 09:30:00" (UTC).
-	"short": func(ts string) string {
+	// short shows a contract timestamp as "2026-11-30 09:30:00" (UTC),
+	// the date and the time each kept on one line (a narrow column breaks
+	// between them, not at a hyphen).
+	"short": func(ts string) template.HTML {
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
-			return ts
+			return template.HTML(template.HTMLEscapeString(ts))
 		}
-		return t.UTC().Format(time.DateTime)
+		t = t.UTC()
+		return template.HTML(`<span class="nw">` + t.Format(time.DateOnly) + `</span> <span class="nw">` + t.Format(time.TimeOnly) + `</span>`)
 	},
 }).ParseFS(opsFiles, "opspage/page.html"))
 
 var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html"))
+
+var errorPage = template.Must(template.New("error.html").Funcs(template.FuncMap{
+	"visible": visible,
+}).ParseFS(opsFiles, "opspage/error.html"))
 
 // csrfCookie names the ops page's CSRF cookie.
 const csrfCookie = "leasegate_ops_csrf"
@@ -65,6 +73,30 @@ type opsRow struct {
 	FirstFlaggedAt string
 	LastFlaggedAt  string
 	BannedUntil    string
+	// Ban is the user's active ban in full, nil when none.
+	Ban *opsBan
+}
+
+// opsBan is an active ban as the page shows it: until when, why, who
+// placed it (an operator's name, or the policy of a lock) and when.
+type opsBan struct {
+	Until   string
+	Reason  string
+	By      string
+	Source  string // "operator" or "policy"
+	Lock    string // the lock whose policy placed it ("" for operators)
+	Created string
+}
+
+func toOpsBan(b *leasegate.Ban) *opsBan {
+	if b == nil {
+		return nil
+	}
+	ob := &opsBan{Until: leasegate.FormatTime(b.Until), Reason: b.Reason, By: b.By, Source: b.Source, Lock: b.Lock}
+	if !b.Created.IsZero() {
+		ob.Created = leasegate.FormatTime(b.Created)
+	}
+	return ob
 }
 
 type opsFlash struct {
@@ -86,6 +118,12 @@ type opsView struct {
 	FirstURL string
 	NextURL  string
 	PageSize int
+	// Search is the user id looked up (?user_id=, exact match), "" for
+	// the list. Found: the registry holds flags or a ban for it; Ban is
+	// that ban (shown apart, as a banned user may have no flags left).
+	Search string
+	Found  bool
+	Ban    *opsBan
 }
 
 // opsMessages are the fixed texts a redirect may ask the page to show
@@ -106,6 +144,9 @@ var opsMessages = map[string]opsFlash{
 // are the same fixed bytes for everyone.
 func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
 	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
+	// The page's errors are HTML for browsers; this wraps the error
+	// handler New has set just before (problem+json for everyone else).
+	e.HTTPErrorHandler = a.pageErrors(e.HTTPErrorHandler)
 	e.GET("/ops", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, "/ops/")
 	})
@@ -128,6 +169,77 @@ func (a *API) opsAsset(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-cache")
 	return c.Blob(http.StatusOK, "text/css; charset=utf-8", b)
+}
+
+// fromPage reports whether a request is a browser's on the page's
+// routes: a path under /ops whose Accept names text/html, as every
+// browser's navigation and form post does. Scripts (no Accept, */*, or
+// JSON) keep getting problem+json there, as on every other route.
+func fromPage(r *http.Request) bool {
+	p := r.URL.Path
+	if p != "/ops" && !strings.HasPrefix(p, "/ops/") {
+		return false
+	}
+	for _, part := range strings.Split(r.Header.Get(echo.HeaderAccept), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && mt == echo.MIMETextHTML {
+			return true
+		}
+	}
+	return false
+}
+
+type errorView struct {
+	leasegate.Problem
+	Fields   []leasegate.FieldError
+	Back     string
+	BackText string
+}
+
+// pageErrors answers the page's failed requests (fromPage) with an HTML
+// page in the page's style: what went wrong, the status code kept, and a
+// link back (to the login form for the login and logout forms, else to
+// the page). Everything else goes to next.
+func (a *API) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed || !fromPage(c.Request()) {
+			next(err, c)
+			return
+		}
+		e, unexpected := errorOf(err)
+		if unexpected {
+			a.log.Error("request failed",
+				zap.String("request_id", requestID(c)),
+				zap.String("route", c.Path()),
+				zap.Error(err))
+		}
+		p := e.Problem()
+		v := errorView{Problem: p, Fields: p.Errors, Back: "/ops/", BackText: "Back to the ops page"}
+		switch c.Request().URL.Path {
+		case "/ops/login", "/ops/logout":
+			v.Back, v.BackText = "/ops/login", "Back to the login form"
+		}
+		h := c.Response().Header()
+		if e.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+		}
+		if e.Code == leasegate.CodeUnauthorized {
+			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
+		}
+		var buf bytes.Buffer
+		if err := errorPage.Execute(&buf, v); err != nil {
+			a.log.Error("rendering the ops error page", zap.Error(err))
+			next(err, c)
+			return
+		}
+		pageHeaders(h)
+		h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+		c.Response().WriteHeader(p.Status)
+		if c.Request().Method == http.MethodHead {
+			return
+		}
+		_, _ = c.Response().Write(buf.Bytes())
+	}
 }
 
 // pageHeaders lock the page down: nothing but its own stylesheet and
@@ -175,9 +287,13 @@ func validToken(s string) bool {
 
 func (a *API) opsPage(c echo.Context) error {
 	var ck checker
-	q := listQuery(c, &ck, "msg", "user")
+	q := listQuery(c, &ck, "msg", "user", "user_id")
 	msg := c.QueryParam("msg")
 	user := c.QueryParam("user")
+	search := c.QueryParam("user_id")
+	if search != "" {
+		ck.userID(search)
+	}
 	if err := ck.err(); err != nil {
 		// A hand-edited URL: show the first page rather than JSON.
 		return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
@@ -185,15 +301,9 @@ func (a *API) opsPage(c echo.Context) error {
 	q.Limit = opsPageSize
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	page, err := a.deps.Flags.List(ctx, tenantOf(c), q)
-	if errors.Is(err, leasegate.ErrBadCursor) {
-		return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
-	}
-	if err != nil {
-		return err
-	}
+	tenant := tenantOf(c)
 	v := opsView{
-		Tenant:   tenantOf(c),
+		Tenant:   tenant,
 		Operator: principal(c).Actor(),
 		Lock:     q.Lock,
 		CSRF:     a.csrfToken(c),
@@ -201,9 +311,7 @@ func (a *API) opsPage(c echo.Context) error {
 		Paged:    q.Cursor != "",
 		FirstURL: opsURL(q.Lock, "", "", ""),
 		PageSize: opsPageSize,
-	}
-	if page.NextCursor != "" {
-		v.NextURL = opsURL(q.Lock, page.NextCursor, "", "")
+		Search:   search,
 	}
 	if f, ok := opsMessages[msg]; ok {
 		if msg != "invalid" {
@@ -211,7 +319,41 @@ func (a *API) opsPage(c echo.Context) error {
 		}
 		v.Flash = &f
 	}
-	for _, f := range page.Items {
+	var flags []leasegate.Flag
+	// bans caches the ban of each banned user on the page: the list
+	// carries only the end of a ban, so its reason and author cost one
+	// look-up per banned user shown (at most a page's worth).
+	bans := map[string]*opsBan{}
+	if search != "" {
+		// An exact match: the registry is keyed by user id and keeps no
+		// index of them, so a prefix search would mean scanning every
+		// flag of the tenant (docs/abuse.md).
+		uf, err := a.deps.Flags.Get(ctx, tenant, search)
+		switch {
+		case errors.Is(err, leasegate.ErrUserNotFound):
+		case err != nil:
+			return err
+		default:
+			v.Found = true
+			v.Ban = toOpsBan(uf.Ban)
+			bans[search] = v.Ban
+			flags = uf.Flags
+		}
+		v.Lock, v.Paged, v.FirstURL = "", false, "/ops/"
+	} else {
+		page, err := a.deps.Flags.List(ctx, tenant, q)
+		if errors.Is(err, leasegate.ErrBadCursor) {
+			return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
+		}
+		if err != nil {
+			return err
+		}
+		if page.NextCursor != "" {
+			v.NextURL = opsURL(q.Lock, page.NextCursor, "", "")
+		}
+		flags = page.Items
+	}
+	for _, f := range flags {
 		r := opsRow{
 			UserID:         f.UserID,
 			Lock:           f.Lock,
@@ -222,6 +364,20 @@ func (a *API) opsPage(c echo.Context) error {
 		}
 		if !f.BannedUntil.IsZero() {
 			r.BannedUntil = leasegate.FormatTime(f.BannedUntil)
+			b, ok := bans[f.UserID]
+			if !ok {
+				uf, err := a.deps.Flags.Get(ctx, tenant, f.UserID)
+				switch {
+				case errors.Is(err, leasegate.ErrUserNotFound):
+					// Cleared since the list was read.
+				case err != nil:
+					return err
+				default:
+					b = toOpsBan(uf.Ban)
+				}
+				bans[f.UserID] = b
+			}
+			r.Ban = b
 		}
 		v.Items = append(v.Items, r)
 	}

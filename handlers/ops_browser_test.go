@@ -53,7 +53,8 @@ func startChromium(t *testing.T) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 560),
+		// The window the page must fit (docs/abuse.md): 1280×800.
+		chromedp.WindowSize(1280, 800),
 	}
 	// The browser lives as long as allocCtx (no timeout on it, as chromedp
 	// asks); each step gets its own deadline.
@@ -67,15 +68,27 @@ func startChromium(t *testing.T) context.Context {
 	return bctx
 }
 
-// seedFlags flags four users (one banned) a minute and a half apart, so
+// Very long names without a break opportunity, which must wrap rather
+// than widen the page: a user id of the longest allowed (128 bytes), on a
+// lock name of the longest allowed (64), and a ban reason of 256 bytes.
+var (
+	longUser   = "session-" + strings.Repeat("0123456789abcdef", 7) + "ffffffff"
+	longLock   = "checkout." + strings.Repeat("x", 55)
+	longReason = "stuffing:" + strings.Repeat("credential-list-", 15) + "end"
+)
+
+// seedFlags flags six users (two banned) a minute and a half apart, so
 // the page has rows in a known order.
 func seedFlags(t *testing.T, env *testenv.App, e *echo.Echo) {
 	t.Helper()
 	now := epoch
-	for i, u := range []string{"scraper-17", "alice@example.com", "bot-4711", "u-clear-me"} {
+	for i, u := range []string{"scraper-17", "alice@example.com", longUser, "bot-4711", "u-clear-me"} {
 		lock := "login"
 		if i%2 == 1 {
 			lock = "checkout"
+		}
+		if u == longUser {
+			lock = longLock
 		}
 		for j := 0; j < 2+i; j++ {
 			if got := apiCall(t, e, "POST", "/user-locks/"+lock+"/"+url.PathEscape(u), loginClientKey); got != 200 {
@@ -87,6 +100,25 @@ func seedFlags(t *testing.T, env *testenv.App, e *echo.Echo) {
 	}
 	testenv.Do(t, e, "POST", "/abuse/bans/bot-4711", `{"seconds": 3600, "reason": "credential stuffing"}`,
 		"Authorization", "Bearer "+loginOpsKey).Want(t, 201)
+	testenv.Do(t, e, "POST", "/abuse/bans/"+longUser, `{"seconds": 86400, "reason": "`+longReason+`"}`,
+		"Authorization", "Bearer "+loginOpsKey).Want(t, 201)
+}
+
+// fitsWindow fails the test when the page is wider than the window (a
+// horizontal scroll bar), and logs both widths.
+func fitsWindow(ctx context.Context, t *testing.T, what string) {
+	t.Helper()
+	w, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth, window.innerHeight]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: scrollWidth %d, window %d×%d", what, w[0], w[1], w[2])
+	if w[1] != 1280 {
+		t.Errorf("%s: got a window %d px wide, want 1280", what, w[1])
+	}
+	if w[0] > w[1] {
+		t.Errorf("%s: got scrollWidth %d > innerWidth %d, want the page to fit the window", what, w[0], w[1])
+	}
 }
 
 // TestOpsPageInChromium drives the real page in headless Chromium, in
@@ -149,7 +181,7 @@ func TestOpsPageInChromium(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"u-clear-me", "scraper-17", "alice@example.com", "bot-4711"} {
+			for _, want := range []string{"u-clear-me", "scraper-17", "alice@example.com", "bot-4711", longUser, longLock, longReason} {
 				if !strings.Contains(before, want) {
 					t.Errorf("got table %q, want %s in it", before, want)
 				}
@@ -169,14 +201,60 @@ func TestOpsPageInChromium(t *testing.T) {
 				if strings.Contains(cookies, "leasegate_ops") {
 					t.Errorf("got document.cookie %q, want the page's cookies hidden from script (HttpOnly)", cookies)
 				}
+				fitsWindow(step(), t, "the list")
 				if path := os.Getenv("LEASEGATE_OPS_SCREENSHOT"); path != "" {
-					png, err := chromedp.Run(step(), chromedp.FullScreenshot(100))
+					// The 1280×800 window as an operator sees it.
+					png, err := chromedp.Run(step(), chromedp.CaptureScreenshot())
 					if err != nil {
 						t.Fatalf("screenshot: %v", err)
 					}
 					if err := os.WriteFile(filepath.Clean(path), png, 0o644); err != nil {
 						t.Fatal(err)
 					}
+				}
+			}
+
+			if withKeys {
+				// Find the long user by exact id: the record shows the ban
+				// in full and still fits the window.
+				if err := chromedp.Do(step(),
+					chromedp.SendKeys(chromedp.CSS(`input#user_id`), longUser),
+					chromedp.Click(chromedp.CSS(`form.search button`)),
+					chromedp.WaitVisible(chromedp.CSS(`.record`)),
+				); err != nil {
+					t.Fatalf("finding a user: %v", err)
+				}
+				rec, err := chromedp.Run(step(), chromedp.Text(chromedp.CSS(".record")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{longUser, longReason, "by oncall"} {
+					if !strings.Contains(rec, want) {
+						t.Errorf("got record %q, want %q in it", rec, want)
+					}
+				}
+				fitsWindow(step(), t, "a user's record")
+
+				// A failed load is a page with a way back, not JSON.
+				if err := chromedp.Do(step(),
+					chromedp.Navigate(srv.URL+"/ops/no-such-page"),
+					chromedp.WaitVisible(chromedp.CSS(`.back a`)),
+				); err != nil {
+					t.Fatalf("opening an unknown page: %v", err)
+				}
+				msg, err := chromedp.Run(step(), chromedp.Text(chromedp.CSS(".flash")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(msg, "no such route") {
+					t.Errorf("got error page saying %q, want no such route", msg)
+				}
+				fitsWindow(step(), t, "an error page")
+				if err := chromedp.Do(step(),
+					chromedp.Click(chromedp.CSS(`.back a`)),
+					chromedp.WaitVisible(row),
+				); err != nil {
+					t.Fatalf("going back from the error page: %v", err)
 				}
 			}
 
