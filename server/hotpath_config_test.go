@@ -2,4 +2,4 @@ package server_test
 
 import "github.com/leasegate/leasegate/server"
 
-func setAutoPipeline(cfg *server.Config, on bool) {}
+func setAutoPipeline(cfg *server.Config, on bool) { cfg.NoAutoPipeline = !on }

@@ -48,6 +48,10 @@ type Config struct {
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
 	FenceRetention time.Duration
+	// NoAutoPipeline turns off the batching of concurrent requests' script
+	// calls into shared pipelines (redislock.Batcher). It is always off
+	// with Redis.MinReplicas, whose WAIT needs the call's own connection.
+	NoAutoPipeline bool
 
 	HTTP handlers.Config
 
@@ -172,6 +176,7 @@ type Server struct {
 	// keyring is nil in open mode.
 	keyring *auth.Keyring
 	waiter  *redislock.Waiter
+	batcher *redislock.Batcher
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -204,7 +209,15 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	// Releases are published on one channel; one subscription per
 	// process wakes the waiting acquires (docs/waiting.md).
 	releaseChannel := cfg.KeyPrefix + "released"
-	locks := redislock.New(s.rdb, redislock.Options{
+	var scripter redis.Scripter = s.rdb
+	if !cfg.NoAutoPipeline && cfg.Redis.MinReplicas == 0 {
+		if s.batcher, err = redislock.NewBatcher(s.rdb, redislock.BatchOptions{Timeout: cfg.HTTP.RequestTimeout}); err != nil {
+			s.closeRedis()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		scripter = s.batcher
+	}
+	locks := redislock.New(scripter, redislock.Options{
 		Prefix:         cfg.KeyPrefix,
 		FenceRetention: cfg.FenceRetention,
 		ReleaseChannel: releaseChannel,
@@ -376,6 +389,9 @@ func (s *Server) closeRedis() {
 	s.closeOnce.Do(func() {
 		if s.waiter != nil {
 			s.waiter.Close()
+		}
+		if s.batcher != nil {
+			s.batcher.Close()
 		}
 		if s.rdb != nil {
 			_ = s.rdb.Close()

@@ -96,6 +96,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_REDIS_TLS_INSECURE_SKIP_VERIFY": "true",
 			"LEASEGATE_MIN_REPLICAS":                   "2",
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
+			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
 
 			"LEASEGATE_ABUSE_POLICY_FILE":    "/etc/leasegate/policies.json",
 			"LEASEGATE_ABUSE_MAX_ATTEMPTS":   "9",
@@ -144,6 +145,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.TLSInsecureSkipVerify = true
 		want.Redis.MinReplicas = 2
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
+		want.NoAutoPipeline = true
 		wantAbuse := abuseFlags{
 			policyFile:    "/etc/leasegate/policies.json",
 			maxAttempts:   9,
