@@ -37,16 +37,21 @@ end
 -- Free or expired: a new holder gets a new token. The token never falls
 -- below the server's clock in microseconds, so it keeps increasing even if
 -- the fence key was lost (evicted, restart without persistence).
-local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-local token = last + 1
-if now_us > token then
-  token = now_us
+-- One command in the usual case: write the clock's token and read the last
+-- one in the same SET ... GET; only when the last token is not below the
+-- clock (several holders within one microsecond, or the clock stepped
+-- back) is it written again as last + 1.
+local tok = string.format('%.0f', now_us)
+local prev = redis.call('SET', KEYS[2], tok, 'PXAT', exp + retention, 'GET')
+local last = tonumber(prev or '0') or 0
+if last + 1 > now_us then
+  tok = string.format('%.0f', last + 1)
+  redis.call('SET', KEYS[2], tok, 'PXAT', exp + retention)
 end
-local tok = string.format('%.0f', token)
 local acq = string.format('%.0f', now_ms)
 local exps = string.format('%.0f', exp)
-redis.call('SET', KEYS[2], tok, 'PXAT', exp + retention)
-redis.call('DEL', KEYS[1])
+-- No DEL first: the hash only ever holds these four fields (this script's,
+-- and every earlier version's), so HSET replaces the whole lease.
 redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', acq, 'expires_at', exps)
 redis.call('PEXPIREAT', KEYS[1], exp)
 return {1, tok, acq, exps, owner, acq}
