@@ -53,6 +53,11 @@ type Options struct {
 	// ReleaseChannel, when set, is the pub/sub channel the release script
 	// publishes to, so waiters can wake up.
 	ReleaseChannel string
+	// PublishOnlyToWaiters makes a release publish only while some acquire
+	// waits on its resource, fleet-wide: Service registers each waiting
+	// acquire in Redis (Locker.Interest) before its first try. Leave it off
+	// when waiting acquires call Waiter.Acquire directly, without Service.
+	PublishOnlyToWaiters bool
 	// MinReplicas, when above 0, makes Acquire and Renew send WAIT
 	// MinReplicas ReplicaTimeout on the connection that ran the script, so a
 	// grant counts only once that many replicas have it. See replicate.go.
@@ -211,7 +216,11 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 	if l.opts.ReleaseChannel != "" {
 		msg = lock
 	}
-	v, err := scripts.Release.Run(ctx, l.rdb, []string{lock},
+	keys := []string{lock}
+	if l.opts.PublishOnlyToWaiters && msg != "" {
+		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
+	}
+	v, err := scripts.Release.Run(ctx, l.rdb, keys,
 		owner, tokenArg(token), l.opts.ReleaseChannel, msg).Result()
 	if err != nil {
 		return 0, unavailable(err)
@@ -229,6 +238,18 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 		return Forbidden, nil
 	}
 	return 0, fmt.Errorf("%w: release: %d", ErrBadReply, n)
+}
+
+// Interest counts one more (delta 1) or one fewer (delta -1) acquire
+// waiting on resource, fleet-wide; the count lives at least ttl after an
+// arrival, so a gateway that dies while waiting is forgotten. Releases read
+// it with Options.PublishOnlyToWaiters.
+func (l *Locker) Interest(ctx context.Context, resource string, delta int, ttl time.Duration) error {
+	k := l.keys.Resource(l.tenant, resource).Waiters()
+	if err := scripts.Interest.Run(ctx, l.rdb, []string{k}, delta, ttl.Milliseconds()).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
 }
 
 func tokenArg(token int64) string {

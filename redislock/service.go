@@ -37,12 +37,43 @@ func NewService(l *Locker, w *Waiter, opTimeout time.Duration) *Service {
 func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.AcquireRequest) (leasegate.AcquireResult, error) {
 	l := s.locks.Tenant(tenant)
 	if req.Wait > 0 {
+		if l.opts.PublishOnlyToWaiters {
+			return s.acquireRegistered(ctx, l, req)
+		}
 		return s.waiter.Acquire(ctx, l, WaitRequest{
 			Resource: req.Resource, Owner: req.Owner, TTL: req.TTL,
 			Wait: req.Wait, OpTimeout: s.opTimeout,
 		})
 	}
 	return l.Acquire(ctx, req.Resource, req.Owner, req.TTL)
+}
+
+// acquireRegistered is a waiting acquire that first registers its interest
+// in Redis, so that releases of the resource publish a wake-up while it
+// waits (Options.PublishOnlyToWaiters). No lost wake-up: the registration
+// is done before the Waiter's first try, so a release either comes before
+// that try (which then finds the lock free) or sees the count and
+// publishes. A failed registration is a 503, like any Redis error.
+func (s *Service) acquireRegistered(ctx context.Context, l *Locker, req leasegate.AcquireRequest) (leasegate.AcquireResult, error) {
+	// The count outlives the wait by a margin that covers the last try.
+	ttl := req.Wait + 2*s.opTimeout + time.Second
+	rctx, cancel := context.WithTimeout(ctx, s.opTimeout)
+	err := l.Interest(rctx, req.Resource, 1, ttl)
+	cancel()
+	if err != nil {
+		return leasegate.AcquireResult{}, err
+	}
+	defer func() {
+		// Even when the client has gone; if this fails the count runs out
+		// by its TTL (only extra wake-ups until then).
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opTimeout)
+		_ = l.Interest(uctx, req.Resource, -1, ttl)
+		cancel()
+	}()
+	return s.waiter.Acquire(ctx, l, WaitRequest{
+		Resource: req.Resource, Owner: req.Owner, TTL: req.TTL,
+		Wait: req.Wait, OpTimeout: s.opTimeout,
+	})
 }
 
 // Status implements leasegate.LockService.

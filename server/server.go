@@ -221,8 +221,10 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Prefix:         cfg.KeyPrefix,
 		FenceRetention: cfg.FenceRetention,
 		ReleaseChannel: releaseChannel,
-		MinReplicas:    cfg.Redis.MinReplicas,
-		ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
+		// Waiting acquires go through the Service, which registers them.
+		PublishOnlyToWaiters: true,
+		MinReplicas:          cfg.Redis.MinReplicas,
+		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
 	})
 	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
 		Channel: releaseChannel,
