@@ -15,7 +15,7 @@
 //
 //	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a live lease
 //	<prefix>{t=<tenant>;r=<resource>}:fence                    string  the last fencing token
-//	<prefix>{t=<tenant>;r=<resource>}:waiters                  string  how many acquires wait
+//	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ul:<lock>               hash    a user lock counter
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flag:<lock>             hash    a flag record
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flags                   set     locks with a flag record
@@ -70,9 +70,9 @@ func (r Resource) Lock() string { return r.base + ":lock" }
 // Fence is the key of the last fencing token handed out.
 func (r Resource) Fence() string { return r.base + ":fence" }
 
-// Waiters is the key counting the acquires that wait on the resource,
-// fleet-wide (a string with a TTL), so a release publishes a wake-up only
-// when someone waits.
+// Waiters is the key of the acquires that wait on the resource,
+// fleet-wide (a hash of waiter ids, with a TTL), so a release publishes a
+// wake-up only when someone waits.
 func (r Resource) Waiters() string { return r.base + ":waiters" }
 
 // User returns the abuse keys of userID in tenant.

@@ -46,14 +46,12 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 		if got := firstMessage(t, e, ch, cycle); got != "marker" {
 			t.Errorf("nobody waits: got %q published first, want nothing before the marker", got)
 		}
-		if err := l.Interest(ctx, "r", 1, time.Minute); err != nil {
-			t.Fatalf("Interest +1: %v", err)
-		}
+		reg := registerWaiter(t, l, "r", "w1", time.Minute)
 		if got, want := firstMessage(t, e, ch, cycle), lockKey(l, "r"); got != want {
 			t.Errorf("one waits: got %q first, want the release %q", got, want)
 		}
-		if err := l.Interest(ctx, "r", -1, time.Minute); err != nil {
-			t.Fatalf("Interest -1: %v", err)
+		if err := l.Leave(ctx, "r", reg); err != nil {
+			t.Fatalf("Leave: %v", err)
 		}
 		if got := firstMessage(t, e, ch, cycle); got != "marker" {
 			t.Errorf("the waiter left: got %q published first, want nothing before the marker", got)
@@ -64,17 +62,36 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 	})
 }
 
-func TestInterestOutlivesItsLongestWaiterOnly(t *testing.T) {
+// registerWaiter makes a contended try of a waiting acquire on resource
+// (held by "holder" for the while), which registers it.
+func registerWaiter(t *testing.T, l *redislock.Locker, resource, id string, ttl time.Duration) *redislock.Registration {
+	t.Helper()
+	ctx := context.Background()
+	mustAcquire(t, l, resource, "holder", time.Minute)
+	rctx, reg := redislock.Register(ctx, id, ttl)
+	if r, err := l.Acquire(rctx, resource, "waiter-"+id, time.Minute); err != nil || r.Acquired {
+		t.Fatalf("contended try: got %+v, %v", r, err)
+	}
+	if !reg.Registered() {
+		t.Fatal("a contended try did not register")
+	}
+	if got, err := l.Release(ctx, resource, "holder", 0); err != nil || got != redislock.Released {
+		t.Fatalf("Release: got %v, %v", got, err)
+	}
+	return reg
+}
+
+func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix})
-		if err := l.Interest(ctx, "r", 1, time.Hour); err != nil {
-			t.Fatal(err)
+		l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
+		rctx, free := redislock.Register(ctx, "w0", time.Hour)
+		if r, err := l.Acquire(rctx, "free", "a", time.Minute); err != nil || !r.Acquired || free.Registered() {
+			t.Fatalf("granted try: got %+v, %v, registered %v; want granted, not registered", r, err, free.Registered())
 		}
-		if err := l.Interest(ctx, "r", 1, time.Minute); err != nil {
-			t.Fatal(err)
-		}
+		registerWaiter(t, l, "r", "w1", time.Hour)
+		registerWaiter(t, l, "r", "w2", time.Minute)
 		keys, _ := e.rdb.Keys(ctx, prefix+"*:waiters").Result()
 		if len(keys) != 1 {
 			t.Fatalf("got waiters keys %v, want 1", keys)
@@ -82,8 +99,8 @@ func TestInterestOutlivesItsLongestWaiterOnly(t *testing.T) {
 		if got := e.rdb.PTTL(ctx, keys[0]).Val(); got <= time.Minute {
 			t.Errorf("got PTTL %v, want the longer waiter's hour kept", got)
 		}
-		if got := e.rdb.Get(ctx, keys[0]).Val(); got != "2" {
-			t.Errorf("got count %q, want 2", got)
+		if got := e.rdb.HLen(ctx, keys[0]).Val(); got != 2 {
+			t.Errorf("got %d waiters, want 2", got)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,8 +56,9 @@ type Options struct {
 	ReleaseChannel string
 	// PublishOnlyToWaiters makes a release publish only while some acquire
 	// waits on its resource, fleet-wide: Service registers each waiting
-	// acquire in Redis (Locker.Interest) before its first try. Leave it off
-	// when waiting acquires call Waiter.Acquire directly, without Service.
+	// acquire (Register) and its first contended try enters it among the
+	// resource's waiters. Leave it off when waiting acquires call
+	// Waiter.Acquire directly, without Service.
 	PublishOnlyToWaiters bool
 	// MinReplicas, when above 0, makes Acquire and Renew send WAIT
 	// MinReplicas ReplicaTimeout on the connection that ran the script, so a
@@ -141,8 +143,14 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 	if ttlMS <= 0 {
 		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	v, acked, err := l.run(ctx, scripts.Acquire, []string{lock, fence},
-		owner, ttlMS, l.opts.FenceRetention.Milliseconds())
+	keys := []string{lock, fence}
+	args := []interface{}{owner, ttlMS, l.opts.FenceRetention.Milliseconds()}
+	reg, _ := ctx.Value(registrationKey{}).(*Registration)
+	if reg != nil && l.opts.PublishOnlyToWaiters {
+		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
+		args = append(args, reg.id, reg.ttl.Milliseconds())
+	}
+	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
 		return AcquireResult{}, unavailable(err)
 	}
@@ -170,6 +178,12 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(lk.ExpiresAt.UnixMilli()-now) * time.Millisecond
+		if len(keys) == 3 {
+			reg.registered.Store(true)
+		}
+	} else if len(keys) == 3 {
+		// The grant took the entry out in the same script run.
+		reg.registered.Store(false)
 	}
 	return res, nil
 }
@@ -240,13 +254,35 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 	return 0, fmt.Errorf("%w: release: %d", ErrBadReply, n)
 }
 
-// Interest counts one more (delta 1) or one fewer (delta -1) acquire
-// waiting on resource, fleet-wide; the count lives at least ttl after an
-// arrival, so a gateway that dies while waiting is forgotten. Releases read
-// it with Options.PublishOnlyToWaiters.
-func (l *Locker) Interest(ctx context.Context, resource string, delta int, ttl time.Duration) error {
+// Registration is one waiting acquire's entry among the waiters of its
+// resource (Options.PublishOnlyToWaiters): its tries run with the context
+// from Register, and the first one that finds the lease someone else's
+// adds the entry in the same script run, so a release after it publishes.
+// Leave removes it.
+type Registration struct {
+	id         string
+	ttl        time.Duration
+	registered atomic.Bool
+}
+
+type registrationKey struct{}
+
+// Register returns ctx carrying a registration for a waiting acquire with
+// a fleet-unique id, whose entry lives at least ttl (the wait and a
+// margin; a gateway that dies while waiting is forgotten then).
+func Register(ctx context.Context, id string, ttl time.Duration) (context.Context, *Registration) {
+	r := &Registration{id: id, ttl: ttl}
+	return context.WithValue(ctx, registrationKey{}, r), r
+}
+
+// Registered says whether the entry is in Redis (and Leave must remove
+// it): a contended try adds it, a granting one removes it.
+func (r *Registration) Registered() bool { return r.registered.Load() }
+
+// Leave removes r's entry from resource's waiters.
+func (l *Locker) Leave(ctx context.Context, resource string, r *Registration) error {
 	k := l.keys.Resource(l.tenant, resource).Waiters()
-	if err := scripts.Interest.Run(ctx, l.rdb, []string{k}, delta, ttl.Milliseconds()).Err(); err != nil {
+	if err := scripts.Interest.Run(ctx, l.rdb, []string{k}, r.id).Err(); err != nil {
 		return unavailable(err)
 	}
 	return nil

@@ -38,7 +38,7 @@ var (
 	Release = redis.NewScript(releaseSrc)
 	Renew   = redis.NewScript(renewSrc)
 	Status  = redis.NewScript(statusSrc)
-	// Interest counts a resource's waiting acquires (release.lua reads it).
+	// Interest takes a waiting acquire off its resource's waiters.
 	Interest = redis.NewScript(interestSrc)
 )
 
