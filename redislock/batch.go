@@ -53,6 +53,7 @@ type Batcher struct {
 type pipeliner interface {
 	redis.Scripter
 	Pipeline() redis.Pipeliner
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // BatchOptions configure a Batcher.
@@ -70,11 +71,16 @@ type BatchOptions struct {
 // sent.
 var ErrBatcherClosed = errors.New("redislock: batcher closed")
 
+// batchCall is one queued call. done (buffered) receives once, when cmd
+// has its answer. Calls are pooled: a caller that got its answer puts its
+// call back; one that left early does not (the sender may still hold it).
 type batchCall struct {
 	ctx  context.Context
 	cmd  *redis.Cmd
 	done chan struct{}
 }
+
+var batchCalls = sync.Pool{New: func() any { return &batchCall{done: make(chan struct{}, 1)} }}
 
 // NewBatcher starts a Batcher on rdb (a *redis.Client or
 // *redis.ClusterClient). Close it before closing rdb.
@@ -128,7 +134,7 @@ func (b *Batcher) Close() {
 			select {
 			case c := <-b.reqs:
 				c.cmd.SetErr(ErrBatcherClosed)
-				close(c.done)
+				c.done <- struct{}{}
 			default:
 				return
 			}
@@ -139,6 +145,8 @@ func (b *Batcher) Close() {
 func (b *Batcher) send() {
 	defer b.wg.Done()
 	batch := make([]*batchCall, 0, b.opts.MaxBatch)
+	// One pipeline per sender, reused: Exec leaves it empty.
+	pipe := b.rdb.Pipeline()
 	for {
 		var first *batchCall
 		select {
@@ -161,35 +169,41 @@ func (b *Batcher) send() {
 				break fill
 			}
 		}
-		b.exec(batch)
+		b.exec(pipe, batch)
 		clear(batch)
 	}
 }
 
-// exec sends one pipeline and answers each of its callers.
-func (b *Batcher) exec(batch []*batchCall) {
-	pipe := b.rdb.Pipeline()
+// exec sends one pipeline (a lone call: one command) and answers each of
+// its callers.
+func (b *Batcher) exec(pipe redis.Pipeliner, batch []*batchCall) {
 	n := 0
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
 			// Never sent: the caller has gone.
 			c.cmd.SetErr(err)
-			close(c.done)
+			c.done <- struct{}{}
 			continue
 		}
-		_ = pipe.Process(c.ctx, c.cmd)
 		batch[n] = c
 		n++
 	}
 	if n > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), b.opts.Timeout)
-		// Each command carries its own error (the pipeline's, if it
-		// failed as a whole); Exec's return value is the first of them.
-		_, _ = pipe.Exec(ctx)
+		if n == 1 {
+			_ = b.rdb.Process(ctx, batch[0].cmd)
+		} else {
+			for _, c := range batch[:n] {
+				_ = pipe.Process(c.ctx, c.cmd)
+			}
+			// Each command carries its own error (the pipeline's, if it
+			// failed as a whole); Exec's return value is the first of them.
+			_, _ = pipe.Exec(ctx)
+		}
 		cancel()
 	}
 	for _, c := range batch[:n] {
-		close(c.done)
+		c.done <- struct{}{}
 	}
 }
 
@@ -199,10 +213,12 @@ func (b *Batcher) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 		cmd.SetErr(err)
 		return cmd
 	}
-	c := &batchCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	c := batchCalls.Get().(*batchCall)
+	c.ctx, c.cmd = ctx, cmd
 	b.mu.RLock()
 	if b.isClosed {
 		b.mu.RUnlock()
+		b.putCall(c)
 		cmd.SetErr(ErrBatcherClosed)
 		return cmd
 	}
@@ -211,11 +227,13 @@ func (b *Batcher) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 		b.mu.RUnlock()
 	case <-ctx.Done():
 		b.mu.RUnlock()
+		b.putCall(c)
 		cmd.SetErr(ctx.Err())
 		return cmd
 	}
 	select {
 	case <-c.done:
+		b.putCall(c)
 		return cmd
 	case <-ctx.Done():
 		// The command may still run; its reply is dropped. The caller
@@ -225,6 +243,11 @@ func (b *Batcher) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 		out.SetErr(ctx.Err())
 		return out
 	}
+}
+
+func (b *Batcher) putCall(c *batchCall) {
+	c.ctx, c.cmd = nil, nil
+	batchCalls.Put(c)
 }
 
 func evalArgs(name, script string, keys []string, args []interface{}) []interface{} {
