@@ -79,6 +79,9 @@ type Locker struct {
 	opts   Options
 	keys   keyspace.Space
 	tenant string
+	// The script arguments that never change, converted to interface
+	// values once instead of on every call.
+	retentionArg, channelArg interface{}
 }
 
 // New returns a Locker on rdb (a *redis.Client, *redis.ClusterClient,
@@ -90,7 +93,8 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
-	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}}
+	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
+		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel}
 }
 
 // Tenant returns a Locker whose resources live in tenant's namespace: the
@@ -121,8 +125,7 @@ const (
 // Keys returns the lock and fence keys of resource in this Locker's tenant
 // (package keyspace lays them out).
 func (l *Locker) Keys(resource string) (lock, fence string) {
-	k := l.keys.Resource(l.tenant, resource)
-	return k.Lock(), k.Fence()
+	return l.keys.LockKeys(l.tenant, resource)
 }
 
 // ReleaseMessage is what the release script publishes on ReleaseChannel for
@@ -144,7 +147,7 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
 	keys := []string{lock, fence}
-	args := []interface{}{owner, ttlMS, l.opts.FenceRetention.Milliseconds()}
+	args := []interface{}{owner, ttlMS, l.retentionArg}
 	reg, _ := ctx.Value(registrationKey{}).(*Registration)
 	if reg != nil && l.opts.PublishOnlyToWaiters {
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
@@ -235,7 +238,7 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
 	}
 	v, err := scripts.Release.Run(ctx, l.rdb, keys,
-		owner, tokenArg(token), l.opts.ReleaseChannel, msg).Result()
+		owner, tokenArg(token), l.channelArg, msg).Result()
 	if err != nil {
 		return 0, unavailable(err)
 	}
