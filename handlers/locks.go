@@ -15,7 +15,16 @@ import (
 	"github.com/leasegate/leasegate"
 )
 
-// lockJSON is LOCK in the contract.
+// The lock routes call the lock service with the request's own context,
+// not one with a deadline of its own: context.WithTimeout costs a timer
+// and three allocations per request. Each Redis call is bounded instead
+// by the Redis client's read and write timeouts (server/redis.go), and
+// with auto-pipelining by the batch's deadline (redislock.Batcher, one
+// timer per pipeline); a waiting acquire bounds each of its calls itself
+// (redislock.Service). docs/benchmarks.md has the figures.
+
+// lockJSON is LOCK in the contract: the answers are written by
+// jsonenc.go, and jsonenc_test.go checks them against these types.
 type lockJSON struct {
 	Resource   string `json:"resource"`
 	Owner      string `json:"owner"`
@@ -107,13 +116,11 @@ func (a *API) acquire(c echo.Context) error {
 		if err != nil && c.Request().Context().Err() != nil {
 			// The client went away while waiting: it gets no answer, and
 			// the log shows 499 (docs/waiting.md).
-			a.m.Acquires.WithLabelValues("abandoned").Inc()
+			a.m.AcquireOutcome("abandoned").Inc()
 			return clientGone()
 		}
 	} else {
-		ctx, cancel := a.opContext(c)
-		res, err = a.deps.Locks.Acquire(ctx, tenantOf(c), ar)
-		cancel()
+		res, err = a.deps.Locks.Acquire(c.Request().Context(), tenantOf(c), ar)
 	}
 	if err != nil {
 		return err
@@ -123,19 +130,15 @@ func (a *API) acquire(c echo.Context) error {
 		if res.Waited {
 			outcome = "timed_out"
 		}
-		a.m.Acquires.WithLabelValues(outcome).Inc()
-		return sendJSON(c, http.StatusOK, contendedJSON{
-			Acquired:     false,
-			Resource:     req.resource,
-			RetryAfterMS: max(res.RetryAfter.Milliseconds(), 0),
-		})
+		a.m.AcquireOutcome(outcome).Inc()
+		return sendContended(c, req.resource, max(res.RetryAfter.Milliseconds(), 0))
 	}
 	outcome := "acquired"
 	if res.Waited {
 		outcome = "waited"
 	}
-	a.m.Acquires.WithLabelValues(outcome).Inc()
-	return sendJSON(c, http.StatusOK, acquiredJSON{Acquired: true, Lock: toLockJSON(res.Lock)})
+	a.m.AcquireOutcome(outcome).Inc()
+	return sendAcquired(c, res.Lock)
 }
 
 // clientGone is logged (as 499) when the client went away while waiting.
@@ -149,13 +152,11 @@ func (a *API) status(c echo.Context) error {
 	if err := ck.err(); err != nil {
 		return err
 	}
-	ctx, cancel := a.opContext(c)
-	defer cancel()
-	lk, err := a.deps.Locks.Status(ctx, tenantOf(c), resource)
+	lk, err := a.deps.Locks.Status(c.Request().Context(), tenantOf(c), resource)
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusOK, heldJSON{Lock: toLockJSON(lk)})
+	return sendHeld(c, lk)
 }
 
 func (a *API) release(c echo.Context) error {
@@ -185,13 +186,11 @@ func (a *API) release(c echo.Context) error {
 	if err := ck.err(); err != nil {
 		return err
 	}
-	ctx, cancel := a.opContext(c)
-	defer cancel()
-	res, err := a.deps.Locks.Release(ctx, tenantOf(c), resource, owner, token)
+	res, err := a.deps.Locks.Release(c.Request().Context(), tenantOf(c), resource, owner, token)
 	if err != nil {
 		return err
 	}
-	a.m.Releases.WithLabelValues(res.String()).Inc()
+	a.m.ReleaseResult(res.String()).Inc()
 	switch res {
 	case leasegate.Released:
 		return c.NoContent(http.StatusNoContent)
@@ -272,19 +271,17 @@ func (a *API) renew(c echo.Context) error {
 	if err := ck.err(); err != nil {
 		return err
 	}
-	ctx, cancel := a.opContext(c)
-	defer cancel()
-	lk, err := a.deps.Locks.Renew(ctx, tenantOf(c), resource, owner, token, time.Duration(ttl)*time.Second)
+	lk, err := a.deps.Locks.Renew(c.Request().Context(), tenantOf(c), resource, owner, token, time.Duration(ttl)*time.Second)
 	switch {
 	case errors.Is(err, leasegate.ErrLockNotHeld):
-		a.m.Renewals.WithLabelValues("not_found").Inc()
+		a.m.RenewResult("not_found").Inc()
 	case errors.Is(err, leasegate.ErrLockForbidden):
-		a.m.Renewals.WithLabelValues("forbidden").Inc()
+		a.m.RenewResult("forbidden").Inc()
 	case err == nil:
-		a.m.Renewals.WithLabelValues("renewed").Inc()
+		a.m.RenewResult("renewed").Inc()
 	}
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusOK, heldJSON{Lock: toLockJSON(lk)})
+	return sendHeld(c, lk)
 }

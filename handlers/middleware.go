@@ -4,8 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"regexp"
-	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,22 +14,59 @@ import (
 	"github.com/leasegate/leasegate/metrics"
 )
 
-const requestIDKey = "leasegate.request_id"
-
-// An incoming X-Request-Id is kept only when it is short and plain, so a
-// client cannot smuggle anything into logs or headers through it.
-var safeRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// safeRequestID says whether an incoming X-Request-Id is kept: only when it
+// is short and plain (1 to 64 of [A-Za-z0-9._:-]), so a client cannot
+// smuggle anything into logs or headers through it.
+func safeRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
-// requestID returns the request's id (set by requestLogger).
+// Request ids are 24 hex digits: 12 random ones drawn once per process
+// and a 48-bit counter. They only have to be unique (they name a log
+// line), not unguessable, so one crypto/rand read per process is enough
+// instead of one per request.
+var (
+	requestIDPrefix = func() [12]byte {
+		var r [6]byte
+		_, _ = rand.Read(r[:])
+		var p [12]byte
+		hex.Encode(p[:], r[:])
+		return p
+	}()
+	requestIDSeq atomic.Uint64
+)
+
+func newRequestID() string {
+	var b [24]byte
+	copy(b[:12], requestIDPrefix[:])
+	n := requestIDSeq.Add(1)
+	for i := 23; i >= 12; i-- {
+		b[i] = hexDigits[n&0xF]
+		n >>= 4
+	}
+	return string(b[:])
+}
+
+// requestID returns the request's id. requestLogger puts it in the
+// response's X-Request-Id header before anything else runs, so it is read
+// from there (no per-request entry in the Echo context's map).
 func requestID(c echo.Context) string {
-	id, _ := c.Get(requestIDKey).(string)
-	return id
+	if v := c.Response().Header()[echo.HeaderXRequestID]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // RequestID returns the id of the request, for other packages' logs.
@@ -47,18 +84,24 @@ func methodLabel(m string) string {
 	return "other"
 }
 
+// requestFields is the one log line's fields, pooled: zap's variadic
+// Write would otherwise put a fresh slice on the heap per request.
+type requestFields struct{ f [6]zap.Field }
+
+var requestFieldsPool = sync.Pool{New: func() any { return new(requestFields) }}
+
 // requestLogger assigns a request id and writes one JSON line per request
 // with zap, whose encoder escapes every user-supplied string.
 func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
-			id := c.Request().Header.Get(echo.HeaderXRequestID)
-			if !safeRequestID.MatchString(id) {
+			req := c.Request()
+			id := req.Header.Get(echo.HeaderXRequestID)
+			if !safeRequestID(id) {
 				id = newRequestID()
 			}
-			c.Set(requestIDKey, id)
-			c.Response().Header().Set(echo.HeaderXRequestID, id)
+			c.Response().Header()[echo.HeaderXRequestID] = []string{id}
 			err := next(c)
 			if err != nil {
 				// Let the error handler write the problem now, so the
@@ -71,15 +114,21 @@ func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 			}
 			status := c.Response().Status
 			elapsed := time.Since(start)
-			m.RequestDuration.WithLabelValues(route, methodLabel(c.Request().Method), strconv.Itoa(status)).Observe(elapsed.Seconds())
-			log.Info("request",
-				zap.String("request_id", id),
-				zap.String("method", c.Request().Method),
-				zap.String("route", route),
-				zap.Int("status", status),
-				zap.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
-				zap.String("remote_ip", c.RealIP()),
-			)
+			m.ObserveRequest(route, methodLabel(req.Method), status, elapsed)
+			if ce := log.Check(zap.InfoLevel, "request"); ce != nil {
+				rf := requestFieldsPool.Get().(*requestFields)
+				rf.f = [6]zap.Field{
+					zap.String("request_id", id),
+					zap.String("method", req.Method),
+					zap.String("route", route),
+					zap.Int("status", status),
+					zap.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
+					zap.String("remote_ip", c.RealIP()),
+				}
+				ce.Write(rf.f[:]...)
+				rf.f = [6]zap.Field{}
+				requestFieldsPool.Put(rf)
+			}
 			return nil
 		}
 	}

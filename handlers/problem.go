@@ -89,12 +89,12 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
 		}
 		p := e.Problem()
-		h.Set(echo.HeaderContentType, leasegate.ProblemContentType)
+		h[echo.HeaderContentType] = ctProblem
 		c.Response().WriteHeader(p.Status)
 		if c.Request().Method == http.MethodHead {
 			return
 		}
-		if err := writeJSON(c.Response(), p); err != nil {
+		if err := writeProblem(c.Response(), p); err != nil {
 			log.Debug("writing problem", zap.Error(err))
 		}
 	}

@@ -39,15 +39,15 @@ func visible(s string) template.HTML {
 		esc := ""
 		switch {
 		case r == utf8.RuneError && size == 1:
-			esc = `\x{` + hexDigits(rune(s[i]), 2) + `}`
+			esc = `\x{` + upperHex(rune(s[i]), 2) + `}`
 		case hidden(r, first, last):
-			esc = `\u{` + hexDigits(r, 4) + `}`
+			esc = `\u{` + upperHex(r, 4) + `}`
 		}
 		if esc != "" {
 			b.WriteString(template.HTMLEscapeString(s[start:i]))
-			title := "U+" + hexDigits(r, 4)
+			title := "U+" + upperHex(r, 4)
 			if size == 1 && r == utf8.RuneError {
-				title = "byte 0x" + hexDigits(rune(s[i]), 2)
+				title = "byte 0x" + upperHex(rune(s[i]), 2)
 			}
 			b.WriteString(`<span class="esc" title="` + title + `">` + esc + `</span>`)
 			start = i + size
@@ -76,8 +76,8 @@ func hidden(r rune, first, last bool) bool {
 	return false
 }
 
-// hexDigits is r in upper-case hex with at least min digits.
-func hexDigits(r rune, min int) string {
+// upperHex is r in upper-case hex with at least min digits.
+func upperHex(r rune, min int) string {
 	h := strings.ToUpper(strconv.FormatInt(int64(r), 16))
 	if len(h) < min {
 		h = strings.Repeat("0", min-len(h)) + h

@@ -15,6 +15,7 @@
 //
 //	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a live lease
 //	<prefix>{t=<tenant>;r=<resource>}:fence                    string  the last fencing token
+//	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ul:<lock>               hash    a user lock counter
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flag:<lock>             hash    a flag record
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flags                   set     locks with a flag record
@@ -66,16 +67,51 @@ func (s Space) Resource(tenant, resource string) Resource {
 	return Resource{base: s.base(tenant, resource)}
 }
 
+// LockKeys returns Resource(tenant, resource).Lock() and .Fence() built in
+// one allocation (both are substrings of one string): the lock engine
+// builds them on every call.
+func (s Space) LockKeys(tenant, resource string) (lock, fence string) {
+	p := s.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	t, r := escape(tenant), escape(resource)
+	n := len(p) + len("{t=") + len(t) + len(";r=") + len(r) + len("}")
+	var b strings.Builder
+	b.Grow(2*n + len(lockSuffix) + len(fenceSuffix))
+	for _, suffix := range [2]string{lockSuffix, fenceSuffix} {
+		b.WriteString(p)
+		b.WriteString("{t=")
+		b.WriteString(t)
+		b.WriteString(";r=")
+		b.WriteString(r)
+		b.WriteString("}")
+		b.WriteString(suffix)
+	}
+	all := b.String()
+	return all[:n+len(lockSuffix)], all[n+len(lockSuffix):]
+}
+
+const (
+	lockSuffix  = ":lock"
+	fenceSuffix = ":fence"
+)
+
 // Resource is the keys of one lock of the lock engine. They share one
 // hash tag, so a script given both runs on one Cluster node.
 type Resource struct{ base string }
 
 // Lock is the key of the live lease (a hash: owner, token, acquired_at,
 // expires_at). It is also the release message of the resource.
-func (r Resource) Lock() string { return r.base + ":lock" }
+func (r Resource) Lock() string { return r.base + lockSuffix }
 
 // Fence is the key of the last fencing token handed out.
-func (r Resource) Fence() string { return r.base + ":fence" }
+func (r Resource) Fence() string { return r.base + fenceSuffix }
+
+// Waiters is the key of the acquires that wait on the resource,
+// fleet-wide (a hash of waiter ids, with a TTL), so a release publishes a
+// wake-up only when someone waits.
+func (r Resource) Waiters() string { return r.base + ":waiters" }
 
 // User returns the abuse keys of userID in tenant.
 func (s Space) User(tenant, userID string) User {

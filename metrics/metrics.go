@@ -5,6 +5,9 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -45,6 +48,78 @@ type Metrics struct {
 	SemHolders  prometheus.Histogram   // live holders after each acquire answer
 	SemWaiters  prometheus.Gauge
 	Claims      *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
+
+	// observers caches RequestDuration's children by label values, so a
+	// request does not pay WithLabelValues' label slice, status string and
+	// hashing. The set is bounded: routes are templates and methods are
+	// folded to the standard ones by the caller.
+	observersMu sync.RWMutex
+	observers   map[requestLabels]prometheus.Observer
+
+	acquires, releases, renewals labelled
+}
+
+type requestLabels struct {
+	route, method string
+	status        int
+}
+
+// ObserveRequest records one HTTP request's latency under its route
+// template, method label and status.
+func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
+	k := requestLabels{route, method, status}
+	m.observersMu.RLock()
+	o, ok := m.observers[k]
+	m.observersMu.RUnlock()
+	if !ok {
+		o = m.RequestDuration.WithLabelValues(route, method, strconv.Itoa(status))
+		m.observersMu.Lock()
+		if m.observers == nil {
+			m.observers = make(map[requestLabels]prometheus.Observer)
+		}
+		m.observers[k] = o
+		m.observersMu.Unlock()
+	}
+	o.Observe(d.Seconds())
+}
+
+// labelled is a one-label CounterVec with the children of its known
+// values resolved once, so a hot path increments a counter without
+// WithLabelValues (a label slice and a hash per call). Resolving them
+// also exports each known value from the start, at 0.
+type labelled struct {
+	vec      *prometheus.CounterVec
+	children map[string]prometheus.Counter
+}
+
+func newLabelled(vec *prometheus.CounterVec, values ...string) labelled {
+	l := labelled{vec: vec, children: make(map[string]prometheus.Counter, len(values))}
+	for _, v := range values {
+		l.children[v] = vec.WithLabelValues(v)
+	}
+	return l
+}
+
+func (l labelled) with(v string) prometheus.Counter {
+	if c, ok := l.children[v]; ok {
+		return c
+	}
+	return l.vec.WithLabelValues(v)
+}
+
+// AcquireOutcome is lock_acquires_total{outcome}.
+func (m *Metrics) AcquireOutcome(outcome string) prometheus.Counter {
+	return m.acquires.with(outcome)
+}
+
+// ReleaseResult is lock_releases_total{result}.
+func (m *Metrics) ReleaseResult(result string) prometheus.Counter {
+	return m.releases.with(result)
+}
+
+// RenewResult is lock_renewals_total{result}.
+func (m *Metrics) RenewResult(result string) prometheus.Counter {
+	return m.renewals.with(result)
 }
 
 // New creates the collectors and registers them (and the Go and process
@@ -103,6 +178,9 @@ func New(reg *prometheus.Registry) *Metrics {
 			Help: "Always 1; labels say which build is running.",
 		}, []string{"version", "commit", "goversion"}),
 	}
+	m.acquires = newLabelled(m.Acquires, "acquired", "contended", "waited", "timed_out", "abandoned")
+	m.releases = newLabelled(m.Releases, "released", "not_found", "forbidden")
+	m.renewals = newLabelled(m.Renewals, "renewed", "not_found", "forbidden")
 	m.newPrimitives()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(

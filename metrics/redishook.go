@@ -60,6 +60,20 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		}
 		start := time.Now()
 		err := next(ctx, cmds)
+		if allScripts(cmds) {
+			// Script calls of concurrent requests sent together
+			// (redislock.Batcher): each is one call of its op, and took as
+			// long as the pipeline. NOSCRIPT is not a failure: the call is
+			// sent again as EVAL.
+			d := time.Since(start)
+			for _, c := range cmds {
+				if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+					continue
+				}
+				h.record(h.op(c), d, failed(c.Err()))
+			}
+			return err
+		}
 		bad := failed(err)
 		for _, c := range cmds {
 			bad = bad || failed(c.Err())
@@ -74,6 +88,18 @@ func (h redisHook) record(op string, d time.Duration, bad bool) {
 	if bad {
 		h.m.RedisErrors.WithLabelValues(op).Inc()
 	}
+}
+
+// allScripts says whether every command of a pipeline is a script call.
+func allScripts(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		switch c.Name() {
+		case "evalsha", "eval", "evalsha_ro", "eval_ro":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func failed(err error) bool {

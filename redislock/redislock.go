@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -53,6 +54,12 @@ type Options struct {
 	// ReleaseChannel, when set, is the pub/sub channel the release script
 	// publishes to, so waiters can wake up.
 	ReleaseChannel string
+	// PublishOnlyToWaiters makes a release publish only while some acquire
+	// waits on its resource, fleet-wide: Service registers each waiting
+	// acquire (Register) and its first contended try enters it among the
+	// resource's waiters. Leave it off when waiting acquires call
+	// Waiter.Acquire directly, without Service.
+	PublishOnlyToWaiters bool
 	// MinReplicas, when above 0, makes Acquire and Renew send WAIT
 	// MinReplicas ReplicaTimeout on the connection that ran the script, so a
 	// grant counts only once that many replicas have it. See replicate.go.
@@ -72,6 +79,9 @@ type Locker struct {
 	opts   Options
 	keys   keyspace.Space
 	tenant string
+	// The script arguments that never change, converted to interface
+	// values once instead of on every call.
+	retentionArg, channelArg interface{}
 }
 
 // New returns a Locker on rdb (a *redis.Client, *redis.ClusterClient,
@@ -83,7 +93,8 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
-	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}}
+	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
+		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel}
 }
 
 // Tenant returns a Locker whose resources live in tenant's namespace: the
@@ -114,8 +125,7 @@ const (
 // Keys returns the lock and fence keys of resource in this Locker's tenant
 // (package keyspace lays them out).
 func (l *Locker) Keys(resource string) (lock, fence string) {
-	k := l.keys.Resource(l.tenant, resource)
-	return k.Lock(), k.Fence()
+	return l.keys.LockKeys(l.tenant, resource)
 }
 
 // ReleaseMessage is what the release script publishes on ReleaseChannel for
@@ -136,8 +146,14 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 	if ttlMS <= 0 {
 		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	v, acked, err := l.run(ctx, scripts.Acquire, []string{lock, fence},
-		owner, ttlMS, l.opts.FenceRetention.Milliseconds())
+	keys := []string{lock, fence}
+	args := []interface{}{owner, ttlMS, l.retentionArg}
+	reg, _ := ctx.Value(registrationKey{}).(*Registration)
+	if reg != nil && l.opts.PublishOnlyToWaiters {
+		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
+		args = append(args, reg.id, reg.ttl.Milliseconds())
+	}
+	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
 		return AcquireResult{}, unavailable(err)
 	}
@@ -165,6 +181,12 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(lk.ExpiresAt.UnixMilli()-now) * time.Millisecond
+		if len(keys) == 3 {
+			reg.registered.Store(true)
+		}
+	} else if len(keys) == 3 {
+		// The grant took the entry out in the same script run.
+		reg.registered.Store(false)
 	}
 	return res, nil
 }
@@ -211,8 +233,12 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 	if l.opts.ReleaseChannel != "" {
 		msg = lock
 	}
-	v, err := scripts.Release.Run(ctx, l.rdb, []string{lock},
-		owner, tokenArg(token), l.opts.ReleaseChannel, msg).Result()
+	keys := []string{lock}
+	if l.opts.PublishOnlyToWaiters && msg != "" {
+		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
+	}
+	v, err := scripts.Release.Run(ctx, l.rdb, keys,
+		owner, tokenArg(token), l.channelArg, msg).Result()
 	if err != nil {
 		return 0, unavailable(err)
 	}
@@ -229,6 +255,40 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 		return Forbidden, nil
 	}
 	return 0, fmt.Errorf("%w: release: %d", ErrBadReply, n)
+}
+
+// Registration is one waiting acquire's entry among the waiters of its
+// resource (Options.PublishOnlyToWaiters): its tries run with the context
+// from Register, and the first one that finds the lease someone else's
+// adds the entry in the same script run, so a release after it publishes.
+// Leave removes it.
+type Registration struct {
+	id         string
+	ttl        time.Duration
+	registered atomic.Bool
+}
+
+type registrationKey struct{}
+
+// Register returns ctx carrying a registration for a waiting acquire with
+// a fleet-unique id, whose entry lives at least ttl (the wait and a
+// margin; a gateway that dies while waiting is forgotten then).
+func Register(ctx context.Context, id string, ttl time.Duration) (context.Context, *Registration) {
+	r := &Registration{id: id, ttl: ttl}
+	return context.WithValue(ctx, registrationKey{}, r), r
+}
+
+// Registered says whether the entry is in Redis (and Leave must remove
+// it): a contended try adds it, a granting one removes it.
+func (r *Registration) Registered() bool { return r.registered.Load() }
+
+// Leave removes r's entry from resource's waiters.
+func (l *Locker) Leave(ctx context.Context, resource string, r *Registration) error {
+	k := l.keys.Resource(l.tenant, resource).Waiters()
+	if err := scripts.Interest.Run(ctx, l.rdb, []string{k}, r.id).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
 }
 
 func tokenArg(token int64) string {

@@ -2,6 +2,10 @@ package redislock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/leasegate/leasegate"
@@ -37,12 +41,54 @@ func NewService(l *Locker, w *Waiter, opTimeout time.Duration) *Service {
 func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.AcquireRequest) (leasegate.AcquireResult, error) {
 	l := s.locks.Tenant(tenant)
 	if req.Wait > 0 {
+		if l.opts.PublishOnlyToWaiters {
+			return s.acquireRegistered(ctx, l, req)
+		}
 		return s.waiter.Acquire(ctx, l, WaitRequest{
 			Resource: req.Resource, Owner: req.Owner, TTL: req.TTL,
 			Wait: req.Wait, OpTimeout: s.opTimeout,
 		})
 	}
 	return l.Acquire(ctx, req.Resource, req.Owner, req.TTL)
+}
+
+// acquireRegistered is a waiting acquire whose tries register it among
+// the resource's waiters (Options.PublishOnlyToWaiters), so that releases
+// publish a wake-up while it waits. No lost wake-up: the try that finds the
+// lease held registers in the same script run, so a release either comes
+// before it (and the try would have found the lock free) or after it, and
+// publishes. The granting try takes the entry out; only a wait that ends
+// without the lock (timed out, client gone, error) costs one more call.
+func (s *Service) acquireRegistered(ctx context.Context, l *Locker, req leasegate.AcquireRequest) (leasegate.AcquireResult, error) {
+	// The entry outlives the wait by a margin that covers the last try.
+	rctx, reg := Register(ctx, newWaiterID(), req.Wait+2*s.opTimeout+time.Second)
+	res, err := s.waiter.Acquire(rctx, l, WaitRequest{
+		Resource: req.Resource, Owner: req.Owner, TTL: req.TTL,
+		Wait: req.Wait, OpTimeout: s.opTimeout,
+	})
+	if reg.Registered() {
+		// Even when the client has gone; if this fails, the entry runs
+		// out with its key (only extra wake-ups until then).
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opTimeout)
+		_ = l.Leave(uctx, req.Resource, reg)
+		cancel()
+	}
+	return res, err
+}
+
+// Waiter ids: 12 random hex digits per process and a counter, unique
+// across the fleet's gateways.
+var (
+	waiterIDPrefix = func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	waiterIDSeq atomic.Uint64
+)
+
+func newWaiterID() string {
+	return waiterIDPrefix + strconv.FormatUint(waiterIDSeq.Add(1), 36)
 }
 
 // Status implements leasegate.LockService.

@@ -5,6 +5,12 @@
 -- ARGV[1] owner
 -- ARGV[2] ttl in milliseconds (integer > 0)
 -- ARGV[3] fence retention in milliseconds: how long the fence key outlives the lease
+-- KEYS[3] waiters key (hash: waiter id -> 1), optional: given by a waiting
+--         acquire, which is registered there when the lease is someone
+--         else's, in the same atomic step as the check, so that a later
+--         release publishes (release.lua); absent for a plain acquire
+-- ARGV[4] the waiter's id (with KEYS[3]); a grant removes it from there
+-- ARGV[5] milliseconds the waiters key must live at least (with KEYS[3])
 --
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, owner, now_ms}  the caller holds the lease
 --        {0, token, acquired_at_ms, expires_at_ms, owner, now_ms}  someone else holds it
@@ -25,9 +31,18 @@ local exp = now_ms + ttl
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
 if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
   if cur[1] ~= owner then
+    if KEYS[3] then
+      redis.call('HSET', KEYS[3], ARGV[4], 1)
+      if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[5]) then
+        redis.call('PEXPIRE', KEYS[3], ARGV[5])
+      end
+    end
     return {0, cur[2], cur[3], cur[4], cur[1], string.format('%.0f', now_ms)}
   end
   -- Same owner: idempotent re-acquire keeps the token and moves the expiry.
+  if KEYS[3] then
+    redis.call('HDEL', KEYS[3], ARGV[4])
+  end
   redis.call('HSET', KEYS[1], 'expires_at', string.format('%.0f', exp))
   redis.call('PEXPIREAT', KEYS[1], exp)
   redis.call('PEXPIREAT', KEYS[2], exp + retention)
@@ -37,16 +52,24 @@ end
 -- Free or expired: a new holder gets a new token. The token never falls
 -- below the server's clock in microseconds, so it keeps increasing even if
 -- the fence key was lost (evicted, restart without persistence).
-local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-local token = last + 1
-if now_us > token then
-  token = now_us
+-- One command in the usual case: write the clock's token and read the last
+-- one in the same SET ... GET; only when the last token is not below the
+-- clock (several holders within one microsecond, or the clock stepped
+-- back) is it written again as last + 1.
+local tok = string.format('%.0f', now_us)
+local prev = redis.call('SET', KEYS[2], tok, 'PXAT', exp + retention, 'GET')
+local last = tonumber(prev or '0') or 0
+if last + 1 > now_us then
+  tok = string.format('%.0f', last + 1)
+  redis.call('SET', KEYS[2], tok, 'PXAT', exp + retention)
 end
-local tok = string.format('%.0f', token)
 local acq = string.format('%.0f', now_ms)
 local exps = string.format('%.0f', exp)
-redis.call('SET', KEYS[2], tok, 'PXAT', exp + retention)
-redis.call('DEL', KEYS[1])
+-- No DEL first: the hash only ever holds these four fields (this script's,
+-- and every earlier version's), so HSET replaces the whole lease.
 redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', acq, 'expires_at', exps)
 redis.call('PEXPIREAT', KEYS[1], exp)
+if KEYS[3] then
+  redis.call('HDEL', KEYS[3], ARGV[4])
+end
 return {1, tok, acq, exps, owner, acq}

@@ -7,10 +7,11 @@ import "github.com/redis/go-redis/v9"
 // Add each new script here.
 func ByName() map[string]*redis.Script {
 	return map[string]*redis.Script{
-		"acquire": Acquire,
-		"release": Release,
-		"renew":   Renew,
-		"status":  Status,
+		"acquire":  Acquire,
+		"release":  Release,
+		"renew":    Renew,
+		"status":   Status,
+		"interest": Interest,
 
 		"user_attempt": UserAttempt,
 		"ban":          Ban,

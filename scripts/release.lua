@@ -1,6 +1,9 @@
 -- release.lua: end a lease, checking the owner (and optionally the token).
 --
 -- KEYS[1] lock key
+-- KEYS[2] waiters key (acquire.lua, interest.lua), optional: when given,
+--         the release is published only while the key exists (someone
+--         waits); without it, always
 -- ARGV[1] owner
 -- ARGV[2] token ("" = any token of this owner)
 -- ARGV[3] pub/sub channel told about the release ("" = none)
@@ -22,7 +25,7 @@ if ARGV[2] ~= '' and cur[2] ~= ARGV[2] then
   return -1
 end
 redis.call('DEL', KEYS[1])
-if ARGV[3] ~= '' then
+if ARGV[3] ~= '' and (not KEYS[2] or redis.call('EXISTS', KEYS[2]) == 1) then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 end
 return 1

@@ -21,6 +21,8 @@ var (
 	renewSrc string
 	//go:embed status.lua
 	statusSrc string
+	//go:embed interest.lua
+	interestSrc string
 	//go:embed user_attempt.lua
 	userAttemptSrc string
 	//go:embed ban.lua
@@ -36,6 +38,8 @@ var (
 	Release = redis.NewScript(releaseSrc)
 	Renew   = redis.NewScript(renewSrc)
 	Status  = redis.NewScript(statusSrc)
+	// Interest takes a waiting acquire off its resource's waiters.
+	Interest = redis.NewScript(interestSrc)
 )
 
 // Scripts for user locks and abuse control (package abuse).

@@ -53,6 +53,10 @@ type Config struct {
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
 	FenceRetention time.Duration
+	// NoAutoPipeline turns off the batching of concurrent requests' script
+	// calls into shared pipelines (redislock.Batcher). It is always off
+	// with Redis.MinReplicas, whose WAIT needs the call's own connection.
+	NoAutoPipeline bool
 
 	HTTP handlers.Config
 
@@ -180,7 +184,8 @@ type Server struct {
 	waiter  *redislock.Waiter
 	// guard checks the Redis deployment (redischeck.go); nil on the
 	// embedded Redis.
-	guard *redisGuard
+	guard   *redisGuard
+	batcher *redislock.Batcher
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -218,12 +223,22 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	// Releases are published on one channel; one subscription per
 	// process wakes the waiting acquires (docs/waiting.md).
 	releaseChannel := cfg.KeyPrefix + "released"
-	locks := redislock.New(s.rdb, redislock.Options{
+	var scripter redis.Scripter = s.rdb
+	if !cfg.NoAutoPipeline && cfg.Redis.MinReplicas == 0 {
+		if s.batcher, err = redislock.NewBatcher(s.rdb, redislock.BatchOptions{Timeout: cfg.HTTP.RequestTimeout}); err != nil {
+			s.closeRedis()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		scripter = s.batcher
+	}
+	locks := redislock.New(scripter, redislock.Options{
 		Prefix:         cfg.KeyPrefix,
 		FenceRetention: cfg.FenceRetention,
 		ReleaseChannel: releaseChannel,
-		MinReplicas:    cfg.Redis.MinReplicas,
-		ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
+		// Waiting acquires go through the Service, which registers them.
+		PublishOnlyToWaiters: true,
+		MinReplicas:          cfg.Redis.MinReplicas,
+		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
 	})
 	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
 		Channel: releaseChannel,
@@ -394,6 +409,9 @@ func (s *Server) closeRedis() {
 	s.closeOnce.Do(func() {
 		if s.waiter != nil {
 			s.waiter.Close()
+		}
+		if s.batcher != nil {
+			s.batcher.Close()
 		}
 		if s.rdb != nil {
 			_ = s.rdb.Close()

@@ -98,6 +98,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MIN_REPLICAS":                   "2",
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
 			"LEASEGATE_ALLOW_EVICTION":                 "true",
+			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
 
 			"LEASEGATE_ABUSE_POLICY_FILE":    "/etc/leasegate/policies.json",
 			"LEASEGATE_ABUSE_MAX_ATTEMPTS":   "9",
@@ -148,6 +149,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.MinReplicas = 2
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
 		want.Redis.AllowEviction = true
+		want.NoAutoPipeline = true
 		wantAbuse := abuseFlags{
 			policyFile:    "/etc/leasegate/policies.json",
 			maxAttempts:   9,

@@ -1,0 +1,87 @@
+package server_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/internal/gatewaytest"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/server"
+)
+
+// BenchmarkHotPathCycle is BenchmarkHTTPAcquireRelease's in-process
+// parallel cycle with what production has and that benchmark leaves out:
+// a JSON access log (written to io.Discard) on the request logger.
+// Sub-benchmarks: the gateway as configured by default, and with
+// auto-pipelining off. Results: docs/benchmarks.md ("After").
+func BenchmarkHotPathCycle(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		batch bool
+	}{{"autopipe", true}, {"no-autopipe", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := redistest.Start(b)
+			cfg := server.DefaultConfig()
+			cfg.RedisURL = srv.URL()
+			cfg.AbuseLog = io.Discard
+			setAutoPipeline(&cfg, tc.batch)
+			enc := zap.NewProductionEncoderConfig()
+			log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(io.Discard), zapcore.InfoLevel))
+			h := gatewaytest.Start(b, cfg, log).Handler()
+			acquireBody := []byte(`{"owner":"bench-owner","ttl_seconds":30}`)
+			releaseBody := []byte(`{"owner":"bench-owner"}`)
+			send := func(method, path string, body []byte, want int) bool {
+				req := httptest.NewRequest(method, path, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != want {
+					b.Errorf("%s %s: got %d %s, want %d", method, path, rec.Code, rec.Body, want)
+					return false
+				}
+				return true
+			}
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				path := "/locks/hot-" + strconv.FormatInt(seq.Add(1), 10)
+				for pb.Next() {
+					if !send(http.MethodPost, path, acquireBody, http.StatusOK) ||
+						!send(http.MethodDelete, path, releaseBody, http.StatusNoContent) {
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkHarnessOnly is what BenchmarkHTTPAcquireRelease's in-process
+// sender costs by itself per cycle (two httptest requests and recorders,
+// each answered with a header and a small body), to subtract from its
+// allocs/op and B/op.
+func BenchmarkHarnessOnly(b *testing.B) {
+	body := []byte(`{"owner":"bench-owner","ttl_seconds":30}`)
+	answer := []byte(`{"acquired":true}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 2 {
+			req := httptest.NewRequest(http.MethodPost, "/locks/x", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			rec.Header().Set("Content-Type", "application/json")
+			rec.WriteHeader(http.StatusOK)
+			_, _ = rec.Write(answer)
+		}
+	}
+}
