@@ -61,7 +61,7 @@ func runSettings(n int) settings {
 	s.perScenario = *flagDuration / time.Duration(n)
 	s.rounds = max(3, int(s.perScenario/(12*time.Second)))
 	s.stall = 5 * time.Second
-	s.checkTimeout = time.Minute
+	s.checkTimeout = 20 * time.Second
 	return s
 }
 
@@ -187,9 +187,44 @@ func setupSentinel(minReplicas int) func(*testing.T, settings) env {
 		return env{
 			base: inProcess(t, cfg),
 			inject: func(t *testing.T, _ int, _ *rand.Rand, _ *workload) string {
+				waitPromotable(t, sn)
 				return "SENTINEL FAILOVER to " + sn.Failover(t)
 			},
 		}
+	}
+}
+
+// waitPromotable polls every Sentinel until it lists a replica it could
+// promote (up, linked, and seen recently): right after a failover the
+// former primary is a replica the Sentinels do not trust yet, and SENTINEL
+// FAILOVER answers NOGOODSLAVE.
+func waitPromotable(t *testing.T, sn *redistest.Sentinel) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, addr := range sn.Addrs() {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		for {
+			reps, err := sc.Replicas(context.Background(), sn.MasterName).Result()
+			ok := false
+			for _, r := range reps {
+				lastOK, _ := strconv.Atoi(r["last-ok-ping-reply"])
+				if !strings.Contains(r["flags"], "s_down") && !strings.Contains(r["flags"], "disconnected") &&
+					r["master-link-status"] == "ok" && r["slave-priority"] != "0" && lastOK < 1000 &&
+					r["info-refresh"] != "" {
+					refresh, _ := strconv.Atoi(r["info-refresh"])
+					ok = refresh < 2000
+				}
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = sc.Close()
+				t.Fatalf("sentinel %s knows no promotable replica after 30s: %v %v", addr, reps, err)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the Sentinel's view
+		}
+		_ = sc.Close()
 	}
 }
 

@@ -12,12 +12,14 @@ import (
 // milliseconds of the Redis clock, as the gateway returns them.
 //
 //   - owner == "": free (no lease, or known to have ended).
-//   - vague: the lease was (maybe) set by a call whose outcome is unknown,
-//     so its token (0 when unknown) and expiry are not known: it may be
-//     live, or may have expired at any moment since.
+//   - expires: the lease is certainly live while the Redis clock is
+//     before it (a lower bound of its expiry).
+//   - vague: a call of unknown outcome may have set or extended the
+//     lease, so it may be live beyond expires; token is 0 when unknown.
 //   - clock: a lower bound on the Redis clock at this point of the
-//     linearization (the largest decision time seen, or the expiry a 404
-//     proved to have passed).
+//     linearization (the latest decision time seen, or the expiry a 404
+//     or a takeover proved to have passed). Decisions never go below it:
+//     the Redis clock does not step back (docs/safety.md).
 //   - maxToken: the largest token handed to a holder so far.
 type leaseState struct {
 	owner    string
@@ -35,9 +37,10 @@ func (s leaseState) live(now int64) bool {
 
 // certainlyLive reports whether the lease is known to be live at now.
 func (s leaseState) certainlyLive(now int64) bool {
-	return s.owner != "" && !s.vague && s.expires > now
+	return s.owner != "" && s.expires > now
 }
 
+// free ends the lease; clock is a Redis time known to have passed.
 func (s leaseState) free(clock int64) leaseState {
 	return leaseState{clock: max(s.clock, clock), maxToken: s.maxToken}
 }
@@ -94,28 +97,28 @@ func stepAcquire(s leaseState, in modelInput, out modelOutput) []leaseState {
 	switch out.outcome {
 	case outGranted:
 		n := out.now
-		if s.owner == in.owner && s.certainlyLive(n) {
-			// Same owner re-acquiring its live lease keeps the token.
-			if out.token != s.token {
-				return nil
+		if n < s.clock {
+			return nil
+		}
+		granted := leaseState{owner: in.owner, token: out.token, expires: out.expires, clock: n, maxToken: max(s.maxToken, out.token)}
+		if s.owner == in.owner && s.live(n) {
+			// Same owner: a re-acquire keeps the token; if the lease may
+			// have expired, a new token above every earlier one.
+			if (s.token != 0 && out.token == s.token) || (!s.certainlyLive(n) || s.token == 0) && out.token > s.maxToken {
+				return []leaseState{granted}
 			}
-			return []leaseState{{owner: in.owner, token: out.token, expires: out.expires, clock: max(s.clock, n), maxToken: s.maxToken}}
+			return nil
 		}
 		if s.certainlyLive(n) {
 			// Another owner holds an unexpired lease at the decision
 			// time: a double grant.
 			return nil
 		}
-		if s.vague && s.owner == in.owner && s.token != 0 && out.token == s.token {
-			// The unknown re-acquire did happen and kept the token.
-			return []leaseState{{owner: in.owner, token: out.token, expires: out.expires, clock: max(s.clock, n), maxToken: s.maxToken}}
-		}
-		// A new holder: its token must exceed every earlier one (unless a
-		// call of unknown outcome by this owner granted it this token).
-		if out.token <= s.maxToken && !(s.vague && s.owner == in.owner && s.token == 0) {
+		// A new holder: its token must exceed every earlier one.
+		if out.token <= s.maxToken {
 			return nil
 		}
-		return []leaseState{{owner: in.owner, token: out.token, expires: out.expires, clock: max(s.clock, n), maxToken: max(s.maxToken, out.token)}}
+		return []leaseState{granted}
 	case outNotGranted:
 		// Someone else must (maybe) hold a lease at a time >= clock.
 		if s.owner == "" || s.owner == in.owner || !s.live(s.clock) {
@@ -123,10 +126,19 @@ func stepAcquire(s leaseState, in modelInput, out modelOutput) []leaseState {
 		}
 		return []leaseState{s}
 	case outUnknown:
-		maybe := leaseState{owner: in.owner, vague: true, clock: s.clock, maxToken: s.maxToken}
-		if s.owner == in.owner && !s.vague {
-			maybe.token = s.token
+		if s.owner == in.owner {
+			// A re-acquire may have moved the expiry on.
+			maybe := s
+			maybe.vague = true
+			return []leaseState{s, maybe}
 		}
+		// If it was granted, any other lease had expired by then, and the
+		// new one lasts at least ttl from a time >= that.
+		clock := s.clock
+		if s.owner != "" {
+			clock = max(clock, s.expires)
+		}
+		maybe := leaseState{owner: in.owner, expires: clock + in.ttl, vague: true, clock: clock, maxToken: s.maxToken}
 		return []leaseState{s, maybe}
 	}
 	return nil
@@ -136,19 +148,19 @@ func stepRenew(s leaseState, in modelInput, out modelOutput) []leaseState {
 	switch out.outcome {
 	case outOK:
 		n := out.now
-		if s.owner != in.owner || out.token != in.reqToken || !s.live(n) {
+		if n < s.clock || s.owner != in.owner || out.token != in.reqToken || !s.live(n) {
 			return nil
 		}
-		if !s.vague && s.token != in.reqToken {
+		if s.token != 0 && s.token != in.reqToken {
 			return nil
 		}
-		return []leaseState{{owner: in.owner, token: out.token, expires: out.expires, clock: max(s.clock, n), maxToken: max(s.maxToken, out.token)}}
+		return []leaseState{{owner: in.owner, token: out.token, expires: out.expires, clock: n, maxToken: max(s.maxToken, out.token)}}
 	case outNotFound:
 		return []leaseState{notFound(s)}
 	case outForbidden:
 		return forbidden(s, in)
 	case outUnknown:
-		if s.owner == in.owner && (s.vague || s.token == in.reqToken) {
+		if s.owner == in.owner && (s.token == 0 || s.token == in.reqToken) {
 			extended := s
 			extended.vague = true
 			return []leaseState{s, extended}
@@ -164,7 +176,7 @@ func stepRelease(s leaseState, in modelInput, out modelOutput) []leaseState {
 		if s.owner != in.owner || !s.live(s.clock) {
 			return nil
 		}
-		if !s.vague && s.token != in.reqToken {
+		if s.token != 0 && s.token != in.reqToken {
 			return nil
 		}
 		return []leaseState{s.free(0)}
@@ -173,7 +185,7 @@ func stepRelease(s leaseState, in modelInput, out modelOutput) []leaseState {
 	case outForbidden:
 		return forbidden(s, in)
 	case outUnknown:
-		if s.owner == in.owner && (s.vague || s.token == in.reqToken) {
+		if s.owner == in.owner && (s.token == 0 || s.token == in.reqToken) {
 			return []leaseState{s, s.free(0)}
 		}
 		return []leaseState{s}
@@ -182,13 +194,11 @@ func stepRelease(s leaseState, in modelInput, out modelOutput) []leaseState {
 }
 
 // notFound: a 404 says there is no live lease, so whatever lease the
-// state has must have expired by now: the Redis clock is past its expiry.
+// state has must have expired by now: the Redis clock is past the time
+// it was certainly live until.
 func notFound(s leaseState) leaseState {
 	if s.owner == "" {
 		return s
-	}
-	if s.vague {
-		return s.free(0)
 	}
 	return s.free(s.expires)
 }
@@ -196,13 +206,10 @@ func notFound(s leaseState) leaseState {
 // forbidden: a 403 says a live lease of another owner, or of this owner
 // with another token, exists.
 func forbidden(s leaseState, in modelInput) []leaseState {
-	if !s.live(s.clock) {
+	if !s.live(s.clock) || (s.owner == in.owner && s.token == in.reqToken) {
 		return nil
 	}
-	if s.owner != in.owner || s.vague || s.token != in.reqToken {
-		return []leaseState{s}
-	}
-	return nil
+	return []leaseState{s}
 }
 
 // unknownHorizon is how long after its answer a call of unknown outcome

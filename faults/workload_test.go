@@ -92,6 +92,9 @@ func pause(ctx context.Context, d time.Duration) {
 }
 
 func jitter(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return max(lo, 0)
+	}
 	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
 }
 
