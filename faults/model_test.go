@@ -127,9 +127,10 @@ func stepAcquire(s leaseState, in modelInput, out modelOutput) []leaseState {
 		return []leaseState{s}
 	case outUnknown:
 		if s.owner == in.owner {
-			// A re-acquire may have moved the expiry on.
+			// A re-acquire may have moved the expiry on, or (if the lease
+			// had expired first) made a new lease with a token not known.
 			maybe := s
-			maybe.vague = true
+			maybe.vague, maybe.token = true, 0
 			return []leaseState{s, maybe}
 		}
 		// If it was granted, any other lease had expired by then, and the
