@@ -200,7 +200,7 @@ func (w *workload) call(ctx context.Context, client int, o op) op {
 		return o
 	}
 	o.Status = resp.StatusCode
-	o.Outcome = w.decode(o, resp.StatusCode, body)
+	o.Outcome, o.RetryAfterMs = w.decode(o, resp.StatusCode, body)
 	if o.Outcome == outGranted || (o.Kind == kindRenew && o.Outcome == outOK) {
 		var a struct {
 			Lock lockJSON `json:"lock"`
@@ -217,19 +217,20 @@ func (w *workload) call(ctx context.Context, client int, o op) op {
 	return o
 }
 
-// decode maps an answer to an outcome.
-func (w *workload) decode(o op, status int, body []byte) outcome {
+// decode maps an answer to an outcome (and, for not-granted, the
+// holder's remaining time).
+func (w *workload) decode(o op, status int, body []byte) (outcome, int64) {
 	switch {
 	case status >= 500:
-		return outUnknown
+		return outUnknown, 0
 	case status == http.StatusNotFound && o.Kind != kindAcquire:
-		return outNotFound
+		return outNotFound, 0
 	case status == http.StatusForbidden && o.Kind != kindAcquire:
-		return outForbidden
+		return outForbidden, 0
 	case status == http.StatusNoContent && o.Kind == kindRelease:
-		return outOK
+		return outOK, 0
 	case status == http.StatusOK && o.Kind == kindRenew:
-		return outOK
+		return outOK, 0
 	case status == http.StatusOK && o.Kind == kindAcquire:
 		var a struct {
 			Acquired     *bool `json:"acquired"`
@@ -239,10 +240,10 @@ func (w *workload) decode(o op, status int, body []byte) outcome {
 			break
 		}
 		if *a.Acquired {
-			return outGranted
+			return outGranted, 0
 		}
-		return outNotGranted
+		return outNotGranted, a.RetryAfterMs
 	}
 	w.h.unexpect(fmt.Sprintf("%s: %d %s", o.Kind, status, body))
-	return outUnknown
+	return outUnknown, 0
 }
