@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,8 +389,8 @@ func TestFaults(t *testing.T) {
 	for _, r := range results {
 		v := r.Verdict
 		total.add(v)
-		t.Logf("%-32s promised=%-5v ops=%d grants=%d unknown=%d writes=%d faults=%d | model illegal=%d timed-out=%d double-grants=%d | fencing stale=%d superseded-accepted=%d superseded-rejected=%d | token regressions=%d",
-			r.Scenario, r.Promised, v.Ops, v.Grants, v.Unknown, v.Writes, len(r.Faults), v.ModelIllegal, v.ModelUnknown, v.DoubleGrants, v.StaleAccepted, v.SupersededAccepted, v.SupersededRejected, v.TokenRegressions)
+		t.Logf("%-32s promised=%-5v ops=%d grants=%d unknown=%d writes=%d faults=%d | model illegal=%d timed-out=%d lost-release=%d double-grants=%d | fencing stale=%d superseded-accepted=%d superseded-rejected=%d | token regressions=%d",
+			r.Scenario, r.Promised, v.Ops, v.Grants, v.Unknown, v.Writes, len(r.Faults), v.ModelIllegal, v.ModelUnknown, v.ModelLostRelease, v.DoubleGrants, v.StaleAccepted, v.SupersededAccepted, v.SupersededRejected, v.TokenRegressions)
 	}
 	if *flagReport != "" {
 		b, err := json.MarshalIndent(results, "", "  ")
@@ -399,6 +400,27 @@ func TestFaults(t *testing.T) {
 		if err != nil {
 			t.Errorf("write report: %v", err)
 		}
+	}
+}
+
+// saveIllegal writes the history of every resource the model refused
+// next to the -faults.report file, as JSON, one file per resource.
+func saveIllegal(t *testing.T, scenario string, illegal map[string][]op) {
+	t.Helper()
+	if *flagReport == "" {
+		return
+	}
+	for res, ops := range illegal {
+		name := filepath.Join(filepath.Dir(*flagReport), "illegal-"+strings.ReplaceAll(res, "/", "-")+".json")
+		b, err := json.MarshalIndent(ops, "", " ")
+		if err == nil {
+			err = os.WriteFile(name, b, 0o644)
+		}
+		if err != nil {
+			t.Errorf("save the history of %s: %v", res, err)
+			continue
+		}
+		t.Logf("%s: history of %s saved in %s", scenario, res, name)
 	}
 }
 
@@ -424,7 +446,8 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	cancel()
 	wait()
 	elapsed := time.Since(began)
-	v, notes := check(w.h, s.checkTimeout)
+	v, notes, illegal := check(w.h, s.checkTimeout)
+	saveIllegal(t, sc.name, illegal)
 	res := result{Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Notes: notes}
 	t.Logf("%s: %+v", sc.name, v)
 	for _, n := range notes {
