@@ -1,0 +1,15 @@
+// Package faults is leasegate's fault-injection suite: many clients
+// acquire, hold, renew and release leases through the real HTTP gateway
+// while Redis is killed, restarted, stalled, cut off by a TCP proxy or
+// failed over, and the gateway itself is killed. Every call is recorded,
+// and three checkers read the histories: a porcupine model of a leased
+// lock, a fencing checker over a simulated downstream store, and token
+// monotonicity per resource.
+//
+// The package holds tests only. The short run is part of go test ./...;
+// the long run is
+//
+//	go test ./faults/ -run TestFaults -faults.duration=10m -timeout 0 -v
+//
+// docs/safety.md states the guarantees, their conditions and the figures.
+package faults

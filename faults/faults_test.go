@@ -1,0 +1,470 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/gatewaytest"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/server"
+)
+
+var (
+	flagDuration  = flag.Duration("faults.duration", 0, "total length of a long run over every scenario (0: the short run of go test ./...)")
+	flagClients   = flag.Int("faults.clients", 32, "concurrent clients")
+	flagResources = flag.Int("faults.resources", 8, "resources they contend for")
+	flagScenarios = flag.String("faults.scenarios", "", "comma-separated scenario names to run (default: all of the run)")
+	flagReport    = flag.String("faults.report", "", "write the figures of every scenario as JSON to this file")
+	flagSeed      = flag.Uint64("faults.seed", 0, "workload seed (0: from the clock)")
+)
+
+// settings are the run's sizes, from the flags.
+type settings struct {
+	long         bool
+	perScenario  time.Duration
+	rounds       int
+	stall        time.Duration
+	clients      int
+	resources    int
+	checkTimeout time.Duration
+	seed         uint64
+}
+
+// shortPerScenario keeps the short run (four scenarios, a gateway build,
+// the controls) within about a minute and a half on a loaded 2-core box.
+const shortPerScenario = 8 * time.Second
+
+func runSettings(n int) settings {
+	s := settings{clients: *flagClients, resources: *flagResources, seed: *flagSeed}
+	if s.seed == 0 {
+		s.seed = uint64(time.Now().UnixNano())
+	}
+	if *flagDuration <= 0 {
+		s.perScenario, s.rounds, s.stall, s.checkTimeout = shortPerScenario, 2, 2*time.Second, 10*time.Second
+		return s
+	}
+	s.long = true
+	s.perScenario = *flagDuration / time.Duration(n)
+	s.rounds = max(3, int(s.perScenario/(12*time.Second)))
+	s.stall = 5 * time.Second
+	s.checkTimeout = 20 * time.Second
+	return s
+}
+
+// env is a running system under test: the gateway's base URL and the
+// fault to inject, which returns once the system is whole again.
+type env struct {
+	base   string
+	inject func(t *testing.T, round int, r *rand.Rand, w *workload) string
+}
+
+// scenario is one kind of fault. promised: the docs promise safety under
+// it, so any violation fails the test; otherwise the run reports what
+// breaks.
+type scenario struct {
+	name     string
+	promised bool
+	short    bool
+	setup    func(t *testing.T, s settings) env
+}
+
+var scenarios = []scenario{
+	{name: "redis-kill-aof", promised: true, short: true, setup: setupRedisKill(true)},
+	{name: "redis-stall", promised: true, short: true, setup: setupStall},
+	{name: "proxy", promised: true, short: true, setup: setupProxy},
+	{name: "gateway-kill", promised: true, short: true, setup: setupGatewayKill},
+	{name: "redis-restart-no-persistence", promised: false, setup: setupRedisKill(false)},
+	{name: "sentinel-failover-min-replicas", promised: true, setup: setupSentinel(1)},
+	{name: "sentinel-failover-no-wait", promised: false, setup: setupSentinel(0)},
+}
+
+// aof is how the suite runs Redis where the docs promise safety.
+var aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+
+func gatewayConfig(redisURL string) server.Config {
+	cfg := server.DefaultConfig()
+	cfg.RedisURL = redisURL
+	cfg.HTTP.RequestTimeout = requestTimeout
+	cfg.AbuseLog = discard{}
+	return cfg
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func inProcess(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	return gatewaytest.URL(gatewaytest.Start(t, cfg, nil))
+}
+
+func setupRedisKill(persist bool) func(*testing.T, settings) env {
+	return func(t *testing.T, _ settings) env {
+		var args []string
+		if persist {
+			args = aof
+		}
+		rs := redistest.Start(t, args...)
+		return env{
+			base: inProcess(t, gatewayConfig(rs.URL())),
+			inject: func(t *testing.T, _ int, r *rand.Rand, _ *workload) string {
+				down := jitter(r, 300*time.Millisecond, time.Second)
+				rs.Kill()
+				pause(context.Background(), down)
+				rs.Restart()
+				return fmt.Sprintf("kill -9, down %v, restart", down.Round(time.Millisecond))
+			},
+		}
+	}
+}
+
+func setupStall(t *testing.T, s settings) env {
+	rs := redistest.Start(t, aof...)
+	return env{
+		base: inProcess(t, gatewayConfig(rs.URL())),
+		inject: func(t *testing.T, _ int, _ *rand.Rand, w *workload) string {
+			rs.Pause()
+			pause(context.Background(), s.stall)
+			rs.Resume()
+			return fmt.Sprintf("SIGSTOP %v, SIGCONT", s.stall)
+		},
+	}
+}
+
+func setupProxy(t *testing.T, _ settings) env {
+	rs := redistest.Start(t, aof...)
+	p := startProxy(t, rs.Addr())
+	return env{
+		base: inProcess(t, gatewayConfig("redis://"+p.addr())),
+		inject: func(t *testing.T, round int, r *rand.Rand, _ *workload) string {
+			ctx := context.Background()
+			switch round % 3 {
+			case 0:
+				d := jitter(r, 100*time.Millisecond, 600*time.Millisecond)
+				p.set(d, false)
+				pause(ctx, 2*time.Second)
+				p.set(0, false)
+				return fmt.Sprintf("delay every chunk %v for 2s", d.Round(time.Millisecond))
+			case 1:
+				p.set(0, true)
+				pause(ctx, 1500*time.Millisecond)
+				p.set(0, false)
+				n := p.cut()
+				return fmt.Sprintf("drop everything for 1.5s, then cut %d connections", n)
+			default:
+				n := 0
+				for i := 0; i < 3; i++ {
+					n += p.cut()
+					pause(ctx, 300*time.Millisecond)
+				}
+				return fmt.Sprintf("cut every connection 3 times (%d cut)", n)
+			}
+		},
+	}
+}
+
+func setupSentinel(minReplicas int) func(*testing.T, settings) env {
+	return func(t *testing.T, _ settings) env {
+		sn := redistest.StartSentinel(t)
+		cfg := gatewayConfig("")
+		cfg.Redis.SentinelMaster = sn.MasterName
+		cfg.Redis.SentinelAddrs = sn.Addrs()
+		cfg.Redis.MinReplicas = minReplicas
+		return env{
+			base: inProcess(t, cfg),
+			inject: func(t *testing.T, _ int, _ *rand.Rand, _ *workload) string {
+				waitPromotable(t, sn)
+				return "SENTINEL FAILOVER to " + sn.Failover(t)
+			},
+		}
+	}
+}
+
+// waitPromotable polls every Sentinel until it lists a replica it could
+// promote (up, linked, and seen recently): right after a failover the
+// former primary is a replica the Sentinels do not trust yet, and SENTINEL
+// FAILOVER answers NOGOODSLAVE.
+func waitPromotable(t *testing.T, sn *redistest.Sentinel) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, addr := range sn.Addrs() {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		for {
+			reps, err := sc.Replicas(context.Background(), sn.MasterName).Result()
+			ok := false
+			for _, r := range reps {
+				lastOK, _ := strconv.Atoi(r["last-ok-ping-reply"])
+				if !strings.Contains(r["flags"], "s_down") && !strings.Contains(r["flags"], "disconnected") &&
+					r["master-link-status"] == "ok" && r["slave-priority"] != "0" && lastOK < 1000 &&
+					r["info-refresh"] != "" {
+					refresh, _ := strconv.Atoi(r["info-refresh"])
+					ok = refresh < 2000
+				}
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = sc.Close()
+				t.Fatalf("sentinel %s knows no promotable replica after 30s: %v %v", addr, reps, err)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the Sentinel's view
+		}
+		_ = sc.Close()
+	}
+}
+
+// binary builds cmd/leasegate once per test process.
+var binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func buildGateway(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "leasegate-faults-")
+		if err != nil {
+			binary.err = err
+			return
+		}
+		binary.path = dir + "/leasegate"
+		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/leasegate/leasegate/cmd/leasegate").CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatalf("build the gateway: %v", binary.err)
+	}
+	return binary.path
+}
+
+// quiet drops go-redis's own log lines (a refused dial during every
+// Redis outage); the gateway's answers say everything the checkers need.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...interface{}) {}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	redis.SetLogger(quiet{})
+	code := m.Run()
+	if binary.path != "" {
+		_ = os.RemoveAll(strings.TrimSuffix(binary.path, "/leasegate"))
+	}
+	os.Exit(code)
+}
+
+// subprocess is a gateway run as its own process, so it can be killed
+// with SIGKILL.
+type subprocess struct {
+	bin, addr, redisURL string
+	cmd                 *exec.Cmd
+	exited              chan struct{}
+}
+
+func (g *subprocess) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(g.bin, "serve", "--addr", g.addr, "--redis-url", g.redisURL,
+		"--request-timeout", requestTimeout.String(), "--abuse-log", "stderr", "--log-level", "error")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start gateway: %v", err)
+	}
+	g.cmd, g.exited = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(g.exited)
+	deadline := time.Now().Add(20 * time.Second)
+	c := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := c.Get("http://" + g.addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-g.exited:
+			t.Fatalf("gateway exited before it was ready")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway not ready after 20s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling readiness
+	}
+}
+
+func (g *subprocess) kill() {
+	if g.cmd == nil {
+		return
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGKILL)
+	<-g.exited
+	g.cmd = nil
+}
+
+func setupGatewayKill(t *testing.T, _ settings) env {
+	rs := redistest.Start(t, aof...)
+	g := &subprocess{bin: buildGateway(t), addr: "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)), redisURL: rs.URL()}
+	g.start(t)
+	t.Cleanup(g.kill)
+	return env{
+		base: "http://" + g.addr,
+		inject: func(t *testing.T, _ int, r *rand.Rand, w *workload) string {
+			waiting := w.waiting.Load()
+			down := jitter(r, 200*time.Millisecond, 800*time.Millisecond)
+			g.kill()
+			pause(context.Background(), down)
+			g.start(t)
+			return fmt.Sprintf("kill -9 with %d waiting acquires in flight, down %v, restart", waiting, down.Round(time.Millisecond))
+		},
+	}
+}
+
+// result is one scenario's figures.
+type result struct {
+	Scenario string        `json:"scenario"`
+	Promised bool          `json:"safety_promised"`
+	Duration time.Duration `json:"duration_ns"`
+	Clients  int           `json:"clients"`
+	Faults   []string      `json:"faults"`
+	Verdict  verdict       `json:"verdict"`
+	Notes    []string      `json:"notes,omitempty"`
+}
+
+// TestFaults runs every scenario of the run: the short run (go test
+// ./...) has the Redis kill with AOF, the stall, the proxy and the
+// gateway kill; -faults.duration adds the restart without persistence
+// and the Sentinel failovers.
+func TestFaults(t *testing.T) {
+	redistest.Binary(t)
+	var run []scenario
+	want := map[string]bool{}
+	for _, n := range strings.Split(*flagScenarios, ",") {
+		if n != "" {
+			want[n] = true
+		}
+	}
+	for _, sc := range scenarios {
+		if len(want) > 0 && !want[sc.name] {
+			continue
+		}
+		if len(want) == 0 && *flagDuration <= 0 && !sc.short {
+			continue
+		}
+		run = append(run, sc)
+	}
+	if len(run) == 0 {
+		t.Fatalf("no scenario matches -faults.scenarios=%q", *flagScenarios)
+	}
+	s := runSettings(len(run))
+	t.Logf("seed %d, %d clients, %d resources, %v per scenario, %d faults each", s.seed, s.clients, s.resources, s.perScenario, s.rounds)
+	var results []result
+	for i, sc := range run {
+		t.Run(sc.name, func(t *testing.T) {
+			s := s
+			s.seed += uint64(i)
+			res := runScenario(t, sc, s)
+			results = append(results, res)
+		})
+	}
+	var total verdict
+	for _, r := range results {
+		v := r.Verdict
+		total.add(v)
+		t.Logf("%-32s promised=%-5v ops=%d grants=%d unknown=%d writes=%d faults=%d | model illegal=%d timed-out=%d lost-release=%d double-grants=%d | fencing stale=%d superseded-accepted=%d superseded-rejected=%d | token regressions=%d",
+			r.Scenario, r.Promised, v.Ops, v.Grants, v.Unknown, v.Writes, len(r.Faults), v.ModelIllegal, v.ModelUnknown, v.ModelLostRelease, v.DoubleGrants, v.StaleAccepted, v.SupersededAccepted, v.SupersededRejected, v.TokenRegressions)
+	}
+	if *flagReport != "" {
+		b, err := json.MarshalIndent(results, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*flagReport, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			t.Errorf("write report: %v", err)
+		}
+	}
+}
+
+// saveIllegal writes the history of every resource the model refused
+// next to the -faults.report file, as JSON, one file per resource.
+func saveIllegal(t *testing.T, scenario string, illegal map[string][]op) {
+	t.Helper()
+	if *flagReport == "" {
+		return
+	}
+	for res, ops := range illegal {
+		name := filepath.Join(filepath.Dir(*flagReport), "illegal-"+strings.ReplaceAll(res, "/", "-")+".json")
+		b, err := json.MarshalIndent(ops, "", " ")
+		if err == nil {
+			err = os.WriteFile(name, b, 0o644)
+		}
+		if err != nil {
+			t.Errorf("save the history of %s: %v", res, err)
+			continue
+		}
+		t.Logf("%s: history of %s saved in %s", scenario, res, name)
+	}
+}
+
+func runScenario(t *testing.T, sc scenario, s settings) result {
+	e := sc.setup(t, s)
+	w := newWorkload(e.base, sc.name, s.resources, s.clients)
+	r := rand.New(rand.NewPCG(s.seed, 1<<32))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	began := time.Now()
+	end := began.Add(s.perScenario)
+	wait := w.run(ctx, s.seed)
+	var faults []string
+	for i := 0; i < s.rounds; i++ {
+		// Spread the faults over the scenario, leaving a quiet tail.
+		gap := time.Until(end) / time.Duration(s.rounds-i+1)
+		pause(ctx, jitter(r, gap/2, gap))
+		f := e.inject(t, i, r, w)
+		faults = append(faults, f)
+		t.Logf("fault %d: %s", i+1, f)
+	}
+	pause(ctx, time.Until(end))
+	cancel()
+	wait()
+	elapsed := time.Since(began)
+	v, notes, illegal := check(w.h, s.checkTimeout)
+	saveIllegal(t, sc.name, illegal)
+	res := result{Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Notes: notes}
+	t.Logf("%s: %+v", sc.name, v)
+	for _, n := range notes {
+		t.Log(n)
+	}
+	w.h.mu.Lock()
+	unexpected := w.h.unexpected
+	w.h.mu.Unlock()
+	if len(unexpected) > 0 {
+		t.Errorf("answers outside the contract: %q", unexpected)
+	}
+	if v.Grants == 0 {
+		t.Errorf("no acquire was granted: the workload did not run")
+	}
+	if sc.promised && v.violations() > 0 {
+		t.Errorf("%s: the docs promise safety here, and the checkers found %d violations (model illegal %d, double grants %d, stale writes %d, superseded writes %d, token regressions %d)",
+			sc.name, v.violations(), v.ModelIllegal, v.DoubleGrants, v.StaleAccepted, v.SupersededAccepted, v.TokenRegressions)
+	}
+	return res
+}

@@ -1,0 +1,249 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// workload is the clients' side of a scenario: clients goroutines over
+// resources, each acquiring (sometimes waiting), holding while writing to
+// the store, renewing and releasing, every call recorded in h.
+type workload struct {
+	base      string
+	resources []string
+	clients   int
+	h         *history
+	store     *store
+	http      *http.Client
+	// waiting counts acquires with wait_ms in flight.
+	waiting atomic.Int64
+}
+
+// clientTimeout bounds every call of the workload: the gateway's request
+// timeout plus the longest wait_ms, with margin.
+const (
+	requestTimeout = 2 * time.Second
+	maxWaitMs      = 1500
+	clientTimeout  = requestTimeout + maxWaitMs*time.Millisecond + 4*time.Second
+	// beliefMargin is taken off a holder's belief in its lease: a lease
+	// granted after the call began lasts at least ttl from the call, by
+	// clocks that run at one rate (loopback, one host); the margin
+	// covers the Redis clock's millisecond truncation.
+	beliefMargin = int64(20 * time.Millisecond)
+	// maxIterations bounds each client's loop whatever the duration.
+	maxIterations = 1 << 20
+)
+
+func newWorkload(base, scenario string, resources, clients int) *workload {
+	h := newHistory()
+	w := &workload{base: base, clients: clients, h: h, store: newStore(h)}
+	for i := 0; i < resources; i++ {
+		w.resources = append(w.resources, fmt.Sprintf("%s/r%d", scenario, i))
+	}
+	w.http = &http.Client{
+		Timeout: clientTimeout,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
+			MaxIdleConns:        2 * clients,
+			MaxIdleConnsPerHost: 2 * clients,
+			IdleConnTimeout:     30 * time.Second,
+		},
+	}
+	return w
+}
+
+// run starts the clients and returns a function that waits for them.
+func (w *workload) run(ctx context.Context, seed uint64) (wait func()) {
+	var wg sync.WaitGroup
+	for c := 0; c < w.clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.client(ctx, c, rand.New(rand.NewPCG(seed, uint64(c))))
+		}()
+	}
+	return func() {
+		wg.Wait()
+		w.http.CloseIdleConnections()
+	}
+}
+
+// pause waits d or until ctx ends: workload pacing, not synchronisation.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func jitter(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return max(lo, 0)
+	}
+	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+}
+
+func (w *workload) client(ctx context.Context, id int, r *rand.Rand) {
+	for i := 0; i < maxIterations && ctx.Err() == nil; i++ {
+		res := w.resources[r.IntN(len(w.resources))]
+		owner := fmt.Sprintf("c%d-%d", id, i)
+		ttl := int64(1000 + 1000*r.IntN(2))
+		var waitMs int64
+		if r.IntN(3) == 0 {
+			waitMs = 300 + r.Int64N(maxWaitMs-300)
+		}
+		a := w.call(ctx, id, op{Kind: kindAcquire, Resource: res, Owner: owner, TTLms: ttl, WaitMs: waitMs})
+		if a.Outcome == outUnknown && ctx.Err() == nil {
+			// Retrying with the same owner is safe (idempotent).
+			pause(ctx, jitter(r, 200*time.Millisecond, 500*time.Millisecond))
+			a = w.call(ctx, id, op{Kind: kindAcquire, Resource: res, Owner: owner, TTLms: ttl})
+		}
+		if a.Outcome != outGranted {
+			pause(ctx, jitter(r, 20*time.Millisecond, 200*time.Millisecond))
+			continue
+		}
+		token := a.Token
+		deadline := a.Call + ttl*int64(time.Millisecond) - beliefMargin
+		lost := false
+		for j := 0; j < 1+r.IntN(4) && !lost && ctx.Err() == nil; j++ {
+			// Work, then write the result with the token.
+			pause(ctx, jitter(r, 20*time.Millisecond, 250*time.Millisecond))
+			if attempted, _ := w.store.put(res, owner, token, deadline); !attempted {
+				break // the holder no longer believes it holds the lease
+			}
+			if r.IntN(3) == 0 {
+				n := w.call(ctx, id, op{Kind: kindRenew, Resource: res, Owner: owner, ReqToken: token, TTLms: ttl})
+				switch n.Outcome {
+				case outOK:
+					deadline = n.Call + ttl*int64(time.Millisecond) - beliefMargin
+				case outNotFound, outForbidden:
+					lost = true
+				}
+			}
+		}
+		if r.IntN(8) != 0 { // else let it expire
+			w.call(ctx, id, op{Kind: kindRelease, Resource: res, Owner: owner, ReqToken: token})
+		}
+	}
+}
+
+type lockJSON struct {
+	Owner      string    `json:"owner"`
+	Token      int64     `json:"token"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// call makes one request and records it; a request that provably never
+// reached a gateway (the dial failed) is counted, not recorded.
+func (w *workload) call(ctx context.Context, client int, o op) op {
+	o.Client = client
+	var req *http.Request
+	var err error
+	path := w.base + "/locks/" + url.PathEscape(o.Resource)
+	// The request outlives ctx by design: once sent it is not cancelled,
+	// so an answer is not turned into an unknown outcome at the end of
+	// the run. The client timeout bounds it.
+	rctx := context.WithoutCancel(ctx)
+	switch o.Kind {
+	case kindAcquire:
+		body, _ := json.Marshal(map[string]any{"owner": o.Owner, "ttl_seconds": o.TTLms / 1000, "wait_ms": o.WaitMs})
+		req, err = http.NewRequestWithContext(rctx, http.MethodPost, path, bytes.NewReader(body))
+	case kindRenew:
+		body, _ := json.Marshal(map[string]any{"owner": o.Owner, "ttl_seconds": o.TTLms / 1000, "token": o.ReqToken})
+		req, err = http.NewRequestWithContext(rctx, http.MethodPost, path+"/renew", bytes.NewReader(body))
+	case kindRelease:
+		q := url.Values{"owner": {o.Owner}, "token": {strconv.FormatInt(o.ReqToken, 10)}}
+		req, err = http.NewRequestWithContext(rctx, http.MethodDelete, path+"?"+q.Encode(), nil)
+	}
+	if err != nil {
+		w.h.unexpect(err.Error())
+		return o
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if o.WaitMs > 0 {
+		w.waiting.Add(1)
+		defer w.waiting.Add(-1)
+	}
+	o.Call = w.h.clock()
+	resp, err := w.http.Do(req)
+	var body []byte
+	if err == nil {
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	o.Return = w.h.clock()
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "dial" {
+			w.h.refuse()
+			o.Outcome = outUnknown
+			return o
+		}
+		o.Outcome, o.Err = outUnknown, err.Error()
+		w.h.add(o)
+		return o
+	}
+	o.Status = resp.StatusCode
+	o.Outcome, o.RetryAfterMs = w.decode(o, resp.StatusCode, body)
+	if o.Outcome == outGranted || (o.Kind == kindRenew && o.Outcome == outOK) {
+		var a struct {
+			Lock lockJSON `json:"lock"`
+		}
+		_ = json.Unmarshal(body, &a)
+		l := a.Lock
+		if l.Token == 0 || l.Owner != o.Owner {
+			w.h.unexpect(fmt.Sprintf("%s %d: %s", o.Kind, resp.StatusCode, body))
+			o.Outcome = outUnknown
+		}
+		o.Token, o.AcquiredAt, o.ExpiresAt = l.Token, l.AcquiredAt.UnixMilli(), l.ExpiresAt.UnixMilli()
+	}
+	w.h.add(o)
+	return o
+}
+
+// decode maps an answer to an outcome (and, for not-granted, the
+// holder's remaining time).
+func (w *workload) decode(o op, status int, body []byte) (outcome, int64) {
+	switch {
+	case status >= 500:
+		return outUnknown, 0
+	case status == http.StatusNotFound && o.Kind != kindAcquire:
+		return outNotFound, 0
+	case status == http.StatusForbidden && o.Kind != kindAcquire:
+		return outForbidden, 0
+	case status == http.StatusNoContent && o.Kind == kindRelease:
+		return outOK, 0
+	case status == http.StatusOK && o.Kind == kindRenew:
+		return outOK, 0
+	case status == http.StatusOK && o.Kind == kindAcquire:
+		var a struct {
+			Acquired     *bool `json:"acquired"`
+			RetryAfterMs int64 `json:"retry_after_ms"`
+		}
+		if err := json.Unmarshal(body, &a); err != nil || a.Acquired == nil {
+			break
+		}
+		if *a.Acquired {
+			return outGranted, 0
+		}
+		return outNotGranted, a.RetryAfterMs
+	}
+	w.h.unexpect(fmt.Sprintf("%s: %d %s", o.Kind, status, body))
+	return outUnknown, 0
+}
