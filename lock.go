@@ -73,6 +73,11 @@ var (
 	// ErrLockForbidden: the lease belongs to another owner, or the token
 	// differs.
 	ErrLockForbidden = &Error{Code: CodeForbidden, Message: "the lock is held by another owner or under another token", Op: "lock"}
+	// ErrTooManyWaiters: the gateway already holds as many waiting
+	// acquires as it is configured to (--max-waiters); nothing was
+	// queued or changed. Another gateway, or a retry, may have room.
+	ErrTooManyWaiters = &Error{Code: CodeUnavailable, Op: "lock", RetryAfter: DefaultRetryAfter,
+		Message: "this gateway is already holding as many waiting acquires as it allows (--max-waiters); nothing was changed, retry later or without wait_ms"}
 	// ErrUnavailable: the store failed; nothing was granted or changed.
 	ErrUnavailable = &Error{Code: CodeUnavailable, Message: UnavailableMessage, RetryAfter: DefaultRetryAfter, Op: "store"}
 )

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -60,6 +61,10 @@ type WaiterOptions struct {
 	// PollInterval is how often heads re-check while the subscription is
 	// not active (starting, reconnecting, or no Subscriber at all).
 	PollInterval time.Duration
+	// MaxWaiters caps the acquires waiting at once on this Waiter (locks
+	// and semaphores together); one more is refused with
+	// leasegate.ErrTooManyWaiters instead of queued. 0: no cap.
+	MaxWaiters int
 	// HealthInterval: with no traffic for this long the subscription is
 	// PINGed; no answer within another interval counts as a dead
 	// connection, which is reopened.
@@ -347,11 +352,14 @@ func signal(c chan struct{}) {
 }
 
 // enqueue adds a waiter for key; ok is false after Close.
-func (w *Waiter) enqueue(key string) (wt *waiter, ok bool) {
+func (w *Waiter) enqueue(key string) (wt *waiter, ok bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return nil, false
+		return nil, false, nil
+	}
+	if w.opts.MaxWaiters > 0 && w.count >= w.opts.MaxWaiters {
+		return nil, false, leasegate.ErrTooManyWaiters
 	}
 	q := w.queues[key]
 	if q == nil {
@@ -361,7 +369,7 @@ func (w *Waiter) enqueue(key string) (wt *waiter, ok bool) {
 	wt = &waiter{key: key, wake: make(chan struct{}, 1)}
 	wt.elem = q.l.PushBack(wt)
 	w.count++
-	return wt, true
+	return wt, true, nil
 }
 
 // dequeue removes wt; if it was the head, the new head is woken so it
@@ -472,7 +480,10 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	// because the caller went away.
 	cutByTheEnd := func() bool { return ctx.Err() == nil && !time.Now().Before(end) }
 
-	wt, ok := w.enqueue(l.ReleaseMessage(req.Resource))
+	wt, ok, err := w.enqueue(l.ReleaseMessage(req.Resource))
+	if err != nil {
+		return AcquireResult{}, err
+	}
 	if !ok {
 		res, err := try(budget())
 		return res, err

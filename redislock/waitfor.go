@@ -54,7 +54,10 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 	deadline := time.NewTimer(opts.Wait)
 	defer deadline.Stop()
 
-	wt, ok := w.enqueue(opts.Key)
+	wt, ok, err := w.enqueue(opts.Key)
+	if err != nil {
+		return false, false, err
+	}
 	if !ok {
 		done, _, err := bounded()
 		return done, false, err

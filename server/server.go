@@ -60,6 +60,11 @@ type Config struct {
 
 	HTTP handlers.Config
 
+	// MaxWaiters caps the acquires (locks and semaphores) waiting at once
+	// on this gateway; one more is answered 503 at once (docs/waiting.md).
+	// 0: no cap.
+	MaxWaiters int
+
 	// OpsSessionTTL is how long a browser login to /ops/ lasts (default
 	// auth.DefaultSessionTTL); OpsSessionSecret, when set, is mixed into
 	// the sessions' MACs so that the key file alone cannot forge one
@@ -94,6 +99,10 @@ type Config struct {
 	TrustedProxies []string
 }
 
+// DefaultMaxWaiters is the default --max-waiters: at the per-waiter cost
+// measured in docs/benchmarks.md a few hundred MB of the gateway's memory.
+const DefaultMaxWaiters = 10000
+
 // MaxOpsSessionTTL bounds --ops-session-ttl: a stolen session cookie
 // cannot outlive a week, and an operator logs in again at least weekly.
 const MaxOpsSessionTTL = 7 * 24 * time.Hour
@@ -111,6 +120,7 @@ func DefaultConfig() Config {
 		EmbeddedRedisAddr: DefaultEmbeddedRedisAddr,
 		HTTP:              handlers.DefaultConfig(),
 		OpsSessionTTL:     auth.DefaultSessionTTL,
+		MaxWaiters:        DefaultMaxWaiters,
 		AbusePolicies:     abuse.DefaultPolicies(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
@@ -130,6 +140,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.MaxWait < 0 {
 		errs = append(errs, errors.New("max-wait must not be negative"))
+	}
+	if c.MaxWaiters < 0 {
+		errs = append(errs, errors.New("max-waiters must not be negative"))
 	}
 	if c.HTTP.BodyLimit < 1 {
 		errs = append(errs, errors.New("body-limit must be positive"))
@@ -241,8 +254,9 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
 	})
 	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
-		Channel: releaseChannel,
-		Log:     log.Named("waiter"),
+		Channel:    releaseChannel,
+		Log:        log.Named("waiter"),
+		MaxWaiters: cfg.MaxWaiters,
 	})
 	abuseLog := cfg.AbuseLog
 	if abuseLog == nil {

@@ -63,6 +63,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_FENCE_RETENTION":     "48h",
 			"LEASEGATE_MAX_TTL":             "1h",
 			"LEASEGATE_MAX_WAIT":            "10s",
+			"LEASEGATE_MAX_WAITERS":         "250",
 			"LEASEGATE_BODY_LIMIT":          "1024",
 			"LEASEGATE_REQUEST_TIMEOUT":     "2s",
 			"LEASEGATE_READ_HEADER_TIMEOUT": "3s",
@@ -117,6 +118,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.FenceRetention = 48 * time.Hour
 		want.HTTP.MaxTTL = time.Hour
 		want.HTTP.MaxWait = 10 * time.Second
+		want.MaxWaiters = 250
 		want.HTTP.BodyLimit = 1024
 		want.HTTP.RequestTimeout = 2 * time.Second
 		want.ReadHeaderTimeout = 3 * time.Second

@@ -28,6 +28,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	fs.BoolVar(&cfg.NoAutoPipeline, "no-auto-pipeline", cfg.NoAutoPipeline, "send each request's Redis script call on its own instead of batching concurrent ones into one pipeline")
 	fs.DurationVar(&cfg.HTTP.MaxTTL, "max-ttl", cfg.HTTP.MaxTTL, "largest ttl_seconds accepted")
 	fs.DurationVar(&cfg.HTTP.MaxWait, "max-wait", cfg.HTTP.MaxWait, "largest wait_ms accepted")
+	fs.IntVar(&cfg.MaxWaiters, "max-waiters", cfg.MaxWaiters, "most acquires waiting at once on this gateway; one more is answered 503 (0: no cap)")
 	fs.Int64Var(&cfg.HTTP.BodyLimit, "body-limit", cfg.HTTP.BodyLimit, "largest request body in bytes")
 	fs.DurationVar(&cfg.HTTP.RequestTimeout, "request-timeout", cfg.HTTP.RequestTimeout, "bound on one request's Redis work (not counting wait_ms)")
 	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time allowed to read request headers")

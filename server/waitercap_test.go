@@ -1,0 +1,54 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/server"
+)
+
+// --max-waiters: with the cap reached, one more waiting acquire is
+// answered at once with 503 unavailable and Retry-After, and a plain
+// acquire still gets its answer.
+func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.MaxWaiters = 1
+	s, err := server.New(cfg, nil)
+	if err != nil {
+		t.Fatalf("new: %v", err)
+	}
+	go func() { _ = s.Serve() }()
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	base := "http://" + s.Addr()
+
+	testenv.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":60}`).Want(t, http.StatusOK)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/locks/job", strings.NewReader(`{"owner":"w1","ttl_seconds":60,"wait_ms":25000}`))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	testenv.WaitFor(t, "one waiter in /metrics", func() bool {
+		return strings.Contains(metricsText(t, base), "leasegate_lock_waiters 1")
+	})
+
+	start := time.Now()
+	a := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"w2","ttl_seconds":60,"wait_ms":25000}`)
+	p := a.Problem(t, http.StatusServiceUnavailable, "unavailable")
+	a.HeaderIs(t, "Retry-After", "1")
+	if !strings.Contains(p.Detail, "max-waiters") {
+		t.Errorf("got detail %q, want it to name --max-waiters", p.Detail)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("answered after %v, want at once (not after the wait)", d)
+	}
+	testenv.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"w3","ttl_seconds":60}`).Want(t, http.StatusOK)
+}
