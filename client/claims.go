@@ -64,6 +64,8 @@ type claimAnswer struct {
 	Token       int64           `json:"token"`
 }
 
+func (a *claimAnswer) reset() { *a = claimAnswer{} }
+
 func (a claimAnswer) state(ttl time.Duration, sent time.Time, created bool) (ClaimState, error) {
 	switch {
 	case a.State == "done":
@@ -92,27 +94,13 @@ func claimPath(scope, key string) string {
 // the lease has left). Failures without an answer are retried (the owner
 // is the same, so a retry returns the same claim).
 func (c *Client) Claim(ctx context.Context, scope, key string, ttl time.Duration, opts ...AcquireOption) (ClaimState, error) {
-	var o acquireOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	if o.owner == "" {
-		o.owner = DefaultOwner()
-	}
+	o := acquireOpts(opts)
 	secs, err := ttlSeconds(ttl)
 	if err != nil {
 		return ClaimState{}, err
 	}
 	var out claimAnswer
-	var sent time.Time
-	status := 0
-	err = c.retry(ctx, func() error {
-		sent = time.Now()
-		out = claimAnswer{}
-		var err error
-		status, err = c.do(ctx, http.MethodPost, claimPath(scope, key), map[string]any{"owner": o.owner, "ttl_seconds": secs}, &out)
-		return err
-	})
+	status, sent, err := c.call(ctx, http.MethodPost, claimPath(scope, key), map[string]any{"owner": o.owner, "ttl_seconds": secs}, &out)
 	if err != nil {
 		return ClaimState{}, err
 	}
@@ -156,12 +144,7 @@ func (c *Client) CompleteClaim(ctx context.Context, cl *Claim, result json.RawMe
 	}
 	b.WriteString(`}`)
 	var out claimAnswer
-	err = c.retry(ctx, func() error {
-		out = claimAnswer{}
-		_, err := c.do(ctx, http.MethodPost, claimPath(cl.Scope, cl.Key)+"/complete", rawBody(b.Bytes()), &out)
-		return err
-	})
-	if err != nil {
+	if _, _, err := c.call(ctx, http.MethodPost, claimPath(cl.Scope, cl.Key)+"/complete", rawBody(b.Bytes()), &out); err != nil {
 		return ClaimState{}, err
 	}
 	return out.state(0, time.Time{}, false)
@@ -171,27 +154,13 @@ func (c *Client) CompleteClaim(ctx context.Context, cl *Claim, result json.RawMe
 // claim at once. As with Release, a retry after an unanswered first
 // attempt that finds nothing pending counts as done.
 func (c *Client) AbandonClaim(ctx context.Context, cl *Claim) error {
-	body := map[string]any{"owner": cl.Owner, "token": cl.Token}
-	unanswered := false
-	return c.retry(ctx, func() error {
-		_, err := c.do(ctx, http.MethodDelete, claimPath(cl.Scope, cl.Key), body, nil)
-		if unanswered && errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		unanswered = unanswered || (err != nil && retryable(err))
-		return err
-	})
+	return c.release(ctx, claimPath(cl.Scope, cl.Key), map[string]any{"owner": cl.Owner, "token": cl.Token})
 }
 
 // GetClaim reads the pending or done state of (scope, key), or ErrNotFound.
 func (c *Client) GetClaim(ctx context.Context, scope, key string) (ClaimState, error) {
 	var out claimAnswer
-	err := c.retry(ctx, func() error {
-		out = claimAnswer{}
-		_, err := c.do(ctx, http.MethodGet, claimPath(scope, key), nil, &out)
-		return err
-	})
-	if err != nil {
+	if _, _, err := c.call(ctx, http.MethodGet, claimPath(scope, key), nil, &out); err != nil {
 		return ClaimState{}, err
 	}
 	return out.state(0, time.Time{}, false)
@@ -201,10 +170,8 @@ func (c *Client) GetClaim(ctx context.Context, scope, key string) (ClaimState, e
 // (ops key), recorded with reason in the gateway's audit log.
 func (c *Client) RemoveClaim(ctx context.Context, scope, key, reason string) error {
 	q := url.Values{"force": {"true"}, "reason": {reason}}
-	return c.retry(ctx, func() error {
-		_, err := c.do(ctx, http.MethodDelete, claimPath(scope, key)+"?"+q.Encode(), nil, nil)
-		return err
-	})
+	_, _, err := c.call(ctx, http.MethodDelete, claimPath(scope, key)+"?"+q.Encode(), nil, nil)
+	return err
 }
 
 // lease is cl as a Lease, so KeepAlive can keep it.

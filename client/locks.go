@@ -93,6 +93,37 @@ type acquireOptions struct {
 // are safe only because the owner is unique (docs/client.md).
 func WithOwner(owner string) AcquireOption { return func(o *acquireOptions) { o.owner = owner } }
 
+// acquireOpts applies opts; the owner defaults to a fresh DefaultOwner.
+func acquireOpts(opts []AcquireOption) acquireOptions {
+	var o acquireOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.owner == "" {
+		o.owner = DefaultOwner()
+	}
+	return o
+}
+
+// acquireBody is the body of an acquire: owner, ttl_seconds and, when
+// the gateway should wait, wait_ms.
+func (o acquireOptions) acquireBody(secs int64) map[string]any {
+	body := map[string]any{"owner": o.owner, "ttl_seconds": secs}
+	if o.wait > 0 {
+		body["wait_ms"] = o.wait.Milliseconds()
+	}
+	return body
+}
+
+// ownerBody names owner and, unless it is 0 (any token of owner), token.
+func ownerBody(owner string, token int64) map[string]any {
+	body := map[string]any{"owner": owner}
+	if token != 0 {
+		body["token"] = token
+	}
+	return body
+}
+
 // WithWait makes the gateway wait up to d for the lock (wait_ms) when
 // another owner holds it, instead of answering at once.
 func WithWait(d time.Duration) AcquireOption { return func(o *acquireOptions) { o.wait = d } }
@@ -125,13 +156,7 @@ func ttlSeconds(ttl time.Duration) (int64, error) {
 // same on every attempt and a same-owner acquire is idempotent (it keeps
 // the token), so a retry never grants the lock twice.
 func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	var o acquireOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	if o.owner == "" {
-		o.owner = DefaultOwner()
-	}
+	o := acquireOpts(opts)
 	secs, err := ttlSeconds(ttl)
 	if err != nil {
 		return nil, err
@@ -139,22 +164,13 @@ func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration
 	if o.wait < 0 {
 		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", o.wait))
 	}
-	body := map[string]any{"owner": o.owner, "ttl_seconds": secs}
-	if o.wait > 0 {
-		body["wait_ms"] = o.wait.Milliseconds()
-	}
 	var out struct {
 		Acquired     bool     `json:"acquired"`
 		Lock         lockJSON `json:"lock"`
 		Resource     string   `json:"resource"`
 		RetryAfterMS int64    `json:"retry_after_ms"`
 	}
-	var sent time.Time
-	err = c.retry(ctx, func() error {
-		sent = time.Now()
-		_, err := c.do(ctx, http.MethodPost, lockPath(resource), body, &out)
-		return err
-	})
+	_, sent, err := c.call(ctx, http.MethodPost, lockPath(resource), o.acquireBody(secs), &out)
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +196,8 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"owner": lease.Owner, "ttl_seconds": secs}
-	if lease.Token != 0 {
-		body["token"] = lease.Token
-	}
+	body := ownerBody(lease.Owner, lease.Token)
+	body["ttl_seconds"] = secs
 	var out struct {
 		Lock lockJSON `json:"lock"`
 	}
@@ -211,20 +225,23 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 // late) is retried; if the retry then finds no lease, the first attempt is
 // taken to have worked and Release returns nil.
 func (c *Client) Release(ctx context.Context, lease *Lease) error {
-	body := map[string]any{"owner": lease.Owner}
-	if lease.Token != 0 {
-		body["token"] = lease.Token
-	}
+	return c.release(ctx, lockPath(lease.Resource), ownerBody(lease.Owner, lease.Token))
+}
+
+// release sends the DELETE at path that ends a lease (a lock's, a
+// permit, a claim). A release whose first attempt got no definite answer
+// is retried; if the retry then finds nothing, the first attempt is
+// taken to have worked and release returns nil.
+func (c *Client) release(ctx context.Context, path string, body map[string]any) error {
 	unanswered := false
-	err := c.retry(ctx, func() error {
-		_, err := c.do(ctx, http.MethodDelete, lockPath(lease.Resource), body, nil)
+	return c.retry(ctx, func() error {
+		_, err := c.do(ctx, http.MethodDelete, path, body, nil)
 		if unanswered && errors.Is(err, ErrNotFound) {
 			return nil
 		}
 		unanswered = unanswered || (err != nil && retryable(err))
 		return err
 	})
-	return err
 }
 
 // Status returns the live lease on resource, or ErrNotFound.
@@ -232,11 +249,7 @@ func (c *Client) Status(ctx context.Context, resource string) (*Lease, error) {
 	var out struct {
 		Lock lockJSON `json:"lock"`
 	}
-	err := c.retry(ctx, func() error {
-		_, err := c.do(ctx, http.MethodGet, lockPath(resource), nil, &out)
-		return err
-	})
-	if err != nil {
+	if _, _, err := c.call(ctx, http.MethodGet, lockPath(resource), nil, &out); err != nil {
 		return nil, err
 	}
 	l := out.Lock.lease(0, time.Time{})
@@ -274,6 +287,29 @@ func retryable(err error) bool {
 		return false
 	}
 	return !errors.Is(err, ErrValidation)
+}
+
+// resetter is an answer that must start empty on every attempt of call
+// (a claim's: its pending and done fields must not mix).
+type resetter interface{ reset() }
+
+// call sends a request with c.retry's retries, decoding a 2xx answer
+// into out (an out with a reset method is reset before every attempt).
+// It returns the last attempt's status and when it was sent: a lease's
+// local expiry counts from then.
+func (c *Client) call(ctx context.Context, method, path string, body, out any) (int, time.Time, error) {
+	var status int
+	var sent time.Time
+	err := c.retry(ctx, func() error {
+		if r, ok := out.(resetter); ok {
+			r.reset()
+		}
+		sent = time.Now()
+		var err error
+		status, err = c.do(ctx, method, path, body, out)
+		return err
+	})
+	return status, sent, err
 }
 
 func (c *Client) retry(ctx context.Context, op func() error) error {

@@ -86,13 +86,7 @@ func checkLimit(limit int) error {
 // ErrLimitMismatch when limit differs from the limit in force. Failures
 // without an answer are retried: a same-owner acquire keeps its permit.
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts ...AcquireOption) (*Permit, error) {
-	var o acquireOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	if o.owner == "" {
-		o.owner = DefaultOwner()
-	}
+	o := acquireOpts(opts)
 	secs, err := ttlSeconds(ttl)
 	if err != nil {
 		return nil, err
@@ -100,10 +94,8 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	body := map[string]any{"owner": o.owner, "ttl_seconds": secs, "limit": limit}
-	if o.wait > 0 {
-		body["wait_ms"] = o.wait.Milliseconds()
-	}
+	body := o.acquireBody(secs)
+	body["limit"] = limit
 	var out struct {
 		Acquired     bool       `json:"acquired"`
 		Permit       permitJSON `json:"permit"`
@@ -111,12 +103,7 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 		Limit        int        `json:"limit"`
 		RetryAfterMS int64      `json:"retry_after_ms"`
 	}
-	var sent time.Time
-	err = c.retry(ctx, func() error {
-		sent = time.Now()
-		_, err := c.do(ctx, http.MethodPost, semaphorePath(name), body, &out)
-		return err
-	})
+	_, sent, err := c.call(ctx, http.MethodPost, semaphorePath(name), body, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -164,19 +151,7 @@ func (c *Client) renewPermitOnce(ctx context.Context, p *Permit, ttl time.Durati
 // Release, a retry after an unanswered first attempt that finds nothing
 // counts as released.
 func (c *Client) ReleasePermit(ctx context.Context, p *Permit) error {
-	body := map[string]any{"owner": p.Owner}
-	if p.Token != 0 {
-		body["token"] = p.Token
-	}
-	unanswered := false
-	return c.retry(ctx, func() error {
-		_, err := c.do(ctx, http.MethodDelete, semaphorePath(p.Name), body, nil)
-		if unanswered && errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		unanswered = unanswered || (err != nil && retryable(err))
-		return err
-	})
+	return c.release(ctx, semaphorePath(p.Name), ownerBody(p.Owner, p.Token))
 }
 
 // SemaphoreStatus lists the live permits of name, or ErrNotFound.
@@ -186,11 +161,7 @@ func (c *Client) SemaphoreStatus(ctx context.Context, name string) (SemaphoreSta
 		Limit   int          `json:"limit"`
 		Holders []permitJSON `json:"holders"`
 	}
-	err := c.retry(ctx, func() error {
-		_, err := c.do(ctx, http.MethodGet, semaphorePath(name), nil, &out)
-		return err
-	})
-	if err != nil {
+	if _, _, err := c.call(ctx, http.MethodGet, semaphorePath(name), nil, &out); err != nil {
 		return SemaphoreState{}, err
 	}
 	st := SemaphoreState{Name: out.Name, Limit: out.Limit}
@@ -272,9 +243,7 @@ func (s semaphoreService) Release(ctx context.Context, tenant, name, owner strin
 // lease (same options, same loss signal; Lease().Resource is the
 // semaphore's name).
 func (c *Client) KeepPermitAlive(ctx context.Context, p *Permit, opts ...KeepAliveOption) *KeepAlive {
-	lease := &Lease{Resource: p.Name, Owner: p.Owner, Token: p.Token, AcquiredAt: p.AcquiredAt,
-		ExpiresAt: p.ExpiresAt, TTL: p.TTL, localExpiry: p.localExpiry}
-	return c.keepAlive(ctx, lease, func(ctx context.Context, l *Lease, ttl time.Duration, retry bool) (*Lease, error) {
+	return c.keepAlive(ctx, p.lease(), func(ctx context.Context, l *Lease, ttl time.Duration, retry bool) (*Lease, error) {
 		cur := &Permit{Name: l.Resource, Owner: l.Owner, Token: l.Token, TTL: ttl}
 		var np *Permit
 		var err error
@@ -286,7 +255,12 @@ func (c *Client) KeepPermitAlive(ctx context.Context, p *Permit, opts ...KeepAli
 		if err != nil {
 			return nil, err
 		}
-		return &Lease{Resource: np.Name, Owner: np.Owner, Token: np.Token, AcquiredAt: np.AcquiredAt,
-			ExpiresAt: np.ExpiresAt, TTL: ttl, localExpiry: np.localExpiry}, nil
+		return np.lease(), nil
 	}, opts...)
+}
+
+// lease is p as a Lease, so KeepAlive can keep it.
+func (p *Permit) lease() *Lease {
+	return &Lease{Resource: p.Name, Owner: p.Owner, Token: p.Token, AcquiredAt: p.AcquiredAt,
+		ExpiresAt: p.ExpiresAt, TTL: p.TTL, localExpiry: p.localExpiry}
 }

@@ -7,45 +7,71 @@
 package scripts
 
 import (
-	_ "embed"
+	"embed"
+	"fmt"
+	"maps"
 
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed acquire.lua
-	acquireSrc string
-	//go:embed release.lua
-	releaseSrc string
-	//go:embed renew.lua
-	renewSrc string
-	//go:embed status.lua
-	statusSrc string
-	//go:embed interest.lua
-	interestSrc string
-	//go:embed user_attempt.lua
-	userAttemptSrc string
-	//go:embed ban.lua
-	banSrc string
-	//go:embed unindex.lua
-	unindexSrc string
-)
+//go:embed *.lua
+var lua embed.FS
+
+// byName is every script registered by load.
+var byName = map[string]*redis.Script{}
+
+// load is the one way a script is added: it reads name.lua and lists the
+// script under name in ByName. A name without its file is a programming
+// error, found when the package initialises.
+func load(name string) *redis.Script {
+	src, err := lua.ReadFile(name + ".lua")
+	if err != nil {
+		panic(fmt.Sprintf("scripts: %v", err))
+	}
+	s := redis.NewScript(string(src))
+	byName[name] = s
+	return s
+}
+
+// ByName lists every script under the name its metrics carry (the "op"
+// label of leasegate_redis_duration_seconds and leasegate_redis_errors_total):
+// its file name without .lua.
+func ByName() map[string]*redis.Script {
+	return maps.Clone(byName)
+}
 
 // Scripts for resource locks. Run them with Script.Run, which uses EVALSHA
 // and falls back to EVAL when the server answers NOSCRIPT.
 var (
-	Acquire = redis.NewScript(acquireSrc)
-	Release = redis.NewScript(releaseSrc)
-	Renew   = redis.NewScript(renewSrc)
-	Status  = redis.NewScript(statusSrc)
+	Acquire = load("acquire")
+	Release = load("release")
+	Renew   = load("renew")
+	Status  = load("status")
 	// Interest takes a waiting acquire off its resource's waiters.
-	Interest = redis.NewScript(interestSrc)
+	Interest = load("interest")
 )
 
 // Scripts for user locks and abuse control (package abuse).
 var (
-	UserAttempt = redis.NewScript(userAttemptSrc)
-	Ban         = redis.NewScript(banSrc)
+	UserAttempt = load("user_attempt")
+	Ban         = load("ban")
 	// Unindex removes flag index entries that still have a given score.
-	Unindex = redis.NewScript(unindexSrc)
+	Unindex = load("unindex")
+)
+
+// Scripts for counting semaphores (package semaphore).
+var (
+	SemAcquire = load("sem_acquire")
+	SemRelease = load("sem_release")
+	SemRenew   = load("sem_renew")
+	SemStatus  = load("sem_status")
+)
+
+// Scripts for claims (package claim).
+var (
+	Claim         = load("claim")
+	ClaimComplete = load("claim_complete")
+	ClaimAbandon  = load("claim_abandon")
+	ClaimStatus   = load("claim_status")
+	ClaimRemove   = load("claim_remove")
 )

@@ -10,12 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
@@ -23,6 +23,8 @@ import (
 
 // ErrBadReply: a script answered in a shape it never documents.
 var ErrBadReply = errors.New("semaphore: unexpected script reply")
+
+var reply = scriptreply.Decoder{Bad: ErrBadReply}
 
 // Options configure a Service.
 type Options struct {
@@ -53,12 +55,8 @@ var _ leasegate.SemaphoreService = (*Service)(nil)
 // New returns a Service on rdb; waiting acquires go through w (nil: a
 // Waiter without a subscription, which notices releases by polling).
 func New(rdb redis.Scripter, w *redislock.Waiter, opts Options) *Service {
-	if opts.FenceRetention <= 0 {
-		opts.FenceRetention = redislock.DefaultFenceRetention
-	}
-	if opts.OpTimeout <= 0 {
-		opts.OpTimeout = redislock.DefaultOpTimeout
-	}
+	opts.FenceRetention = scriptreply.Positive(opts.FenceRetention, redislock.DefaultFenceRetention)
+	opts.OpTimeout = scriptreply.Positive(opts.OpTimeout, redislock.DefaultOpTimeout)
 	if w == nil {
 		w = redislock.NewWaiter(nil, redislock.WaiterOptions{})
 	}
@@ -68,14 +66,6 @@ func New(rdb redis.Scripter, w *redislock.Waiter, opts Options) *Service {
 // Keys returns the keys of name in tenant.
 func (s *Service) Keys(tenant, name string) keyspace.Semaphore {
 	return s.keys.Semaphore(tenant, name)
-}
-
-func unavailable(err error) error {
-	return fmt.Errorf("%w: %w", leasegate.ErrUnavailable, err)
-}
-
-func badReply(op string, v any) error {
-	return fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
 }
 
 // Acquire implements leasegate.SemaphoreService.
@@ -138,15 +128,11 @@ func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasega
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
 		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds()).Result()
 	if err != nil {
-		return leasegate.SemaphoreResult{}, unavailable(err)
+		return leasegate.SemaphoreResult{}, scriptreply.Unavailable(err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) == 0 {
-		return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
-	}
-	flag, ok := arr[0].(int64)
-	if !ok {
-		return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+	arr, flag, err := reply.Flagged("sem_acquire", v)
+	if err != nil {
+		return leasegate.SemaphoreResult{}, err
 	}
 	switch {
 	case flag == 1 && len(arr) == 6:
@@ -154,27 +140,27 @@ func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasega
 		holders, ok1 := arr[4].(int64)
 		limit, ok2 := arr[5].(int64)
 		if err != nil || !ok1 || !ok2 {
-			return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+			return leasegate.SemaphoreResult{}, reply.Reply("sem_acquire", v)
 		}
 		return leasegate.SemaphoreResult{Acquired: true, Permit: p, Holders: int(holders), Limit: int(limit)}, nil
 	case flag == 0 && len(arr) == 4:
 		holders, ok1 := arr[1].(int64)
 		limit, ok2 := arr[2].(int64)
-		retry, err := parseInt(arr[3])
+		retry, err := reply.Int(arr[3])
 		if !ok1 || !ok2 || err != nil {
-			return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+			return leasegate.SemaphoreResult{}, reply.Reply("sem_acquire", v)
 		}
 		return leasegate.SemaphoreResult{Holders: int(holders), Limit: int(limit), RetryAfter: time.Duration(retry) * time.Millisecond}, nil
 	case flag == -1 && len(arr) == 3:
-		inForce, err := parseInt(arr[1])
+		inForce, err := reply.Int(arr[1])
 		holders, ok := arr[2].(int64)
 		if err != nil || !ok {
-			return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+			return leasegate.SemaphoreResult{}, reply.Reply("sem_acquire", v)
 		}
 		return leasegate.SemaphoreResult{}, leasegate.Detailed(leasegate.ErrLimitMismatch,
 			fmt.Sprintf("limit %d differs from the limit in force, %d, while %d permits are held", req.Limit, inForce, holders), 0)
 	}
-	return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+	return leasegate.SemaphoreResult{}, reply.Reply("sem_acquire", v)
 }
 
 // Status implements leasegate.SemaphoreService.
@@ -185,29 +171,28 @@ func (s *Service) Status(ctx context.Context, tenant, name string) (leasegate.Se
 func (s *Service) status(ctx context.Context, k keyspace.Semaphore, name string) (leasegate.SemaphoreState, error) {
 	v, err := scripts.SemStatus.Run(ctx, s.rdb, []string{k.Permits(), k.Holders(), k.Limit()}).Result()
 	if err != nil {
-		return leasegate.SemaphoreState{}, unavailable(err)
+		return leasegate.SemaphoreState{}, scriptreply.Unavailable(err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) == 0 {
-		return leasegate.SemaphoreState{}, badReply("sem_status", v)
-	}
-	flag, ok := arr[0].(int64)
-	switch {
-	case ok && flag == 0 && len(arr) == 1:
-		return leasegate.SemaphoreState{}, leasegate.ErrSemaphoreNotHeld
-	case ok && flag == 1 && len(arr) >= 2 && (len(arr)-2)%4 == 0:
-	default:
-		return leasegate.SemaphoreState{}, badReply("sem_status", v)
-	}
-	limit, err := parseInt(arr[1])
+	arr, flag, err := reply.Flagged("sem_status", v)
 	if err != nil {
-		return leasegate.SemaphoreState{}, badReply("sem_status", v)
+		return leasegate.SemaphoreState{}, err
+	}
+	switch {
+	case flag == 0 && len(arr) == 1:
+		return leasegate.SemaphoreState{}, leasegate.ErrSemaphoreNotHeld
+	case flag == 1 && len(arr) >= 2 && (len(arr)-2)%4 == 0:
+	default:
+		return leasegate.SemaphoreState{}, reply.Reply("sem_status", v)
+	}
+	limit, err := reply.Int(arr[1])
+	if err != nil {
+		return leasegate.SemaphoreState{}, reply.Reply("sem_status", v)
 	}
 	st := leasegate.SemaphoreState{Name: name, Limit: int(limit)}
 	for i := 2; i < len(arr); i += 4 {
 		owner, ok := arr[i].(string)
 		if !ok {
-			return leasegate.SemaphoreState{}, badReply("sem_status", v)
+			return leasegate.SemaphoreState{}, reply.Reply("sem_status", v)
 		}
 		p, err := decodePermit(name, owner, arr[i+1:i+4])
 		if err != nil {
@@ -231,74 +216,43 @@ func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl tim
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
 		owner, ttl.Milliseconds(), s.opts.FenceRetention.Milliseconds()).Result()
 	if err != nil {
-		return leasegate.Permit{}, unavailable(err)
+		return leasegate.Permit{}, scriptreply.Unavailable(err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) == 0 {
-		return leasegate.Permit{}, badReply("sem_renew", v)
+	arr, flag, err := reply.Flagged("sem_renew", v)
+	if err != nil {
+		return leasegate.Permit{}, err
 	}
-	flag, ok := arr[0].(int64)
 	switch {
-	case ok && flag == 0 && len(arr) == 1:
+	case flag == 0 && len(arr) == 1:
 		return leasegate.Permit{}, leasegate.ErrSemaphoreNotHeld
-	case ok && flag == -1 && len(arr) == 1:
+	case flag == -1 && len(arr) == 1:
 		return leasegate.Permit{}, leasegate.ErrSemaphoreForbidden
-	case ok && flag == 1 && len(arr) == 4:
+	case flag == 1 && len(arr) == 4:
 		return decodePermit(name, owner, arr[1:4])
 	}
-	return leasegate.Permit{}, badReply("sem_renew", v)
+	return leasegate.Permit{}, reply.Reply("sem_renew", v)
 }
 
 // Release implements leasegate.SemaphoreService.
 func (s *Service) Release(ctx context.Context, tenant, name, owner string, token int64) (leasegate.ReleaseResult, error) {
 	k := s.Keys(tenant, name)
-	tok := ""
-	if token != 0 {
-		tok = strconv.FormatInt(token, 10)
-	}
 	msg := ""
 	if s.opts.ReleaseChannel != "" {
 		msg = k.Permits()
 	}
 	v, err := scripts.SemRelease.Run(ctx, s.rdb, []string{k.Permits(), k.Holders()},
-		owner, tok, s.opts.ReleaseChannel, msg).Result()
+		owner, scriptreply.TokenArg(token), s.opts.ReleaseChannel, msg).Result()
 	if err != nil {
-		return 0, unavailable(err)
+		return 0, scriptreply.Unavailable(err)
 	}
-	n, ok := v.(int64)
-	if !ok {
-		return 0, badReply("sem_release", v)
-	}
-	switch n {
-	case 1:
-		return leasegate.Released, nil
-	case 0:
-		return leasegate.NotFound, nil
-	case -1:
-		return leasegate.Forbidden, nil
-	}
-	return 0, badReply("sem_release", v)
-}
-
-func parseInt(v any) (int64, error) {
-	s, ok := v.(string)
-	if !ok {
-		return 0, fmt.Errorf("%w: %T is no decimal string", ErrBadReply, v)
-	}
-	return strconv.ParseInt(s, 10, 64)
+	return reply.Release("sem_release", v)
 }
 
 // decodePermit reads {token, acquired_at_ms, expires_at_ms}.
 func decodePermit(name, owner string, f []any) (leasegate.Permit, error) {
-	tok, err1 := parseInt(f[0])
-	acq, err2 := parseInt(f[1])
-	exp, err3 := parseInt(f[2])
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return leasegate.Permit{}, fmt.Errorf("%w: %v", ErrBadReply, err)
+	tok, acq, exp, err := reply.Lease(f)
+	if err != nil {
+		return leasegate.Permit{}, err
 	}
-	return leasegate.Permit{
-		Name: name, Owner: owner, Token: tok,
-		AcquiredAt: time.UnixMilli(acq).UTC(),
-		ExpiresAt:  time.UnixMilli(exp).UTC(),
-	}, nil
+	return leasegate.Permit{Name: name, Owner: owner, Token: tok, AcquiredAt: acq, ExpiresAt: exp}, nil
 }

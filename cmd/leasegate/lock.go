@@ -53,49 +53,55 @@ held by another owner; 76 the lease was lost while CMD ran (CMD was sent
 Flags:
 `
 
-func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
-	f := lockFlags{
+// heldTexts are the words the flags of a command that runs CMD under a
+// lease use for what is held: a lock's lease or a semaphore's permit.
+type heldTexts struct {
+	ttl, wait, lost string
+}
+
+// newLockFlags registers the flags `leasegate lock` and `leasegate
+// semaphore` share on fs, with their defaults.
+func newLockFlags(fs *flag.FlagSet, t heldTexts) *lockFlags {
+	f := &lockFlags{
 		url:        "http://127.0.0.1:8080",
 		ttl:        30 * time.Second,
 		lostSignal: "TERM",
 		killAfter:  10 * time.Second,
 	}
-	fs := flag.NewFlagSet("leasegate lock", flag.ContinueOnError)
 	fs.StringVar(&f.url, "url", f.url, "gateway base URL")
 	fs.StringVar(&f.apiKey, "api-key", "", "API key (sent as Authorization: Bearer)")
-	fs.DurationVar(&f.ttl, "ttl", f.ttl, "lease time, whole seconds; renewed every ttl/3 while CMD runs")
-	fs.DurationVar(&f.wait, "wait", 0, "how long to wait for the lock when another owner holds it (0: fail at once)")
+	fs.DurationVar(&f.ttl, "ttl", f.ttl, t.ttl+", whole seconds; renewed every ttl/3 while CMD runs")
+	fs.DurationVar(&f.wait, "wait", 0, "how long to wait "+t.wait+" (0: fail at once)")
 	fs.StringVar(&f.owner, "owner", "", "owner name (default host:pid:random); not read from the environment")
-	fs.StringVar(&f.lostSignal, "lost-signal", f.lostSignal, "signal sent to CMD when the lease is lost (TERM, INT, HUP, KILL, USR1, USR2, QUIT)")
+	fs.StringVar(&f.lostSignal, "lost-signal", f.lostSignal, "signal sent to CMD when the "+t.lost+" is lost (TERM, INT, HUP, KILL, USR1, USR2, QUIT)")
 	fs.DurationVar(&f.killAfter, "kill-after", f.killAfter, "after --lost-signal, send KILL if CMD still runs this long (0: never)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, lockUsage)
-		fs.PrintDefaults()
-	}
-	// LEASEGATE_OWNER is what CMD receives: a nested `leasegate lock` must
-	// not pick it up as its own owner, or it would silently re-enter.
-	env := func(k string) string {
+	return f
+}
+
+// withoutOwner is getenv without LEASEGATE_OWNER: that is what CMD
+// receives, and a nested `leasegate lock` must not pick it up as its own
+// owner, or it would silently re-enter.
+func withoutOwner(getenv func(string) string) func(string) string {
+	return func(k string) string {
 		if k == "LEASEGATE_OWNER" {
 			return ""
 		}
 		return getenv(k)
 	}
-	if err := parseFlags(fs, args, env, stderr); err != nil {
-		return err
-	}
-	resource, argv, err := splitLockArgs(fs.Args())
-	if err != nil {
-		return usageError{err}
-	}
+}
+
+// check validates the shared flags, fills in the default owner and
+// returns the --lost-signal and the client to the gateway.
+func (f *lockFlags) check() (syscall.Signal, *client.Client, error) {
 	lostSig, err := parseSignal(f.lostSignal)
 	if err != nil {
-		return usageError{fmt.Errorf("--lost-signal: %w", err)}
+		return 0, nil, usageError{fmt.Errorf("--lost-signal: %w", err)}
 	}
 	if f.ttl < time.Second || f.ttl%time.Second != 0 {
-		return usageError{fmt.Errorf("--ttl %v must be a whole number of seconds, at least 1s", f.ttl)}
+		return 0, nil, usageError{fmt.Errorf("--ttl %v must be a whole number of seconds, at least 1s", f.ttl)}
 	}
 	if f.wait < 0 {
-		return usageError{fmt.Errorf("--wait must not be negative")}
+		return 0, nil, usageError{fmt.Errorf("--wait must not be negative")}
 	}
 	if f.owner == "" {
 		f.owner = client.DefaultOwner()
@@ -104,9 +110,35 @@ func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if f.apiKey != "" {
 		opts = append(opts, client.WithAPIKey(f.apiKey))
 	}
-	c := client.New(f.url, opts...)
+	return lostSig, client.New(f.url, opts...), nil
+}
 
-	lease, err := acquireWaiting(ctx, c, resource, f)
+func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("leasegate lock", flag.ContinueOnError)
+	f := newLockFlags(fs, heldTexts{
+		ttl:  "lease time",
+		wait: "for the lock when another owner holds it",
+		lost: "lease",
+	})
+	fs.Usage = func() {
+		fmt.Fprint(stderr, lockUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, withoutOwner(getenv), stderr); err != nil {
+		return err
+	}
+	resource, argv, err := splitLockArgs(fs.Args())
+	if err != nil {
+		return usageError{err}
+	}
+	lostSig, c, err := f.check()
+	if err != nil {
+		return err
+	}
+
+	lease, err := acquireWaiting(ctx, f.wait, func(wait time.Duration) (*client.Lease, error) {
+		return c.Acquire(ctx, resource, f.ttl, client.WithOwner(f.owner), client.WithWait(wait))
+	})
 	var na *client.NotAcquiredError
 	switch {
 	case errors.As(err, &na):
@@ -118,22 +150,45 @@ func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 	// The lease is kept under its own context: a forwarded SIGINT must not
 	// drop the lease while CMD is still shutting down.
-	keep := c.KeepAlive(context.Background(), lease)
-	code, lost := runLocked(ctx, argv, lease, keep, lostSig, f.killAfter, stdin, stdout, stderr)
-	keep.Stop()
+	return runHeld(ctx, argv, held{
+		lease:    lease,
+		keep:     c.KeepAlive(context.Background(), lease),
+		release:  func(ctx context.Context) error { return c.Release(ctx, lease) },
+		name:     fmt.Sprintf("lease on %q", resource),
+		released: fmt.Sprintf("%q", resource),
+	}, f, lostSig, stdin, stdout, stderr)
+}
+
+// held is what CMD runs under: a lock's lease or a semaphore's permit.
+type held struct {
+	// lease is what CMD's environment describes.
+	lease *client.Lease
+	// keep renews it; release gives it back.
+	keep    *client.KeepAlive
+	release func(context.Context) error
+	// name names it in the message of a loss, released in the warning
+	// of a failed release.
+	name, released string
+}
+
+// runHeld runs argv while h.keep holds the lease, releases it, and
+// returns CMD's status as the command's (or exitLeaseLost).
+func runHeld(ctx context.Context, argv []string, h held, f *lockFlags, lostSig syscall.Signal, stdin io.Reader, stdout, stderr io.Writer) error {
+	code, lost := runLocked(ctx, argv, h.lease, h.keep, lostSig, f.killAfter, stdin, stdout, stderr)
+	h.keep.Stop()
 
 	// Release even after a loss: if only the renewals failed, the lease
 	// may still be ours, and releasing it (this token only) frees the lock
 	// sooner.
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rerr := c.Release(rctx, lease)
+	rerr := h.release(rctx)
 	if lost != nil {
 		return exitError{code: exitLeaseLost, msg: fmt.Sprintf(
-			"lease on %q lost while the command ran (%v); sent it SIG%s; its exit status was %d", resource, lost, strings.ToUpper(strings.TrimPrefix(f.lostSignal, "SIG")), code)}
+			"%s lost while the command ran (%v); sent it SIG%s; its exit status was %d", h.name, lost, strings.ToUpper(strings.TrimPrefix(f.lostSignal, "SIG")), code)}
 	}
 	if rerr != nil {
-		fmt.Fprintf(stderr, "leasegate: warning: release %q: %v\n", resource, rerr)
+		fmt.Fprintf(stderr, "leasegate: warning: release %s: %v\n", h.released, rerr)
 	}
 	if code == 0 {
 		return nil
@@ -168,18 +223,19 @@ func parseSignal(s string) (syscall.Signal, error) {
 	return 0, fmt.Errorf("unknown signal %q", s)
 }
 
-// acquireWaiting acquires, waiting up to f.wait in chunks the gateway
-// accepts. Ctx ending stops the wait.
-func acquireWaiting(ctx context.Context, c *client.Client, resource string, f lockFlags) (*client.Lease, error) {
-	end := time.Now().Add(f.wait)
+// acquireWaiting calls acquire with waits the gateway accepts until it
+// succeeds, fails otherwise than ErrNotAcquired, or wait has passed.
+// Ctx ending stops the wait.
+func acquireWaiting[T any](ctx context.Context, wait time.Duration, acquire func(wait time.Duration) (T, error)) (T, error) {
+	end := time.Now().Add(wait)
 	for {
 		wait := min(time.Until(end), maxWaitChunk)
 		if wait < time.Millisecond {
 			wait = 0
 		}
-		lease, err := c.Acquire(ctx, resource, f.ttl, client.WithOwner(f.owner), client.WithWait(wait))
+		v, err := acquire(wait)
 		if err == nil || !errors.Is(err, client.ErrNotAcquired) || time.Until(end) <= 0 || ctx.Err() != nil {
-			return lease, err
+			return v, err
 		}
 	}
 }

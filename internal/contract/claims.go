@@ -191,17 +191,13 @@ func Claims(t *testing.T, newBackend func(t *testing.T) ClaimBackend) {
 
 	t.Run("a store outage is ErrUnavailable and changes nothing", func(t *testing.T) {
 		b := newBackend(t)
-		if b.Outage == nil {
-			t.Skip("the backend has no way to fail its store")
-		}
+		needOutage(t, b.Outage)
 		b.Outage(t)
 		ctx := t.Context()
-		if _, err := b.Claims.Claim(ctx, "", req("down", "w1", ttl)); !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Errorf("Claim: got %v, want ErrUnavailable", err)
-		}
-		if _, err := b.Claims.Get(ctx, "", scope, "down"); !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Errorf("Get: got %v, want ErrUnavailable", err)
-		}
+		wantUnavailable(t, []storeCall{
+			{"Claim", func() error { _, err := b.Claims.Claim(ctx, "", req("down", "w1", ttl)); return err }},
+			{"Get", func() error { _, err := b.Claims.Get(ctx, "", scope, "down"); return err }},
+		})
 	})
 }
 

@@ -17,12 +17,15 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate"
 )
 
 // Clock makes at least d pass on the clock that decides expiry: the
@@ -71,6 +74,48 @@ func redisNow(t *testing.T, rdb redis.Cmdable) time.Time {
 		t.Fatalf("TIME: %v", err)
 	}
 	return now
+}
+
+// answer is what a call made in the background returned.
+type answer[T any] struct {
+	res T
+	err error
+}
+
+// inBackground makes call in a goroutine (a waiting acquire, say); its
+// answer arrives on the channel.
+func inBackground[T any](call func() (T, error)) <-chan answer[T] {
+	got := make(chan answer[T], 1)
+	go func() {
+		res, err := call()
+		got <- answer[T]{res, err}
+	}()
+	return got
+}
+
+// storeCall is one call of a service under a store outage.
+type storeCall struct {
+	name string
+	call func() error
+}
+
+// needOutage skips the case when the backend cannot fail its store.
+func needOutage(t *testing.T, outage func(t *testing.T)) {
+	t.Helper()
+	if outage == nil {
+		t.Skip("the backend has no way to fail its store")
+	}
+}
+
+// wantUnavailable checks that each call fails with
+// leasegate.ErrUnavailable.
+func wantUnavailable(t *testing.T, calls []storeCall) {
+	t.Helper()
+	for _, c := range calls {
+		if err := c.call(); !errors.Is(err, leasegate.ErrUnavailable) {
+			t.Errorf("%s: got %v, want ErrUnavailable", c.name, err)
+		}
+	}
 }
 
 // beyond is how far past an expiry the suite moves the clock: a

@@ -199,15 +199,9 @@ func Locks(t *testing.T, newBackend func(t *testing.T) LockBackend) {
 	t.Run("a waiting acquire gets the lease once it is released", func(t *testing.T) {
 		b := newBackend(t)
 		held := mustAcquire(t, b, "queue", "svc-a", ttl)
-		type answer struct {
-			res leasegate.AcquireResult
-			err error
-		}
-		got := make(chan answer, 1)
-		go func() {
-			res, err := b.Locks.Acquire(t.Context(), "", leasegate.AcquireRequest{Resource: "queue", Owner: "svc-b", TTL: ttl, Wait: 20 * time.Second})
-			got <- answer{res, err}
-		}()
+		got := inBackground(func() (leasegate.AcquireResult, error) {
+			return b.Locks.Acquire(t.Context(), "", leasegate.AcquireRequest{Resource: "queue", Owner: "svc-b", TTL: ttl, Wait: 20 * time.Second})
+		})
 		// Either order passes: released before the wait began, the
 		// acquire is granted at once.
 		mustRelease(t, b, "queue", "svc-a", held.Token)
@@ -232,9 +226,7 @@ func Locks(t *testing.T, newBackend func(t *testing.T) LockBackend) {
 
 	t.Run("a store outage is ErrUnavailable and grants nothing", func(t *testing.T) {
 		b := newBackend(t)
-		if b.Outage == nil {
-			t.Skip("the backend has no way to fail its store")
-		}
+		needOutage(t, b.Outage)
 		held := mustAcquire(t, b, "r", "svc-a", ttl)
 		b.Outage(t)
 		ctx := t.Context()
@@ -242,15 +234,11 @@ func Locks(t *testing.T, newBackend func(t *testing.T) LockBackend) {
 		if !errors.Is(err, leasegate.ErrUnavailable) || res.Acquired {
 			t.Errorf("Acquire: got %+v, %v; want ErrUnavailable and not acquired", res, err)
 		}
-		if _, err := b.Locks.Status(ctx, "", "r"); !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Errorf("Status: got %v, want ErrUnavailable", err)
-		}
-		if _, err := b.Locks.Renew(ctx, "", "r", "svc-a", held.Token, ttl); !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Errorf("Renew: got %v, want ErrUnavailable", err)
-		}
-		if _, err := b.Locks.Release(ctx, "", "r", "svc-a", held.Token); !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Errorf("Release: got %v, want ErrUnavailable", err)
-		}
+		wantUnavailable(t, []storeCall{
+			{"Status", func() error { _, err := b.Locks.Status(ctx, "", "r"); return err }},
+			{"Renew", func() error { _, err := b.Locks.Renew(ctx, "", "r", "svc-a", held.Token, ttl); return err }},
+			{"Release", func() error { _, err := b.Locks.Release(ctx, "", "r", "svc-a", held.Token); return err }},
+		})
 	})
 }
 

@@ -139,15 +139,9 @@ func Semaphores(t *testing.T, newBackend func(t *testing.T) SemaphoreBackend) {
 	t.Run("a waiting acquire gets the slot a holder releases", func(t *testing.T) {
 		b := newBackend(t)
 		held := mustPermit(t, b, "queue", "w1", 1, ttl)
-		type answer struct {
-			res leasegate.SemaphoreResult
-			err error
-		}
-		got := make(chan answer, 1)
-		go func() {
-			res, err := b.Semaphores.Acquire(t.Context(), "", leasegate.SemaphoreRequest{Name: "queue", Owner: "w2", TTL: ttl, Limit: 1, Wait: 20 * time.Second})
-			got <- answer{res, err}
-		}()
+		got := inBackground(func() (leasegate.SemaphoreResult, error) {
+			return b.Semaphores.Acquire(t.Context(), "", leasegate.SemaphoreRequest{Name: "queue", Owner: "w2", TTL: ttl, Limit: 1, Wait: 20 * time.Second})
+		})
 		mustSemRelease(t, b, "queue", "w1", held.Token)
 		a := <-got
 		if a.err != nil || !a.res.Acquired || a.res.Permit.Owner != "w2" || a.res.Permit.Token <= held.Token {
@@ -166,21 +160,17 @@ func Semaphores(t *testing.T, newBackend func(t *testing.T) SemaphoreBackend) {
 
 	t.Run("a store outage is ErrUnavailable and grants nothing", func(t *testing.T) {
 		b := newBackend(t)
-		if b.Outage == nil {
-			t.Skip("the backend has no way to fail its store")
-		}
+		needOutage(t, b.Outage)
 		b.Outage(t)
 		ctx := t.Context()
 		res, err := b.Semaphores.Acquire(ctx, "", leasegate.SemaphoreRequest{Name: "down", Owner: "w1", TTL: ttl, Limit: 1})
 		if !errors.Is(err, leasegate.ErrUnavailable) || res.Acquired {
 			t.Errorf("Acquire: got %+v, %v; want ErrUnavailable", res, err)
 		}
-		if _, err := b.Semaphores.Status(ctx, "", "down"); !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Errorf("Status: got %v, want ErrUnavailable", err)
-		}
-		if _, err := b.Semaphores.Release(ctx, "", "down", "w1", 0); !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Errorf("Release: got %v, want ErrUnavailable", err)
-		}
+		wantUnavailable(t, []storeCall{
+			{"Status", func() error { _, err := b.Semaphores.Status(ctx, "", "down"); return err }},
+			{"Release", func() error { _, err := b.Semaphores.Release(ctx, "", "down", "w1", 0); return err }},
+		})
 	})
 }
 

@@ -20,17 +20,9 @@ final class Claim
     /** @throws TransportException when $data is not a CLAIM */
     public static function fromArray(mixed $data): self
     {
-        if (
-            !is_array($data)
-            || !is_string($data['scope'] ?? null)
-            || !is_string($data['key'] ?? null)
-            || !is_string($data['owner'] ?? null)
-            || !is_int($data['token'] ?? null)
-            || !is_string($data['claimed_at'] ?? null)
-            || !is_string($data['expires_at'] ?? null)
-        ) {
-            throw new TransportException('leasegate: unexpected answer: "claim" is not {scope, key, owner, token, claimed_at, expires_at}');
-        }
-        return new self($data['scope'], $data['key'], $data['owner'], $data['token'], Lease::time($data['claimed_at']), Lease::time($data['expires_at']));
+        $data = Answer::object($data, 'claim', [
+            'scope' => 'string', 'key' => 'string', 'owner' => 'string', 'token' => 'int', 'claimed_at' => 'string', 'expires_at' => 'string',
+        ]);
+        return new self($data['scope'], $data['key'], $data['owner'], $data['token'], Answer::time($data['claimed_at']), Answer::time($data['expires_at']));
     }
 }

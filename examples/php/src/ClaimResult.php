@@ -36,7 +36,7 @@ final class ClaimResult
         }
         if (is_array($data) && ($data['state'] ?? null) === 'done' && array_key_exists('result', $data)
             && is_string($data['completed_at'] ?? null) && is_int($data['token'] ?? null)) {
-            return new self('done', false, null, $data['result'], Lease::time($data['completed_at']), $data['token']);
+            return new self('done', false, null, $data['result'], Answer::time($data['completed_at']), $data['token']);
         }
         throw new TransportException('leasegate: unexpected answer: a claim is neither pending nor done');
     }

@@ -28,22 +28,15 @@ final class Lease
      */
     public static function fromArray(mixed $data): self
     {
-        if (
-            !is_array($data)
-            || !is_string($data['resource'] ?? null)
-            || !is_string($data['owner'] ?? null)
-            || !is_int($data['token'] ?? null)
-            || !is_string($data['acquired_at'] ?? null)
-            || !is_string($data['expires_at'] ?? null)
-        ) {
-            throw new TransportException('leasegate: unexpected answer: "lock" is not {resource, owner, token, acquired_at, expires_at}');
-        }
+        $data = Answer::object($data, 'lock', [
+            'resource' => 'string', 'owner' => 'string', 'token' => 'int', 'acquired_at' => 'string', 'expires_at' => 'string',
+        ]);
         return new self(
             $data['resource'],
             $data['owner'],
             $data['token'],
-            self::time($data['acquired_at']),
-            self::time($data['expires_at']),
+            Answer::time($data['acquired_at']),
+            Answer::time($data['expires_at']),
         );
     }
 
@@ -55,14 +48,9 @@ final class Lease
         return max(0, (int) round($diff * 1000));
     }
 
-    /** @internal parses the contract's RFC 3339 UTC timestamps */
+    /** @internal parses the contract's RFC 3339 UTC timestamps (Answer::time) */
     public static function time(string $value): \DateTimeImmutable
     {
-        $t = \DateTimeImmutable::createFromFormat('Y-m-d\TH:i:s.vP', $value)
-            ?: \DateTimeImmutable::createFromFormat(\DateTimeInterface::RFC3339, $value);
-        if ($t === false) {
-            throw new TransportException(sprintf('leasegate: unexpected answer: %s is not an RFC 3339 timestamp', json_encode($value)));
-        }
-        return $t->setTimezone(new \DateTimeZone('UTC'));
+        return Answer::time($value);
     }
 }

@@ -22,16 +22,9 @@ final class Permit
     /** @throws TransportException when $data is not a PERMIT */
     public static function fromArray(mixed $data): self
     {
-        if (
-            !is_array($data)
-            || !is_string($data['name'] ?? null)
-            || !is_string($data['owner'] ?? null)
-            || !is_int($data['token'] ?? null)
-            || !is_string($data['acquired_at'] ?? null)
-            || !is_string($data['expires_at'] ?? null)
-        ) {
-            throw new TransportException('leasegate: unexpected answer: "permit" is not {name, owner, token, acquired_at, expires_at}');
-        }
-        return new self($data['name'], $data['owner'], $data['token'], Lease::time($data['acquired_at']), Lease::time($data['expires_at']));
+        $data = Answer::object($data, 'permit', [
+            'name' => 'string', 'owner' => 'string', 'token' => 'int', 'acquired_at' => 'string', 'expires_at' => 'string',
+        ]);
+        return new self($data['name'], $data['owner'], $data['token'], Answer::time($data['acquired_at']), Answer::time($data['expires_at']));
     }
 }

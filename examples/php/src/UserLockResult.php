@@ -32,6 +32,6 @@ final class UserLockResult
         ) {
             throw new TransportException('leasegate: unexpected answer to a user lock: not {acquired, attempts, flagged, expires_at}');
         }
-        return new self($data['acquired'], $data['attempts'], $data['flagged'], Lease::time($data['expires_at']));
+        return new self($data['acquired'], $data['attempts'], $data['flagged'], Answer::time($data['expires_at']));
     }
 }

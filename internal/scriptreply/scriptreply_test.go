@@ -1,0 +1,73 @@
+package scriptreply
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate"
+)
+
+var errBad = errors.New("test: unexpected script reply")
+
+var d = Decoder{Bad: errBad}
+
+func TestFlaggedRefusesUndocumentedShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{
+		{"a bare integer", int64(1)},
+		{"an empty array", []any{}},
+		{"an array whose flag is a string", []any{"1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := d.Flagged("op", tc.v); !errors.Is(err, errBad) {
+				t.Errorf("got %v, want an error wrapping the engine's ErrBadReply", err)
+			}
+		})
+	}
+	arr, flag, err := d.Flagged("op", []any{int64(-1), "x"})
+	if err != nil || flag != -1 || len(arr) != 2 {
+		t.Errorf("got %v, %d, %v; want the array with flag -1", arr, flag, err)
+	}
+}
+
+func TestLeaseReadsTokenAndTimes(t *testing.T) {
+	tok, from, until, err := d.Lease([]any{"7", "1000", "31000"})
+	if err != nil || tok != 7 || !from.Equal(time.UnixMilli(1000)) || until.Sub(from) != 30*time.Second || from.Location() != time.UTC {
+		t.Errorf("got %d, %v, %v, %v; want token 7 from 1s for 30s in UTC", tok, from, until, err)
+	}
+	if _, _, _, err := d.Lease([]any{int64(7), "1000", "31000"}); !errors.Is(err, errBad) {
+		t.Errorf("got %v, want an integer token refused", err)
+	}
+}
+
+func TestReleaseMapsEveryOutcome(t *testing.T) {
+	for v, want := range map[int64]leasegate.ReleaseResult{1: leasegate.Released, 0: leasegate.NotFound, -1: leasegate.Forbidden} {
+		if got, err := d.Release("release", v); err != nil || got != want {
+			t.Errorf("Release(%d): got %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if _, err := d.Release("release", int64(2)); !errors.Is(err, errBad) {
+		t.Errorf("Release(2): got %v, want ErrBadReply", err)
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	if err := Unavailable(errors.New("down")); !errors.Is(err, leasegate.ErrUnavailable) {
+		t.Errorf("Unavailable: got %v, want ErrUnavailable", err)
+	}
+	if got := Positive(-time.Second, time.Minute); got != time.Minute {
+		t.Errorf("Positive(-1s): got %v, want the default 1m", got)
+	}
+	if got := Positive(time.Second, time.Minute); got != time.Second {
+		t.Errorf("Positive(1s): got %v, want 1s", got)
+	}
+	if got := TokenArg(0); got != "" {
+		t.Errorf("TokenArg(0): got %q, want empty (any token)", got)
+	}
+	if got := TokenArg(42); got != "42" {
+		t.Errorf("TokenArg(42): got %q, want 42", got)
+	}
+}
