@@ -4,6 +4,7 @@ import (
 	"go/build"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -101,5 +102,40 @@ func TestAuthTestsDoNotBuildTheGateway(t *testing.T) {
 				t.Errorf("auth's tests import %s", banned)
 			}
 		}
+	}
+}
+
+// TestEveryFuzzTargetRunsInCI: .ci/run fuzzes each target for a few
+// seconds; a new FuzzX that is not listed there would only ever run its
+// seed corpus.
+func TestEveryFuzzTargetRunsInCI(t *testing.T) {
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fuzz := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
+	n := 0
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range fuzz.FindAllSubmatch(src, -1) {
+			n++
+			line := regexp.MustCompile(`(?m)^\./` + regexp.QuoteMeta(filepath.ToSlash(filepath.Dir(path))) + ` ` + string(m[1]) + `$`)
+			if !line.Match(ci) {
+				t.Errorf("%s (%s) is not fuzzed in .ci/run; add the line ./%s %s", m[1], path, filepath.ToSlash(filepath.Dir(path)), m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("found no fuzz targets")
 	}
 }

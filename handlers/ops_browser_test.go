@@ -148,8 +148,10 @@ func TestOpsPageInChromium(t *testing.T) {
 			// A browser context of its own: no cookies from the other run.
 			ctx, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
 			t.Cleanup(cancel)
+			// A bound against hangs only: on a loaded two-core machine one
+			// step (a click, a navigation and two waits) has taken over 30 s.
 			step := func() context.Context {
-				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 				t.Cleanup(cancel)
 				return ctx
 			}
