@@ -150,7 +150,9 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 			return Result{}, err
 		}
 		s.m.AbuseAttempts.WithLabelValues(s.metricLock(name), "banned").Inc()
-		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now)}
+		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
+			Policy: name, Quota: int64(pol.MaxAttempts), Window: ttl, Reset: until.Sub(now),
+		}}
 	case ok && status == 1 && len(arr) == 8:
 	default:
 		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
@@ -178,6 +180,13 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	}
 	if banUntilMS > 0 {
 		res.BannedUntil = time.UnixMilli(banUntilMS).UTC()
+	}
+	res.RateLimit = leasegate.RateLimit{
+		Policy:    name,
+		Quota:     int64(pol.MaxAttempts),
+		Window:    exp.Sub(start),
+		Remaining: max(int64(pol.MaxAttempts)-n, 0),
+		Reset:     max(exp.Sub(now), 0),
 	}
 	ml := s.metricLock(name)
 	if res.Acquired {

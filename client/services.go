@@ -176,10 +176,14 @@ func (s userLockService) Attempt(ctx context.Context, tenant, name, userID strin
 	res, err := s.c.UserLock(ctx, name, userID, ttl)
 	var e *Error
 	if errors.As(err, &e) && e.Code == leasegate.CodeAbnormalUsage {
-		return leasegate.UserLockResult{}, e.standingFor(&leasegate.BannedError{
+		be := &leasegate.BannedError{
 			Until:     time.Now().Add(e.RetryAfter).UTC(),
 			Remaining: e.RetryAfter,
-		})
+		}
+		if e.RateLimit != nil {
+			be.RateLimit = *e.RateLimit
+		}
+		return leasegate.UserLockResult{}, e.standingFor(be)
 	}
 	if err != nil {
 		return leasegate.UserLockResult{}, domainErr(err)
@@ -189,6 +193,7 @@ func (s userLockService) Attempt(ctx context.Context, tenant, name, userID strin
 		Attempts:  res.Attempts,
 		Flagged:   res.Flagged,
 		ExpiresAt: res.ExpiresAt,
+		RateLimit: res.RateLimit,
 	}, nil
 }
 
