@@ -133,7 +133,8 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	v, err := scripts.UserAttempt.Run(ctx, s.rdb,
 		[]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()},
 		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
-		s.opts.Policies.FlagRetention.Milliseconds(), userID, name).Result()
+		s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
+		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds()).Result()
 	if err != nil {
 		return Result{}, unavailable(err)
 	}
@@ -153,14 +154,15 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
 			Policy: name, Quota: int64(pol.MaxAttempts), Window: ttl, Reset: until.Sub(now),
 		}}
-	case ok && status == 1 && len(arr) == 8:
+	case ok && status == 1 && len(arr) == 9:
 	default:
 		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
 	n, ok1 := arr[1].(int64)
 	flaggedNow, ok2 := arr[5].(int64)
 	times, ok3 := arr[6].(int64)
-	if !ok1 || !ok2 || !ok3 {
+	banNumber, ok4 := arr[8].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
 	start, err1 := msField(arr[2])
@@ -180,6 +182,7 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	}
 	if banUntilMS > 0 {
 		res.BannedUntil = time.UnixMilli(banUntilMS).UTC()
+		res.BanNumber = banNumber
 	}
 	res.RateLimit = leasegate.RateLimit{
 		Policy:    name,
@@ -213,7 +216,8 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		}
 		if !res.BannedUntil.IsZero() {
 			s.m.AbuseBans.WithLabelValues(ml, "policy").Inc()
-			fields = append(fields, zap.String("banned_until", stamp(res.BannedUntil)))
+			fields = append(fields, zap.String("banned_until", stamp(res.BannedUntil)),
+				zap.Int64("ban_number", res.BanNumber))
 		}
 		s.log.Warn("user flagged for repeated attempts", fields...)
 	}

@@ -223,17 +223,24 @@ func LoadPolicies(path string, base Policies) (Policies, error) {
 // BanFor × Factor^(n-1), capped by MaxBanFor (or leasegate.MaxBan). The
 // attempt script computes the same in Redis, atomically with the count.
 func (p Policy) BanLength(n int64) time.Duration {
-	f := p.Factor
-	if f == 0 {
-		f = 1
-	}
-	limit := p.MaxBanFor
-	if limit == 0 {
-		limit = leasegate.MaxBan
-	}
+	f, limit := p.factor(), p.maxBan()
 	d := float64(p.BanFor.Milliseconds())
 	for i := int64(1); i < n && d < float64(limit.Milliseconds()); i++ {
 		d *= f
 	}
 	return min(time.Duration(d)*time.Millisecond, limit)
+}
+
+func (p Policy) factor() float64 {
+	if p.Factor == 0 {
+		return 1
+	}
+	return p.Factor
+}
+
+func (p Policy) maxBan() time.Duration {
+	if p.MaxBanFor == 0 {
+		return leasegate.MaxBan
+	}
+	return p.MaxBanFor
 }

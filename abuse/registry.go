@@ -185,6 +185,7 @@ func (s *Service) readFlags(ctx context.Context, tenant string, members []string
 		}
 		if b := decodeBan(bans[i].Val()); b != nil {
 			f.BannedUntil = b.Until
+			f.Ban = b
 		}
 		out[i] = &f
 	}
@@ -206,6 +207,7 @@ func decodeFlag(m map[string]string) (Flag, bool) {
 		// rather than show zeros.
 		return Flag{}, false
 	}
+	bans, _ := strconv.ParseInt(m["bans"], 10, 64)
 	return Flag{
 		UserID:         m["user"],
 		Lock:           m["lock"],
@@ -213,6 +215,7 @@ func decodeFlag(m map[string]string) (Flag, bool) {
 		PeakAttempts:   peak,
 		FirstFlaggedAt: time.UnixMilli(first).UTC(),
 		LastFlaggedAt:  time.UnixMilli(last).UTC(),
+		AutomaticBans:  bans,
 	}, true
 }
 
@@ -265,6 +268,7 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 		}
 		if uf.Ban != nil {
 			f.BannedUntil = uf.Ban.Until
+			f.Ban = uf.Ban
 		}
 		uf.Flags = append(uf.Flags, f)
 	}

@@ -211,6 +211,7 @@ func toFlag(f Flag) leasegate.Flag {
 		UserID: f.UserID, Lock: f.Lock,
 		TimesFlagged: f.TimesFlagged, PeakAttempts: f.PeakAttempts,
 		FirstFlaggedAt: f.FirstFlaggedAt, LastFlaggedAt: f.LastFlaggedAt,
+		AutomaticBans: f.AutomaticBans,
 	}
 	if f.BannedUntil != nil {
 		out.BannedUntil = *f.BannedUntil
@@ -219,7 +220,11 @@ func toFlag(f Flag) leasegate.Flag {
 }
 
 func toBan(b Ban) leasegate.Ban {
-	return leasegate.Ban{Until: b.BannedUntil, Reason: b.Reason, By: b.BannedBy, Source: b.Source}
+	out := leasegate.Ban{Until: b.BannedUntil, Reason: b.Reason, By: b.BannedBy, Source: b.Source, Lock: b.Lock}
+	if b.BannedAt != nil {
+		out.Created = *b.BannedAt
+	}
+	return out
 }
 
 func (s flagRegistry) List(ctx context.Context, tenant string, q leasegate.FlagQuery) (leasegate.FlagPage, error) {

@@ -21,6 +21,9 @@ type flagJSON struct {
 	FirstFlaggedAt string  `json:"first_flagged_at"`
 	LastFlaggedAt  string  `json:"last_flagged_at"`
 	BannedUntil    *string `json:"banned_until"`
+	// AutomaticBans: policy bans of this lock on the user (the n of the
+	// escalation), an extension of the contract's FLAG.
+	AutomaticBans int64 `json:"automatic_bans"`
 }
 
 func toFlagJSON(f leasegate.Flag) flagJSON {
@@ -31,6 +34,7 @@ func toFlagJSON(f leasegate.Flag) flagJSON {
 		PeakAttempts:   f.PeakAttempts,
 		FirstFlaggedAt: leasegate.FormatTime(f.FirstFlaggedAt),
 		LastFlaggedAt:  leasegate.FormatTime(f.LastFlaggedAt),
+		AutomaticBans:  f.AutomaticBans,
 	}
 	if !f.BannedUntil.IsZero() {
 		s := leasegate.FormatTime(f.BannedUntil)
@@ -50,6 +54,19 @@ type banJSON struct {
 	Reason      string `json:"reason"`
 	BannedBy    string `json:"banned_by"`
 	Source      string `json:"source"`
+	// BannedAt and Lock (the policy's lock, "" for operators) extend the
+	// contract's BAN.
+	BannedAt string `json:"banned_at,omitempty"`
+	Lock     string `json:"lock,omitempty"`
+}
+
+func toBanJSON(user string, b leasegate.Ban) *banJSON {
+	j := &banJSON{UserID: user, BannedUntil: leasegate.FormatTime(b.Until),
+		Reason: b.Reason, BannedBy: b.By, Source: b.Source, Lock: b.Lock}
+	if !b.Created.IsZero() {
+		j.BannedAt = leasegate.FormatTime(b.Created)
+	}
+	return j
 }
 
 type userFlagsJSON struct {
@@ -135,8 +152,7 @@ func (a *API) getFlagged(c echo.Context) error {
 		out.Flags = append(out.Flags, toFlagJSON(f))
 	}
 	if uf.Ban != nil {
-		out.Ban = &banJSON{UserID: uf.UserID, BannedUntil: leasegate.FormatTime(uf.Ban.Until),
-			Reason: uf.Ban.Reason, BannedBy: uf.Ban.By, Source: uf.Ban.Source}
+		out.Ban = toBanJSON(uf.UserID, *uf.Ban)
 	}
 	return sendJSON(c, http.StatusOK, out)
 }
@@ -221,8 +237,7 @@ func (a *API) ban(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusCreated, banJSON{UserID: req.user, BannedUntil: leasegate.FormatTime(b.Until),
-		Reason: b.Reason, BannedBy: b.By, Source: b.Source})
+	return sendJSON(c, http.StatusCreated, toBanJSON(req.user, b))
 }
 
 func (a *API) unban(c echo.Context) error {

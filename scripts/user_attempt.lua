@@ -5,7 +5,8 @@
 -- KEYS[1] counter   (hash: n, start, exp, flagged; PEXPIREAT = exp) for (lock, user);
 --                   flagged = "1" once the window has flagged the user
 -- KEYS[2] ban       (hash: until, reason, by, source, lock, created; PEXPIREAT = until)
--- KEYS[3] flag      (hash: user, lock, times, peak, first, last, window_start, window_end)
+-- KEYS[3] flag      (hash: user, lock, times, peak, first, last, window_start, window_end,
+--                   bans = automatic bans placed by this lock's policy)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
 -- ARGV[1] ttl in milliseconds (> 0): the window, from the first attempt
 -- ARGV[2] max_attempts (>= 1): the first attempt of a window at or above it
@@ -13,12 +14,14 @@
 -- ARGV[3] enforce bans: "1" refuse banned users and place policy bans, "0" never (shadow, allowlist)
 -- ARGV[4] may flag: "1" normally, "0" for allowlisted users
 -- ARGV[5] ban after K flagged windows (0 = never ban by policy)
--- ARGV[6] policy ban length in milliseconds
+-- ARGV[6] length of the first policy ban in milliseconds (ban_seconds)
 -- ARGV[7] flag retention in milliseconds (flag records live this long after the last flag)
 -- ARGV[8] user id
 -- ARGV[9] lock name
+-- ARGV[10] factor (>= 1): the n-th policy ban lasts ARGV[6] * factor^(n-1)
+-- ARGV[11] cap of a policy ban in milliseconds (max_ban_seconds)
 --
--- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms}
+-- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
 --          counted: n is this attempt's number in the window (1 = the lock
 --          was acquired); flagged_now is 1 for exactly one attempt per
 --          window: the first whose n is at or above max_attempts (>=, not
@@ -26,7 +29,8 @@
 --          lowered mid-window, is already past it); times_flagged is the
 --          flag record's count
 --          (0 when not flagged now); ban_until_ms is the policy ban placed
---          by this attempt (0 = none).
+--          by this attempt (0 = none) and ban_number its n (the flag
+--          record's bans, 0 = none).
 --        {-1, ban_until_ms, now_ms}
 --          the user is banned; nothing was counted.
 -- Numbers are returned as decimal strings so no precision is lost.
@@ -44,6 +48,8 @@ local may_flag = ARGV[4] == '1'
 local ban_after = tonumber(ARGV[5])
 local ban_ms = tonumber(ARGV[6])
 local retention = tonumber(ARGV[7])
+local factor = tonumber(ARGV[10]) or 1
+local max_ban = tonumber(ARGV[11]) or ban_ms
 local function s(x) return string.format('%.0f', x) end
 
 if enforce then
@@ -108,6 +114,7 @@ end
 local flagged_now = 0
 local times = 0
 local ban_until = 0
+local ban_number = 0
 if may_flag and n >= max_attempts then
   if not already then
     flagged_now = 1
@@ -124,15 +131,27 @@ if may_flag and n >= max_attempts then
     redis.call('SADD', KEYS[4], ARGV[9])
     redis.call('PEXPIRE', KEYS[4], retention)
     if enforce and ban_after > 0 and ban_ms > 0 and times >= ban_after then
-      local ban_end = now + ban_ms
+      -- Escalation: the n-th automatic ban lasts ban_ms * factor^(n-1),
+      -- capped (the same loop as abuse.Policy.BanLength).
+      local nban = (tonumber(redis.call('HGET', KEYS[3], 'bans') or '0') or 0) + 1
+      local d = ban_ms
+      for _ = 2, nban do
+        if d >= max_ban then break end
+        d = d * factor
+      end
+      if d > max_ban then d = max_ban end
+      d = math.floor(d)
+      local ban_end = now + d
       local cur = tonumber(redis.call('HGET', KEYS[2], 'until') or '0') or 0
       if cur < ban_end then
+        redis.call('HSET', KEYS[3], 'bans', s(nban))
         redis.call('DEL', KEYS[2])
         redis.call('HSET', KEYS[2], 'until', s(ban_end), 'source', 'policy', 'by', 'policy',
-          'lock', ARGV[9], 'reason', 'flagged ' .. times .. ' times on lock ' .. ARGV[9],
+          'lock', ARGV[9], 'reason', 'automatic ban ' .. nban .. ': flagged ' .. times .. ' times on lock ' .. ARGV[9],
           'created', s(now))
         redis.call('PEXPIREAT', KEYS[2], ban_end)
         ban_until = ban_end
+        ban_number = nban
       end
     end
   elseif redis.call('EXISTS', KEYS[3]) == 1 then
@@ -142,4 +161,4 @@ if may_flag and n >= max_attempts then
     if n > peak then redis.call('HSET', KEYS[3], 'peak', s(n)) end
   end
 end
-return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until)}
+return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until), ban_number}
