@@ -134,7 +134,7 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		[]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()},
 		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
 		s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
-		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds()).Result()
+		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence).Result()
 	if err != nil {
 		return Result{}, unavailable(err)
 	}

@@ -208,7 +208,9 @@ func decodeFlag(m map[string]string) (Flag, bool) {
 		return Flag{}, false
 	}
 	bans, _ := strconv.ParseInt(m["bans"], 10, 64)
+	ws, _ := strconv.ParseInt(m["window_start"], 10, 64)
 	return Flag{
+		AttemptsAt:     decodeEvidence(ws, m["evidence"]),
 		UserID:         m["user"],
 		Lock:           m["lock"],
 		TimesFlagged:   times,
@@ -415,4 +417,22 @@ func (s *Service) audit(event, tenant, userID string, meta Meta, extra ...zap.Fi
 		zap.String("request_id", meta.RequestID),
 	}, extra...)
 	s.log.Info("operator action", fields...)
+}
+
+// decodeEvidence unpacks a flag record's evidence: attempt times as
+// comma-separated milliseconds after the window's start (at most
+// leasegate.MaxEvidence, oldest first). Anything unreadable is skipped.
+func decodeEvidence(start int64, packed string) []time.Time {
+	if packed == "" || start <= 0 {
+		return nil
+	}
+	out := make([]time.Time, 0, strings.Count(packed, ",")+1)
+	for _, f := range strings.Split(packed, ",") {
+		off, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || off < 0 {
+			continue
+		}
+		out = append(out, time.UnixMilli(start+off).UTC())
+	}
+	return out
 }

@@ -21,6 +21,9 @@ type Flag struct {
 	// AutomaticBans counts the policy bans of this lock on the user (the
 	// escalation's n), kept for the flag retention.
 	AutomaticBans int64 `json:"automatic_bans"`
+	// AttemptsAt is the evidence: the last attempts (at most 50, oldest
+	// first) of the window that flagged.
+	AttemptsAt []time.Time `json:"attempts_at"`
 }
 
 // FlagPage is one page of flagged users, newest first.

@@ -211,7 +211,7 @@ func toFlag(f Flag) leasegate.Flag {
 		UserID: f.UserID, Lock: f.Lock,
 		TimesFlagged: f.TimesFlagged, PeakAttempts: f.PeakAttempts,
 		FirstFlaggedAt: f.FirstFlaggedAt, LastFlaggedAt: f.LastFlaggedAt,
-		AutomaticBans: f.AutomaticBans,
+		AutomaticBans: f.AutomaticBans, AttemptsAt: f.AttemptsAt,
 	}
 	if f.BannedUntil != nil {
 		out.BannedUntil = *f.BannedUntil

@@ -24,6 +24,9 @@ type flagJSON struct {
 	// AutomaticBans: policy bans of this lock on the user (the n of the
 	// escalation), an extension of the contract's FLAG.
 	AutomaticBans int64 `json:"automatic_bans"`
+	// AttemptsAt is the evidence: the times of the last attempts (at most
+	// 50, oldest first) of the window that flagged.
+	AttemptsAt []string `json:"attempts_at"`
 }
 
 func toFlagJSON(f leasegate.Flag) flagJSON {
@@ -35,6 +38,10 @@ func toFlagJSON(f leasegate.Flag) flagJSON {
 		FirstFlaggedAt: leasegate.FormatTime(f.FirstFlaggedAt),
 		LastFlaggedAt:  leasegate.FormatTime(f.LastFlaggedAt),
 		AutomaticBans:  f.AutomaticBans,
+		AttemptsAt:     make([]string, 0, len(f.AttemptsAt)),
+	}
+	for _, at := range f.AttemptsAt {
+		j.AttemptsAt = append(j.AttemptsAt, leasegate.FormatTime(at))
 	}
 	if !f.BannedUntil.IsZero() {
 		s := leasegate.FormatTime(f.BannedUntil)

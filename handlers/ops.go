@@ -45,7 +45,7 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format(time.DateTime)
 	},
-}).ParseFS(opsFiles, "opspage/page.html"))
+}).ParseFS(opsFiles, "opspage/page.html", "opspage/timeline.html"))
 
 var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html"))
 
@@ -65,6 +65,40 @@ type opsRow struct {
 	FirstFlaggedAt string
 	LastFlaggedAt  string
 	BannedUntil    string
+	// The ban's record (who, when, why) and the policy's ban count.
+	BanSource     string
+	BanBy         string
+	BanAt         string
+	BanReason     string
+	AutomaticBans int64
+	// Timeline is the evidence: the attempts of the flagged window.
+	Timeline     []opsTick
+	TimelineFrom string
+	TimelineTo   string
+}
+
+// opsTick is one attempt on the evidence timeline: X in 0..997 of the
+// SVG's 1000 units across the attempts' span.
+type opsTick struct {
+	At string
+	X  int
+}
+
+// timeline places the attempts across the SVG's width.
+func timeline(at []time.Time) (ticks []opsTick, from, to string) {
+	if len(at) == 0 {
+		return nil, "", ""
+	}
+	first, last := at[0], at[len(at)-1]
+	span := last.Sub(first)
+	for _, t := range at {
+		x := 0
+		if span > 0 {
+			x = int(int64(t.Sub(first)) * 997 / int64(span))
+		}
+		ticks = append(ticks, opsTick{At: leasegate.FormatTime(t), X: x})
+	}
+	return ticks, leasegate.FormatTime(first), leasegate.FormatTime(last)
 }
 
 type opsFlash struct {
@@ -223,6 +257,14 @@ func (a *API) opsPage(c echo.Context) error {
 		if !f.BannedUntil.IsZero() {
 			r.BannedUntil = leasegate.FormatTime(f.BannedUntil)
 		}
+		if b := f.Ban; b != nil {
+			r.BanSource, r.BanBy, r.BanReason = b.Source, b.By, b.Reason
+			if !b.Created.IsZero() {
+				r.BanAt = leasegate.FormatTime(b.Created)
+			}
+		}
+		r.AutomaticBans = f.AutomaticBans
+		r.Timeline, r.TimelineFrom, r.TimelineTo = timeline(f.AttemptsAt)
 		v.Items = append(v.Items, r)
 	}
 	var buf bytes.Buffer

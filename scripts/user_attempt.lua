@@ -2,11 +2,14 @@
 -- with the abuse counter, flagging and policy bans, atomically.
 --
 -- Every key belongs to one (tenant, user) and shares its hash tag.
--- KEYS[1] counter   (hash: n, start, exp, flagged; PEXPIREAT = exp) for (lock, user);
---                   flagged = "1" once the window has flagged the user
+-- KEYS[1] counter   (hash: n, start, exp, flagged, at; PEXPIREAT = exp) for (lock, user);
+--                   flagged = "1" once the window has flagged the user;
+--                   at = the times of the window's last attempts (at most
+--                   ARGV[12]) as decimal milliseconds after start, comma-separated
 -- KEYS[2] ban       (hash: until, reason, by, source, lock, created; PEXPIREAT = until)
 -- KEYS[3] flag      (hash: user, lock, times, peak, first, last, window_start, window_end,
---                   bans = automatic bans placed by this lock's policy)
+--                   bans = automatic bans placed by this lock's policy,
+--                   evidence = the flagged window's "at", offsets from window_start)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
 -- ARGV[1] ttl in milliseconds (> 0): the window, from the first attempt
 -- ARGV[2] max_attempts (>= 1): the first attempt of a window at or above it
@@ -20,6 +23,7 @@
 -- ARGV[9] lock name
 -- ARGV[10] factor (>= 1): the n-th policy ban lasts ARGV[6] * factor^(n-1)
 -- ARGV[11] cap of a policy ban in milliseconds (max_ban_seconds)
+-- ARGV[12] how many attempt times to keep as evidence (>= 1)
 --
 -- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
 --          counted: n is this attempt's number in the window (1 = the lock
@@ -50,6 +54,19 @@ local ban_ms = tonumber(ARGV[6])
 local retention = tonumber(ARGV[7])
 local factor = tonumber(ARGV[10]) or 1
 local max_ban = tonumber(ARGV[11]) or ban_ms
+local max_evidence = tonumber(ARGV[12]) or 50
+-- push appends offset off to the packed list of attempt times, keeping
+-- the last max_evidence: bounded memory per (lock, user).
+local function push(list, off)
+  if not list or list == '' then return off end
+  list = list .. ',' .. off
+  local _, commas = string.gsub(list, ',', ',')
+  while commas >= max_evidence do
+    list = string.sub(list, string.find(list, ',', 1, true) + 1)
+    commas = commas - 1
+  end
+  return list
+end
 local function s(x) return string.format('%.0f', x) end
 
 if enforce then
@@ -87,13 +104,20 @@ if ty == 'hash' then
     n = redis.call('HINCRBY', KEYS[1], 'n', 1)
     start = tonumber(cur[1] or '')
     exp = cexp
+    local repaired = false
     if not start or not exp or redis.call('PTTL', KEYS[1]) < 0 then
       -- No expiry: repair it, or the user would be locked out forever.
       start = now
       exp = now + ttl
-      redis.call('HSET', KEYS[1], 'start', s(start), 'exp', s(exp))
+      redis.call('HSET', KEYS[1], 'start', s(start), 'exp', s(exp), 'at', '0')
       redis.call('HDEL', KEYS[1], 'flagged')
       redis.call('PEXPIREAT', KEYS[1], exp)
+      repaired = true
+    else
+      redis.call('HSET', KEYS[1], 'at', push(redis.call('HGET', KEYS[1], 'at'), s(now - start)))
+    end
+    if repaired then
+      -- A new window: nothing has flagged it yet.
     elseif redis.call('HGET', KEYS[1], 'flagged') == '1' then
       already = true
     elseif redis.call('HGET', KEYS[3], 'window_start') == s(start) then
@@ -107,7 +131,7 @@ if ty == 'none' then
   n = carried + 1
   start = now
   exp = now + ttl
-  redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp))
+  redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp), 'at', '0')
   redis.call('PEXPIREAT', KEYS[1], exp)
 end
 
@@ -126,7 +150,8 @@ if may_flag and n >= max_attempts then
     local peak = tonumber(redis.call('HGET', KEYS[3], 'peak') or '0') or 0
     if n > peak then peak = n end
     redis.call('HSET', KEYS[3], 'last', s(now), 'peak', s(peak),
-      'window_start', s(start), 'window_end', s(exp))
+      'window_start', s(start), 'window_end', s(exp),
+      'evidence', redis.call('HGET', KEYS[1], 'at') or '')
     redis.call('PEXPIRE', KEYS[3], retention)
     redis.call('SADD', KEYS[4], ARGV[9])
     redis.call('PEXPIRE', KEYS[4], retention)
@@ -159,6 +184,10 @@ if may_flag and n >= max_attempts then
     -- back a record an operator has cleared.
     local peak = tonumber(redis.call('HGET', KEYS[3], 'peak') or '0') or 0
     if n > peak then redis.call('HSET', KEYS[3], 'peak', s(n)) end
+    if redis.call('HGET', KEYS[3], 'window_start') == s(start) then
+      -- The evidence follows the flagged window to its end.
+      redis.call('HSET', KEYS[3], 'evidence', redis.call('HGET', KEYS[1], 'at') or '')
+    end
   end
 end
 return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until), ban_number}

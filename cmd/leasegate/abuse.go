@@ -230,6 +230,9 @@ func (p *printer) userFlags(uf client.UserFlags) error {
 	fmt.Fprintf(p.w, "user:   %s\n", printable(uf.UserID))
 	if uf.Ban != nil {
 		fmt.Fprintf(p.w, "banned: until %s by %s (%s)", stamp(uf.Ban.BannedUntil), printable(uf.Ban.BannedBy), uf.Ban.Source)
+		if uf.Ban.BannedAt != nil {
+			fmt.Fprintf(p.w, " at %s", stamp(*uf.Ban.BannedAt))
+		}
 		if uf.Ban.Reason != "" {
 			fmt.Fprintf(p.w, ": %s", printable(uf.Ban.Reason))
 		}
@@ -243,7 +246,29 @@ func (p *printer) userFlags(uf client.UserFlags) error {
 	}
 	fmt.Fprintln(p.w)
 	p.flagTable(uf.Flags)
+	for _, f := range uf.Flags {
+		p.evidence(f)
+	}
 	return nil
+}
+
+// evidence prints a flag's automatic ban count and the attempt times of
+// the window that flagged (oldest first, as offsets from the first).
+func (p *printer) evidence(f client.Flag) {
+	fmt.Fprintf(p.w, "\n%s: automatic bans %d", printable(f.Lock), f.AutomaticBans)
+	if len(f.AttemptsAt) == 0 {
+		fmt.Fprintln(p.w, ", no attempt times recorded")
+		return
+	}
+	first := f.AttemptsAt[0]
+	fmt.Fprintf(p.w, ", %d attempts of the flagged window from %s:\n ", len(f.AttemptsAt), first.UTC().Format("2006-01-02 15:04:05.000Z"))
+	for i, at := range f.AttemptsAt {
+		if i > 0 && i%10 == 0 {
+			fmt.Fprint(p.w, "\n ")
+		}
+		fmt.Fprintf(p.w, " +%.3fs", at.Sub(first).Seconds())
+	}
+	fmt.Fprintln(p.w)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
