@@ -24,6 +24,8 @@
 //	<prefix>{t=;r=ops-login%3Aaddr%3A<address>}:failures        string  failed page logins from one address
 //	<prefix>{t=<tenant>;r=ops-login%3Akey%3A<name>}:failures    string  page logins refused to one key
 //	<prefix>{t=<tenant>;r=ops-session%3A<id>}:revoked          string  a page session ended by logout
+//	<prefix>{t=;r=webhook%3Aoutbox}:events                     stream  the webhook outbox (every tenant)
+//	<prefix>{t=;r=webhook%3Aoutbox}:dead                       stream  webhook events given up on
 //
 // A resource named "user:<id>" shares a user's tag (and slot) but never a
 // key: the suffixes differ, and the tag holds no '}', so the suffix is
@@ -128,6 +130,19 @@ func (s Space) LoginFailures(tenant, scope, subject string) string {
 func (s Space) SessionRevoked(tenant, id string) string {
 	return s.base(tenant, "ops-session:"+id) + ":revoked"
 }
+
+// Outbox is the key of the webhook outbox: a stream of abuse events
+// (flag, ban, unban, clear) of every tenant, the tenant in each entry,
+// read by the gateways' deliverers through one consumer group per URL
+// (docs/abuse.md). It has a tag of its own: on Redis Cluster it cannot
+// share a slot with every user's keys (see docs/abuse.md for the
+// trade-off).
+func (s Space) Outbox() string { return s.base("", "webhook:outbox") + ":events" }
+
+// DeadLetters is the key of the stream of webhook events the deliverer
+// gave up on; it shares the outbox's tag, so moving an event there and
+// acknowledging it is one MULTI.
+func (s Space) DeadLetters() string { return s.base("", "webhook:outbox") + ":dead" }
 
 // HashTag returns the Redis Cluster hash tag, braces included, under
 // which every key of (tenant, name) lives: "{t=<tenant>;r=<name>}" with

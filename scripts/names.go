@@ -15,5 +15,6 @@ func ByName() map[string]*redis.Script {
 		"user_attempt": UserAttempt,
 		"ban":          Ban,
 		"unindex":      Unindex,
+		"unban":        Unban,
 	}
 }

@@ -27,6 +27,8 @@ var (
 	banSrc string
 	//go:embed unindex.lua
 	unindexSrc string
+	//go:embed unban.lua
+	unbanSrc string
 )
 
 // Scripts for resource locks. Run them with Script.Run, which uses EVALSHA
@@ -44,4 +46,6 @@ var (
 	Ban         = redis.NewScript(banSrc)
 	// Unindex removes flag index entries that still have a given score.
 	Unindex = redis.NewScript(unindexSrc)
+	// Unban lifts a ban and writes its webhook event, atomically.
+	Unban = redis.NewScript(unbanSrc)
 )

@@ -11,6 +11,11 @@
 --                   bans = automatic bans placed by this lock's policy,
 --                   evidence = the flagged window's "at", offsets from window_start)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
+-- KEYS[5] webhook outbox (stream), optional: when given, the flag and a
+--         policy ban are written to it as events in this same script, so
+--         an event exists if and only if what it reports happened. Not
+--         given on Redis Cluster (another slot; the caller adds the events
+--         in a second step) or without webhooks.
 -- ARGV[1] ttl in milliseconds (> 0): the window, from the first attempt
 -- ARGV[2] max_attempts (>= 1): the first attempt of a window at or above it
 --         flags the user
@@ -24,6 +29,9 @@
 -- ARGV[10] factor (>= 1): the n-th policy ban lasts ARGV[6] * factor^(n-1)
 -- ARGV[11] cap of a policy ban in milliseconds (max_ban_seconds)
 -- ARGV[12] how many attempt times to keep as evidence (>= 1)
+-- ARGV[13] event id of the flag event, ARGV[14] of the ban event (with KEYS[5])
+-- ARGV[15] tenant (for the events)
+-- ARGV[16] outbox length bound (XADD MAXLEN ~)
 --
 -- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
 --          counted: n is this attempt's number in the window (1 = the lock
@@ -55,6 +63,12 @@ local retention = tonumber(ARGV[7])
 local factor = tonumber(ARGV[10]) or 1
 local max_ban = tonumber(ARGV[11]) or ban_ms
 local max_evidence = tonumber(ARGV[12]) or 50
+local outbox = KEYS[5]
+local function event(...)
+  if outbox then
+    redis.call('XADD', outbox, 'MAXLEN', '~', ARGV[16], '*', ...)
+  end
+end
 -- push appends offset off to the packed list of attempt times, keeping
 -- the last max_evidence: bounded memory per (lock, user).
 local function push(list, off)
@@ -155,6 +169,8 @@ if may_flag and n >= max_attempts then
     redis.call('PEXPIRE', KEYS[3], retention)
     redis.call('SADD', KEYS[4], ARGV[9])
     redis.call('PEXPIRE', KEYS[4], retention)
+    event('id', ARGV[13], 'type', 'flag', 'tenant', ARGV[15], 'user_id', ARGV[8], 'lock', ARGV[9],
+      'at', s(now), 'attempts', s(n), 'times_flagged', s(times))
     if enforce and ban_after > 0 and ban_ms > 0 and times >= ban_after then
       -- Escalation: the n-th automatic ban lasts ban_ms * factor^(n-1),
       -- capped (the same loop as abuse.Policy.BanLength).
@@ -177,6 +193,9 @@ if may_flag and n >= max_attempts then
         redis.call('PEXPIREAT', KEYS[2], ban_end)
         ban_until = ban_end
         ban_number = nban
+        event('id', ARGV[14], 'type', 'ban', 'tenant', ARGV[15], 'user_id', ARGV[8], 'lock', ARGV[9],
+          'at', s(now), 'banned_until', s(ban_end), 'ban_number', s(nban), 'source', 'policy',
+          'actor', 'policy', 'reason', 'automatic ban ' .. nban .. ': flagged ' .. times .. ' times on lock ' .. ARGV[9])
       end
     end
   elseif redis.call('EXISTS', KEYS[3]) == 1 then
