@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -249,4 +250,58 @@ func (a *API) ban(c echo.Context) error {
 
 func (a *API) unban(c echo.Context) error {
 	return a.operatorAction(c, a.deps.Flags.Unban)
+}
+
+type deadLetterJSON struct {
+	ID       string          `json:"id"`
+	Type     string          `json:"type"`
+	URL      string          `json:"url"`
+	Tries    int64           `json:"tries"`
+	Error    string          `json:"error"`
+	FailedAt string          `json:"failed_at"`
+	Event    json.RawMessage `json:"event"`
+}
+
+type webhookStatusJSON struct {
+	Enabled       bool             `json:"enabled"`
+	OutboxEntries int64            `json:"outbox_entries"`
+	Pending       int64            `json:"pending"`
+	DeadLetters   []deadLetterJSON `json:"dead_letters"`
+}
+
+// webhookStatus is GET /abuse/webhooks?limit=N: the outbox's depth and
+// the caller's tenant's dead letters, newest first.
+func (a *API) webhookStatus(c echo.Context) error {
+	var ck checker
+	noQuery(c, &ck, "limit")
+	limit := 0
+	if v := c.QueryParams()["limit"]; len(v) > 0 {
+		n, err := strconv.Atoi(v[0])
+		if len(v) != 1 || err != nil || !isIntLiteral(v[0]) || n < 1 || n > leasegate.MaxDeadLetterPageSize {
+			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxDeadLetterPageSize))
+		}
+		limit = n
+	}
+	if err := ck.err(); err != nil {
+		return err
+	}
+	out := webhookStatusJSON{DeadLetters: []deadLetterJSON{}}
+	if a.deps.Webhooks != nil {
+		ctx, cancel := a.opContext(c)
+		defer cancel()
+		st, err := a.deps.Webhooks.Status(ctx, tenantOf(c), limit)
+		if err != nil {
+			return err
+		}
+		out.Enabled, out.OutboxEntries, out.Pending = st.Enabled, st.OutboxEntries, st.Pending
+		for _, d := range st.DeadLetters {
+			ev := json.RawMessage(d.Event)
+			if !json.Valid(ev) {
+				ev = json.RawMessage("null")
+			}
+			out.DeadLetters = append(out.DeadLetters, deadLetterJSON{ID: d.EventID, Type: d.Type, URL: d.URL,
+				Tries: d.Tries, Error: d.Error, FailedAt: leasegate.FormatTime(d.FailedAt), Event: ev})
+		}
+	}
+	return sendJSON(c, http.StatusOK, out)
 }

@@ -55,6 +55,9 @@ type Deps struct {
 	// Either nil leaves those routes out.
 	UserLocks leasegate.UserLockService
 	Flags     leasegate.FlagRegistry
+	// Webhooks shows the webhook outbox and its dead letters
+	// (GET /abuse/webhooks); nil: webhooks are not configured.
+	Webhooks leasegate.WebhookInspector
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -128,6 +131,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/abuse/flagged/:user_id", a.clearFlagged, ops...)
 		e.POST("/abuse/bans/:user_id", a.ban, ops...)
 		e.DELETE("/abuse/bans/:user_id", a.unban, ops...)
+		e.GET("/abuse/webhooks", a.webhookStatus, ops...)
 		a.registerOps(e, authn)
 	}
 

@@ -254,6 +254,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Locks:     redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout),
 		UserLocks: abuseSvc,
 		Flags:     abuseSvc,
+		Webhooks:  s.webhookInspector(),
 		Ready:     s.ready,
 		Log:       log,
 

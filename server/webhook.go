@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/webhook"
 )
 
@@ -53,4 +54,13 @@ func (s *Server) startWebhooks() error {
 	}
 	s.hooks = d
 	return nil
+}
+
+// webhookInspector is GET /abuse/webhooks's view of the outbox (nil
+// without webhooks).
+func (s *Server) webhookInspector() leasegate.WebhookInspector {
+	if len(s.cfg.Webhooks.URLs) == 0 {
+		return nil
+	}
+	return webhook.NewInspector(s.rdb, s.cfg.KeyPrefix, true)
 }
