@@ -49,6 +49,7 @@ use LeaseGate\UnauthorizedException;
 use LeaseGate\UnavailableException;
 use LeaseGate\UnsupportedMediaTypeException;
 use LeaseGate\ValidationException;
+use LeaseGate\WebhookSignature;
 
 final class Ctx
 {
@@ -167,6 +168,15 @@ function group_offline(Ctx $ctx): void
     $fake->answer(204);
     $c->clearUserLock('n', 'u');
     eq([$fake->last()['method'], $fake->last()['url']], ['DELETE', 'http://gw.example:8080/user-locks/n/u'], 'clear user lock request');
+
+    // Webhook signatures (the vector is webhook.Sign's in Go).
+    $whBody = '{"id":"e1","type":"ban"}';
+    $whSig = 't=1764495000,v1=9018ad939bae5d9860de6f6b360b4cbf4b9b3d05ab5f59ba2699fc2012e5d8a9';
+    eq(WebhookSignature::verify('s3cr3t', $whSig, $whBody, 300, 1764495060), true, 'webhook signature verifies');
+    eq(WebhookSignature::verify('other', $whSig, $whBody, 300, 1764495060), false, 'webhook signature: another secret');
+    eq(WebhookSignature::verify('s3cr3t', $whSig, $whBody . ' ', 300, 1764495060), false, 'webhook signature: another body');
+    eq(WebhookSignature::verify('s3cr3t', $whSig, $whBody, 300, 1764499000), false, 'webhook signature: too old');
+    eq(WebhookSignature::verify('s3cr3t', null, $whBody), false, 'webhook signature: missing');
 
     // Dot segments are encoded so no client or proxy squashes them.
     $fake->problem(404, 'not-found');
