@@ -28,7 +28,33 @@ type UserLockResult struct {
 	ExpiresAt   time.Time
 	// BannedUntil is set when this attempt made the policy ban the user.
 	BannedUntil time.Time
+	// BanNumber is the n of the automatic ban this attempt placed (the
+	// n-th policy ban of the user on this lock), 0 when none.
+	BanNumber int64
+	// RateLimit is what the RateLimit header fields tell the client.
+	RateLimit RateLimit
 }
+
+// RateLimit is one user lock's quota as the IETF RateLimit header fields
+// (draft-ietf-httpapi-ratelimit-headers) carry it: RateLimit-Policy
+// "<Policy>";q=<Quota>;w=<Window> and RateLimit "<Policy>";r=<Remaining>;t=<Reset>.
+type RateLimit struct {
+	// Policy names the quota (the user lock's name).
+	Policy string
+	// Quota is the lock's max_attempts: the attempt that reaches it flags.
+	Quota int64
+	// Window is the window's length (the lock's TTL from its first attempt).
+	Window time.Duration
+	// Remaining is how many more attempts the window takes before the
+	// flag (0 at and after the threshold, and while banned).
+	Remaining int64
+	// Reset is how long until the window ends (while banned: until the
+	// ban ends).
+	Reset time.Duration
+}
+
+// IsZero reports whether r carries nothing (no header is sent then).
+func (r RateLimit) IsZero() bool { return r == (RateLimit{}) }
 
 // Flag is one (user, lock) entry of the flagged registry.
 type Flag struct {
@@ -40,7 +66,19 @@ type Flag struct {
 	LastFlaggedAt  time.Time
 	// BannedUntil is the user's active ban, zero when none.
 	BannedUntil time.Time
+	// AutomaticBans counts the policy bans this lock's policy placed on
+	// the user (the n of the escalation), kept as long as the record.
+	AutomaticBans int64
+	// AttemptsAt are the times of the last attempts (at most
+	// MaxEvidence, oldest first) of the window that flagged: the evidence.
+	AttemptsAt []time.Time
+	// Ban is the user's active ban with who placed it, when and why; nil
+	// when none.
+	Ban *Ban
 }
+
+// MaxEvidence is how many attempt times a flag record keeps.
+const MaxEvidence = 50
 
 // Ban is an active ban of a user.
 type Ban struct {
@@ -91,6 +129,9 @@ type FlagPage struct {
 type BannedError struct {
 	Until     time.Time
 	Remaining time.Duration
+	// RateLimit is the quota of the lock tried (Remaining 0, Reset the
+	// ban's remaining time).
+	RateLimit RateLimit
 }
 
 func (e *BannedError) Error() string {

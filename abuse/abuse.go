@@ -75,6 +75,12 @@ type Options struct {
 	Log *zap.Logger
 	// Metrics counts attempts, flags and bans. Default: a private registry.
 	Metrics *metrics.Metrics
+	// Outbox writes every flag, ban, unban and clear to the webhook outbox
+	// stream (keyspace.Outbox) for package webhook to deliver; off when no
+	// webhook is configured. OutboxMaxLen bounds the stream
+	// (DefaultOutboxMaxLen when 0).
+	Outbox       bool
+	OutboxMaxLen int64
 }
 
 // Service runs user locks and abuse control. It is safe for concurrent use.
@@ -84,6 +90,9 @@ type Service struct {
 	keys keyspace.Space
 	log  *zap.Logger
 	m    *metrics.Metrics
+	// cluster: rdb is a Redis Cluster client (the outbox is then written
+	// in a second step, outbox.go).
+	cluster bool
 }
 
 // New returns a Service on rdb.
@@ -97,7 +106,8 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.NewForTest()
 	}
-	return &Service{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, log: opts.Log, m: opts.Metrics}
+	_, cluster := rdb.(*redis.ClusterClient)
+	return &Service{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, log: opts.Log, m: opts.Metrics, cluster: cluster}
 }
 
 // Policies returns the policies in force.
@@ -130,10 +140,16 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		mayFlag = "0"
 	}
 	k := s.keys.User(tenant, userID)
+	var flagID, banID string
+	if s.opts.Outbox {
+		flagID, banID = newEventID(), newEventID()
+	}
 	v, err := scripts.UserAttempt.Run(ctx, s.rdb,
-		[]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()},
+		append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.outboxKeys()...),
 		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
-		s.opts.Policies.FlagRetention.Milliseconds(), userID, name).Result()
+		s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
+		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
+		flagID, banID, tenant, s.maxLen()).Result()
 	if err != nil {
 		return Result{}, unavailable(err)
 	}
@@ -150,15 +166,18 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 			return Result{}, err
 		}
 		s.m.AbuseAttempts.WithLabelValues(s.metricLock(name), "banned").Inc()
-		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now)}
-	case ok && status == 1 && len(arr) == 8:
+		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
+			Policy: name, Quota: int64(pol.MaxAttempts), Window: ttl, Reset: until.Sub(now),
+		}}
+	case ok && status == 1 && len(arr) == 9:
 	default:
 		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
 	n, ok1 := arr[1].(int64)
 	flaggedNow, ok2 := arr[5].(int64)
 	times, ok3 := arr[6].(int64)
-	if !ok1 || !ok2 || !ok3 {
+	banNumber, ok4 := arr[8].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
 	start, err1 := msField(arr[2])
@@ -178,6 +197,14 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	}
 	if banUntilMS > 0 {
 		res.BannedUntil = time.UnixMilli(banUntilMS).UTC()
+		res.BanNumber = banNumber
+	}
+	res.RateLimit = leasegate.RateLimit{
+		Policy:    name,
+		Quota:     int64(pol.MaxAttempts),
+		Window:    exp.Sub(start),
+		Remaining: max(int64(pol.MaxAttempts)-n, 0),
+		Reset:     max(exp.Sub(now), 0),
 	}
 	ml := s.metricLock(name)
 	if res.Acquired {
@@ -186,6 +213,13 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		s.m.AbuseAttempts.WithLabelValues(ml, "repeated").Inc()
 	}
 	if res.FlaggedNow {
+		s.outboxAfter(ctx, "id", flagID, "type", EventFlag, "tenant", tenant, "user_id", userID, "lock", name,
+			"at", ms(now), "attempts", n, "times_flagged", times)
+		if !res.BannedUntil.IsZero() {
+			s.outboxAfter(ctx, "id", banID, "type", EventBan, "tenant", tenant, "user_id", userID, "lock", name,
+				"at", ms(now), "banned_until", ms(res.BannedUntil), "ban_number", res.BanNumber, "source", "policy",
+				"actor", "policy", "reason", fmt.Sprintf("automatic ban %d: flagged %d times on lock %s", res.BanNumber, times, name))
+		}
 		s.m.AbuseFlags.WithLabelValues(ml).Inc()
 		s.index(ctx, tenant, name, userID, now)
 		fields := []zap.Field{
@@ -204,7 +238,8 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		}
 		if !res.BannedUntil.IsZero() {
 			s.m.AbuseBans.WithLabelValues(ml, "policy").Inc()
-			fields = append(fields, zap.String("banned_until", stamp(res.BannedUntil)))
+			fields = append(fields, zap.String("banned_until", stamp(res.BannedUntil)),
+				zap.Int64("ban_number", res.BanNumber))
 		}
 		s.log.Warn("user flagged for repeated attempts", fields...)
 	}

@@ -24,9 +24,19 @@ type Policy struct {
 	// MaxAttempts: the attempt that reaches it in one window flags the user.
 	MaxAttempts int
 	// BanAfterFlags: when > 0 (and BanFor > 0), the K-th flagged window
-	// (within the flag retention) bans the user for BanFor.
+	// (within the flag retention) and every one after it bans the user.
 	BanAfterFlags int
-	BanFor        time.Duration
+	// BanFor (ban_seconds) is the length of the first automatic ban; the
+	// n-th lasts BanFor × Factor^(n-1), at most MaxBanFor (fail2ban's
+	// bantime.increment). The count n is kept on the flag record, for as
+	// long as the record (the flag retention).
+	BanFor time.Duration
+	// Factor (factor) multiplies each further automatic ban; 0 means 1
+	// (every ban lasts BanFor, the behaviour before escalation).
+	Factor float64
+	// MaxBanFor (max_ban_seconds) caps an automatic ban; 0 means
+	// leasegate.MaxBan (a year).
+	MaxBanFor time.Duration
 	// Shadow flags and logs but never places or enforces a ban on this lock.
 	Shadow bool
 }
@@ -81,6 +91,15 @@ func (p Policies) Validate() error {
 		if q.BanFor < 0 {
 			errs = append(errs, fmt.Errorf("%s: ban_seconds must not be negative", where))
 		}
+		if q.Factor != 0 && (q.Factor < 1 || q.Factor > 100) {
+			errs = append(errs, fmt.Errorf("%s: factor must be from 1 to 100", where))
+		}
+		if q.MaxBanFor < 0 || q.MaxBanFor > leasegate.MaxBan {
+			errs = append(errs, fmt.Errorf("%s: max_ban_seconds must be from 0 (a year) to 31536000", where))
+		}
+		if q.MaxBanFor > 0 && q.MaxBanFor < q.BanFor {
+			errs = append(errs, fmt.Errorf("%s: max_ban_seconds must not be below ban_seconds", where))
+		}
 		if (q.BanAfterFlags > 0) != (q.BanFor > 0) {
 			errs = append(errs, fmt.Errorf("%s: ban_after_flags and ban_seconds go together (both set or both 0)", where))
 		}
@@ -108,10 +127,12 @@ var LockNamePattern = leasegate.UserLockName
 
 // policyJSON is a policy in the file: absent fields inherit.
 type policyJSON struct {
-	MaxAttempts   *int  `json:"max_attempts"`
-	BanAfterFlags *int  `json:"ban_after_flags"`
-	BanSeconds    *int  `json:"ban_seconds"`
-	Shadow        *bool `json:"shadow"`
+	MaxAttempts   *int     `json:"max_attempts"`
+	BanAfterFlags *int     `json:"ban_after_flags"`
+	BanSeconds    *int     `json:"ban_seconds"`
+	Factor        *float64 `json:"factor"`
+	MaxBanSeconds *int     `json:"max_ban_seconds"`
+	Shadow        *bool    `json:"shadow"`
 }
 
 func (j policyJSON) apply(p Policy) Policy {
@@ -123,6 +144,12 @@ func (j policyJSON) apply(p Policy) Policy {
 	}
 	if j.BanSeconds != nil {
 		p.BanFor = time.Duration(*j.BanSeconds) * time.Second
+	}
+	if j.Factor != nil {
+		p.Factor = *j.Factor
+	}
+	if j.MaxBanSeconds != nil {
+		p.MaxBanFor = time.Duration(*j.MaxBanSeconds) * time.Second
 	}
 	if j.Shadow != nil {
 		p.Shadow = *j.Shadow
@@ -190,4 +217,30 @@ func LoadPolicies(path string, base Policies) (Policies, error) {
 	}
 	defer f.Close()
 	return ParsePolicies(f, base)
+}
+
+// BanLength is the length of the n-th automatic ban (n >= 1) under p:
+// BanFor × Factor^(n-1), capped by MaxBanFor (or leasegate.MaxBan). The
+// attempt script computes the same in Redis, atomically with the count.
+func (p Policy) BanLength(n int64) time.Duration {
+	f, limit := p.factor(), p.maxBan()
+	d := float64(p.BanFor.Milliseconds())
+	for i := int64(1); i < n && d < float64(limit.Milliseconds()); i++ {
+		d *= f
+	}
+	return min(time.Duration(d)*time.Millisecond, limit)
+}
+
+func (p Policy) factor() float64 {
+	if p.Factor == 0 {
+		return 1
+	}
+	return p.Factor
+}
+
+func (p Policy) maxBan() time.Duration {
+	if p.MaxBanFor == 0 {
+		return leasegate.MaxBan
+	}
+	return p.MaxBanFor
 }

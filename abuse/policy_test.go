@@ -32,7 +32,27 @@ func TestParsePolicies(t *testing.T) {
 		}
 	})
 
+	t.Run("escalation fields, and a lock inherits them", func(t *testing.T) {
+		p, err := ParsePolicies(strings.NewReader(`{
+			"default": {"ban_after_flags": 1, "ban_seconds": 60, "factor": 2, "max_ban_seconds": 3600},
+			"locks": {"login": {"factor": 1.5}}
+		}`), base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Policy{MaxAttempts: 7, BanAfterFlags: 1, BanFor: time.Minute, Factor: 1.5, MaxBanFor: time.Hour}
+		if got := p.For("login"); got != want {
+			t.Errorf("got login %+v, want %+v", got, want)
+		}
+		if got := p.For("other").BanLength(3); got != 4*time.Minute {
+			t.Errorf("got third default ban %v, want 4m", got)
+		}
+	})
+
 	bad := map[string]string{
+		"a factor below 1":                 `{"default": {"factor": 0.5}}`,
+		"a cap below the first ban":        `{"default": {"ban_after_flags": 1, "ban_seconds": 60, "max_ban_seconds": 30}}`,
+		"a cap over a year":                `{"default": {"max_ban_seconds": 31536001}}`,
 		"an unknown field":                 `{"defualt": {}}`,
 		"max_attempts 0":                   `{"default": {"max_attempts": 0}}`,
 		"a ban length without a threshold": `{"locks": {"x": {"ban_seconds": 60}}}`,

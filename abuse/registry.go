@@ -185,6 +185,7 @@ func (s *Service) readFlags(ctx context.Context, tenant string, members []string
 		}
 		if b := decodeBan(bans[i].Val()); b != nil {
 			f.BannedUntil = b.Until
+			f.Ban = b
 		}
 		out[i] = &f
 	}
@@ -206,13 +207,17 @@ func decodeFlag(m map[string]string) (Flag, bool) {
 		// rather than show zeros.
 		return Flag{}, false
 	}
+	bans, _ := strconv.ParseInt(m["bans"], 10, 64)
+	ws, _ := strconv.ParseInt(m["window_start"], 10, 64)
 	return Flag{
+		AttemptsAt:     decodeEvidence(ws, m["evidence"]),
 		UserID:         m["user"],
 		Lock:           m["lock"],
 		TimesFlagged:   times,
 		PeakAttempts:   peak,
 		FirstFlaggedAt: time.UnixMilli(first).UTC(),
 		LastFlaggedAt:  time.UnixMilli(last).UTC(),
+		AutomaticBans:  bans,
 	}, true
 }
 
@@ -265,6 +270,7 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 		}
 		if uf.Ban != nil {
 			f.BannedUntil = uf.Ban.Until
+			f.Ban = uf.Ban
 		}
 		uf.Flags = append(uf.Flags, f)
 	}
@@ -280,11 +286,28 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 // A cleared user is listed again only when flagged again.
 func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Meta) error {
 	k := s.keys.User(tenant, userID)
-	locks, err := s.rdb.SMembers(ctx, k.Flags()).Result()
+	var (
+		locks  []string
+		banned int64
+	)
+	var (
+		sm *redis.StringSliceCmd
+		ex *redis.IntCmd
+	)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		sm = p.SMembers(ctx, k.Flags())
+		ex = p.Exists(ctx, k.Ban())
+		return nil
+	})
 	if err != nil {
 		return unavailable(err)
 	}
+	locks, banned = sm.Val(), ex.Val()
+	if len(locks) == 0 && banned == 0 {
+		return ErrNotFound
+	}
 	sort.Strings(locks)
+	id := newEventID()
 	dels := make([]*redis.IntCmd, len(locks))
 	lasts := make([]*redis.SliceCmd, len(locks))
 	var banDel *redis.IntCmd
@@ -303,6 +326,16 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 			p.SRem(ctx, k.Flags(), members...)
 		}
 		banDel = p.Del(ctx, k.Ban())
+		if s.outboxInline() {
+			// In the same MULTI: the event exists if and only if the
+			// clear ran. (A ban that expired since the read above makes a
+			// clear of nothing: the answer is then 404 and the event says
+			// the same user was cleared; receivers treat clear as
+			// idempotent.)
+			p.XAdd(ctx, &redis.XAddArgs{Stream: s.keys.Outbox(), MaxLen: s.maxLen(), Approx: true,
+				Values: []any{"id", id, "type", EventClear, "tenant", tenant, "user_id", userID,
+					"locks", strings.Join(locks, ","), "actor", meta.Operator}})
+		}
 		return nil
 	})
 	if err != nil {
@@ -335,6 +368,8 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 	if len(cleared) == 0 && !hadBan {
 		return ErrNotFound
 	}
+	s.outboxAfter(ctx, "id", id, "type", EventClear, "tenant", tenant, "user_id", userID,
+		"locks", strings.Join(cleared, ","), "actor", meta.Operator)
 	s.audit("flags_cleared", tenant, userID, meta,
 		zap.Strings("locks", cleared), zap.Bool("ban_lifted", hadBan))
 	return nil
@@ -366,8 +401,9 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 	if d < time.Millisecond || d > MaxBan {
 		return Ban{}, fmt.Errorf("abuse: ban length %v out of range", d)
 	}
-	v, err := scripts.Ban.Run(ctx, s.rdb, []string{s.keys.User(tenant, userID).Ban()},
-		d.Milliseconds(), reason, meta.Operator).Result()
+	id := newEventID()
+	v, err := scripts.Ban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.outboxKeys()...),
+		d.Milliseconds(), reason, meta.Operator, id, tenant, userID, s.maxLen()).Result()
 	if err != nil {
 		return Ban{}, unavailable(err)
 	}
@@ -380,6 +416,8 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 	if err := errors.Join(err1, err2); err != nil {
 		return Ban{}, err
 	}
+	s.outboxAfter(ctx, "id", id, "type", EventBan, "tenant", tenant, "user_id", userID, "at", ms(now),
+		"banned_until", ms(until), "source", "operator", "actor", meta.Operator, "reason", reason)
 	s.m.AbuseBans.WithLabelValues("", "operator").Inc()
 	s.audit("banned", tenant, userID, meta,
 		zap.String("banned_until", stamp(until)), zap.Int64("seconds", int64(d/time.Second)),
@@ -390,13 +428,16 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 // Unban lifts the user's ban (flags stay) and writes an audit record.
 // ErrNotFound when there is no ban.
 func (s *Service) Unban(ctx context.Context, tenant, userID string, meta Meta) error {
-	n, err := s.rdb.Del(ctx, s.keys.User(tenant, userID).Ban()).Result()
+	id := newEventID()
+	n, err := scripts.Unban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.outboxKeys()...),
+		id, tenant, userID, meta.Operator, s.maxLen()).Int64()
 	if err != nil {
 		return unavailable(err)
 	}
 	if n == 0 {
 		return ErrNotFound
 	}
+	s.outboxAfter(ctx, "id", id, "type", EventUnban, "tenant", tenant, "user_id", userID, "actor", meta.Operator)
 	s.audit("unbanned", tenant, userID, meta)
 	return nil
 }
@@ -411,4 +452,22 @@ func (s *Service) audit(event, tenant, userID string, meta Meta, extra ...zap.Fi
 		zap.String("request_id", meta.RequestID),
 	}, extra...)
 	s.log.Info("operator action", fields...)
+}
+
+// decodeEvidence unpacks a flag record's evidence: attempt times as
+// comma-separated milliseconds after the window's start (at most
+// leasegate.MaxEvidence, oldest first). Anything unreadable is skipped.
+func decodeEvidence(start int64, packed string) []time.Time {
+	if packed == "" || start <= 0 {
+		return nil
+	}
+	out := make([]time.Time, 0, strings.Count(packed, ",")+1)
+	for _, f := range strings.Split(packed, ",") {
+		off, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || off < 0 {
+			continue
+		}
+		out = append(out, time.UnixMilli(start+off).UTC())
+	}
+	return out
 }

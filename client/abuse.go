@@ -18,6 +18,12 @@ type Flag struct {
 	LastFlaggedAt  time.Time `json:"last_flagged_at"`
 	// BannedUntil is the user's active ban, nil when none.
 	BannedUntil *time.Time `json:"banned_until"`
+	// AutomaticBans counts the policy bans of this lock on the user (the
+	// escalation's n), kept for the flag retention.
+	AutomaticBans int64 `json:"automatic_bans"`
+	// AttemptsAt is the evidence: the last attempts (at most 50, oldest
+	// first) of the window that flagged.
+	AttemptsAt []time.Time `json:"attempts_at"`
 }
 
 // FlagPage is one page of flagged users, newest first.
@@ -41,6 +47,10 @@ type Ban struct {
 	Reason      string    `json:"reason"`
 	BannedBy    string    `json:"banned_by"`
 	Source      string    `json:"source"` // operator or policy
+	// BannedAt is when the ban was placed (nil from an older gateway).
+	BannedAt *time.Time `json:"banned_at,omitempty"`
+	// Lock is the lock whose policy placed a policy ban ("" for operators).
+	Lock string `json:"lock,omitempty"`
 }
 
 // UserFlags is everything the gateway holds on one user.

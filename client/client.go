@@ -76,6 +76,9 @@ type Error struct {
 	Detail     string        `json:"detail"`
 	Errors     []FieldError  `json:"errors,omitempty"`
 	RetryAfter time.Duration `json:"-"`
+	// RateLimit is the answer's RateLimit header fields, nil without
+	// them (a banned user's 429 on a user lock carries them).
+	RateLimit *RateLimit `json:"-"`
 	// Code is the answer's error code: from its type when that is one of
 	// the gateway's, otherwise from its status (an answer that was not
 	// the gateway's problem, from a proxy in between, say).
@@ -167,19 +170,25 @@ func New(baseURL string, opts ...Option) *Client {
 // is decoded into out when out is not nil; any other answer is an *Error
 // (or a transport error, wrapped).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
+	status, _, err := c.doHeader(ctx, method, path, body, out)
+	return status, err
+}
+
+// doHeader is do that also returns the answer's header fields.
+func (c *Client) doHeader(ctx context.Context, method, path string, body, out any) (int, http.Header, error) {
 	var rd io.Reader
 	if raw, ok := body.(rawBody); ok {
 		rd = bytes.NewReader(raw) // sent as it is: a claim's result keeps its bytes
 	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, fmt.Errorf("leasegate: encode request: %w", err)
+			return 0, nil, fmt.Errorf("leasegate: encode request: %w", err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, fmt.Errorf("leasegate: %w", err)
+		return 0, nil, fmt.Errorf("leasegate: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -190,20 +199,20 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("leasegate: %s %s: %w", method, path, noAnswerError{err})
+		return 0, nil, fmt.Errorf("leasegate: %s %s: %w", method, path, noAnswerError{err})
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("leasegate: read answer: %w", noAnswerError{err})
+		return resp.StatusCode, resp.Header, fmt.Errorf("leasegate: read answer: %w", noAnswerError{err})
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if out != nil && len(data) > 0 {
 			if err := json.Unmarshal(data, out); err != nil {
-				return resp.StatusCode, fmt.Errorf("leasegate: decode answer: %w", err)
+				return resp.StatusCode, resp.Header, fmt.Errorf("leasegate: decode answer: %w", err)
 			}
 		}
-		return resp.StatusCode, nil
+		return resp.StatusCode, resp.Header, nil
 	}
 	e := &Error{Status: resp.StatusCode}
 	if json.Unmarshal(data, e) != nil || e.Type == "" {
@@ -222,7 +231,10 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 			e.RetryAfter = time.Duration(secs) * time.Second
 		}
 	}
-	return resp.StatusCode, e
+	if rl, ok := ParseRateLimit(resp.Header); ok {
+		e.RateLimit = &rl
+	}
+	return resp.StatusCode, resp.Header, e
 }
 
 // statusCodes inverts the domain's table where a status has exactly one

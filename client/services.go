@@ -176,10 +176,14 @@ func (s userLockService) Attempt(ctx context.Context, tenant, name, userID strin
 	res, err := s.c.UserLock(ctx, name, userID, ttl)
 	var e *Error
 	if errors.As(err, &e) && e.Code == leasegate.CodeAbnormalUsage {
-		return leasegate.UserLockResult{}, e.standingFor(&leasegate.BannedError{
+		be := &leasegate.BannedError{
 			Until:     time.Now().Add(e.RetryAfter).UTC(),
 			Remaining: e.RetryAfter,
-		})
+		}
+		if e.RateLimit != nil {
+			be.RateLimit = *e.RateLimit
+		}
+		return leasegate.UserLockResult{}, e.standingFor(be)
 	}
 	if err != nil {
 		return leasegate.UserLockResult{}, domainErr(err)
@@ -189,6 +193,7 @@ func (s userLockService) Attempt(ctx context.Context, tenant, name, userID strin
 		Attempts:  res.Attempts,
 		Flagged:   res.Flagged,
 		ExpiresAt: res.ExpiresAt,
+		RateLimit: res.RateLimit,
 	}, nil
 }
 
@@ -206,6 +211,7 @@ func toFlag(f Flag) leasegate.Flag {
 		UserID: f.UserID, Lock: f.Lock,
 		TimesFlagged: f.TimesFlagged, PeakAttempts: f.PeakAttempts,
 		FirstFlaggedAt: f.FirstFlaggedAt, LastFlaggedAt: f.LastFlaggedAt,
+		AutomaticBans: f.AutomaticBans, AttemptsAt: f.AttemptsAt,
 	}
 	if f.BannedUntil != nil {
 		out.BannedUntil = *f.BannedUntil
@@ -214,7 +220,11 @@ func toFlag(f Flag) leasegate.Flag {
 }
 
 func toBan(b Ban) leasegate.Ban {
-	return leasegate.Ban{Until: b.BannedUntil, Reason: b.Reason, By: b.BannedBy, Source: b.Source}
+	out := leasegate.Ban{Until: b.BannedUntil, Reason: b.Reason, By: b.BannedBy, Source: b.Source, Lock: b.Lock}
+	if b.BannedAt != nil {
+		out.Created = *b.BannedAt
+	}
+	return out
 }
 
 func (s flagRegistry) List(ctx context.Context, tenant string, q leasegate.FlagQuery) (leasegate.FlagPage, error) {

@@ -16,6 +16,10 @@ type UserLock struct {
 	// Flagged: the user reached the lock's max_attempts in this window.
 	Flagged   bool      `json:"flagged"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// RateLimit is read from the RateLimit header fields: the lock's
+	// max_attempts and window, the attempts left before the flag and the
+	// time until the window ends.
+	RateLimit RateLimit `json:"-"`
 }
 
 func userLockPath(name, userID string) string {
@@ -24,14 +28,18 @@ func userLockPath(name, userID string) string {
 
 // UserLock makes one attempt on user lock name for userID. ttl 0 uses the
 // gateway's default (10 s); otherwise it is sent in whole seconds. A
-// banned user gets an *Error matching ErrAbnormalUsage, with RetryAfter.
+// banned user gets an *Error matching ErrAbnormalUsage, with RetryAfter
+// and RateLimit.
 func (c *Client) UserLock(ctx context.Context, name, userID string, ttl time.Duration) (UserLock, error) {
 	var body any
 	if ttl > 0 {
 		body = map[string]int64{"ttl_seconds": int64(ttl / time.Second)}
 	}
 	var out UserLock
-	_, err := c.do(ctx, http.MethodPost, userLockPath(name, userID), body, &out)
+	_, h, err := c.doHeader(ctx, http.MethodPost, userLockPath(name, userID), body, &out)
+	if err == nil {
+		out.RateLimit, _ = ParseRateLimit(h)
+	}
 	return out, err
 }
 

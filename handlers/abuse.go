@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -21,6 +22,12 @@ type flagJSON struct {
 	FirstFlaggedAt string  `json:"first_flagged_at"`
 	LastFlaggedAt  string  `json:"last_flagged_at"`
 	BannedUntil    *string `json:"banned_until"`
+	// AutomaticBans: policy bans of this lock on the user (the n of the
+	// escalation), an extension of the contract's FLAG.
+	AutomaticBans int64 `json:"automatic_bans"`
+	// AttemptsAt is the evidence: the times of the last attempts (at most
+	// 50, oldest first) of the window that flagged.
+	AttemptsAt []string `json:"attempts_at"`
 }
 
 func toFlagJSON(f leasegate.Flag) flagJSON {
@@ -31,6 +38,11 @@ func toFlagJSON(f leasegate.Flag) flagJSON {
 		PeakAttempts:   f.PeakAttempts,
 		FirstFlaggedAt: leasegate.FormatTime(f.FirstFlaggedAt),
 		LastFlaggedAt:  leasegate.FormatTime(f.LastFlaggedAt),
+		AutomaticBans:  f.AutomaticBans,
+		AttemptsAt:     make([]string, 0, len(f.AttemptsAt)),
+	}
+	for _, at := range f.AttemptsAt {
+		j.AttemptsAt = append(j.AttemptsAt, leasegate.FormatTime(at))
 	}
 	if !f.BannedUntil.IsZero() {
 		s := leasegate.FormatTime(f.BannedUntil)
@@ -50,6 +62,19 @@ type banJSON struct {
 	Reason      string `json:"reason"`
 	BannedBy    string `json:"banned_by"`
 	Source      string `json:"source"`
+	// BannedAt and Lock (the policy's lock, "" for operators) extend the
+	// contract's BAN.
+	BannedAt string `json:"banned_at,omitempty"`
+	Lock     string `json:"lock,omitempty"`
+}
+
+func toBanJSON(user string, b leasegate.Ban) *banJSON {
+	j := &banJSON{UserID: user, BannedUntil: leasegate.FormatTime(b.Until),
+		Reason: b.Reason, BannedBy: b.By, Source: b.Source, Lock: b.Lock}
+	if !b.Created.IsZero() {
+		j.BannedAt = leasegate.FormatTime(b.Created)
+	}
+	return j
 }
 
 type userFlagsJSON struct {
@@ -135,8 +160,7 @@ func (a *API) getFlagged(c echo.Context) error {
 		out.Flags = append(out.Flags, toFlagJSON(f))
 	}
 	if uf.Ban != nil {
-		out.Ban = &banJSON{UserID: uf.UserID, BannedUntil: leasegate.FormatTime(uf.Ban.Until),
-			Reason: uf.Ban.Reason, BannedBy: uf.Ban.By, Source: uf.Ban.Source}
+		out.Ban = toBanJSON(uf.UserID, *uf.Ban)
 	}
 	return sendJSON(c, http.StatusOK, out)
 }
@@ -221,10 +245,63 @@ func (a *API) ban(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusCreated, banJSON{UserID: req.user, BannedUntil: leasegate.FormatTime(b.Until),
-		Reason: b.Reason, BannedBy: b.By, Source: b.Source})
+	return sendJSON(c, http.StatusCreated, toBanJSON(req.user, b))
 }
 
 func (a *API) unban(c echo.Context) error {
 	return a.operatorAction(c, a.deps.Flags.Unban)
+}
+
+type deadLetterJSON struct {
+	ID       string          `json:"id"`
+	Type     string          `json:"type"`
+	URL      string          `json:"url"`
+	Tries    int64           `json:"tries"`
+	Error    string          `json:"error"`
+	FailedAt string          `json:"failed_at"`
+	Event    json.RawMessage `json:"event"`
+}
+
+type webhookStatusJSON struct {
+	Enabled       bool             `json:"enabled"`
+	OutboxEntries int64            `json:"outbox_entries"`
+	Pending       int64            `json:"pending"`
+	DeadLetters   []deadLetterJSON `json:"dead_letters"`
+}
+
+// webhookStatus is GET /abuse/webhooks?limit=N: the outbox's depth and
+// the caller's tenant's dead letters, newest first.
+func (a *API) webhookStatus(c echo.Context) error {
+	var ck checker
+	noQuery(c, &ck, "limit")
+	limit := 0
+	if v := c.QueryParams()["limit"]; len(v) > 0 {
+		n, err := strconv.Atoi(v[0])
+		if len(v) != 1 || err != nil || !isIntLiteral(v[0]) || n < 1 || n > leasegate.MaxDeadLetterPageSize {
+			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxDeadLetterPageSize))
+		}
+		limit = n
+	}
+	if err := ck.err(); err != nil {
+		return err
+	}
+	out := webhookStatusJSON{DeadLetters: []deadLetterJSON{}}
+	if a.deps.Webhooks != nil {
+		ctx, cancel := a.opContext(c)
+		defer cancel()
+		st, err := a.deps.Webhooks.Status(ctx, tenantOf(c), limit)
+		if err != nil {
+			return err
+		}
+		out.Enabled, out.OutboxEntries, out.Pending = st.Enabled, st.OutboxEntries, st.Pending
+		for _, d := range st.DeadLetters {
+			ev := json.RawMessage(d.Event)
+			if !json.Valid(ev) {
+				ev = json.RawMessage("null")
+			}
+			out.DeadLetters = append(out.DeadLetters, deadLetterJSON{ID: d.EventID, Type: d.Type, URL: d.URL,
+				Tries: d.Tries, Error: d.Error, FailedAt: leasegate.FormatTime(d.FailedAt), Event: ev})
+		}
+	}
+	return sendJSON(c, http.StatusOK, out)
 }

@@ -58,6 +58,9 @@ type Deps struct {
 	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
 	Semaphores leasegate.SemaphoreService
 	Claims     leasegate.ClaimService
+	// Webhooks shows the webhook outbox and its dead letters
+	// (GET /abuse/webhooks); nil: webhooks are not configured.
+	Webhooks leasegate.WebhookInspector
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -143,6 +146,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/abuse/flagged/:user_id", a.clearFlagged, ops...)
 		e.POST("/abuse/bans/:user_id", a.ban, ops...)
 		e.DELETE("/abuse/bans/:user_id", a.unban, ops...)
+		e.GET("/abuse/webhooks", a.webhookStatus, ops...)
 		a.registerOps(e, authn)
 	}
 

@@ -49,7 +49,7 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 		t = t.UTC()
 		return template.HTML(`<span class="nw">` + t.Format(time.DateOnly) + `</span> <span class="nw">` + t.Format(time.TimeOnly) + `</span>`)
 	},
-}).ParseFS(opsFiles, "opspage/page.html"))
+}).ParseFS(opsFiles, "opspage/page.html", "opspage/timeline.html"))
 
 var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html"))
 
@@ -75,6 +75,13 @@ type opsRow struct {
 	BannedUntil    string
 	// Ban is the user's active ban in full, nil when none.
 	Ban *opsBan
+	// AutomaticBans is how many bans the lock's policy has placed on the
+	// user within the retention (escalation, docs/abuse.md).
+	AutomaticBans int64
+	// Timeline is the evidence: the attempts of the flagged window.
+	Timeline     []opsTick
+	TimelineFrom string
+	TimelineTo   string
 }
 
 // opsBan is an active ban as the page shows it: until when, why, who
@@ -97,6 +104,30 @@ func toOpsBan(b *leasegate.Ban) *opsBan {
 		ob.Created = leasegate.FormatTime(b.Created)
 	}
 	return ob
+}
+
+// opsTick is one attempt on the evidence timeline: X in 0..997 of the
+// SVG's 1000 units across the attempts' span.
+type opsTick struct {
+	At string
+	X  int
+}
+
+// timeline places the attempts across the SVG's width.
+func timeline(at []time.Time) (ticks []opsTick, from, to string) {
+	if len(at) == 0 {
+		return nil, "", ""
+	}
+	first, last := at[0], at[len(at)-1]
+	span := last.Sub(first)
+	for _, t := range at {
+		x := 0
+		if span > 0 {
+			x = int(int64(t.Sub(first)) * 997 / int64(span))
+		}
+		ticks = append(ticks, opsTick{At: leasegate.FormatTime(t), X: x})
+	}
+	return ticks, leasegate.FormatTime(first), leasegate.FormatTime(last)
 }
 
 type opsFlash struct {
@@ -365,6 +396,11 @@ func (a *API) opsPage(c echo.Context) error {
 		if !f.BannedUntil.IsZero() {
 			r.BannedUntil = leasegate.FormatTime(f.BannedUntil)
 			b, ok := bans[f.UserID]
+			if !ok && f.Ban != nil {
+				// The registry gave the ban record with the flag.
+				b, ok = toOpsBan(f.Ban), true
+				bans[f.UserID] = b
+			}
 			if !ok {
 				uf, err := a.deps.Flags.Get(ctx, tenant, f.UserID)
 				switch {
@@ -379,6 +415,8 @@ func (a *API) opsPage(c echo.Context) error {
 			}
 			r.Ban = b
 		}
+		r.AutomaticBans = f.AutomaticBans
+		r.Timeline, r.TimelineFrom, r.TimelineTo = timeline(f.AttemptsAt)
 		v.Items = append(v.Items, r)
 	}
 	var buf bytes.Buffer

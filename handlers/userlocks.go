@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -99,8 +101,13 @@ func (a *API) userLockAttempt(c echo.Context) error {
 	defer cancel()
 	res, err := a.deps.UserLocks.Attempt(ctx, tenantOf(c), name, user, time.Duration(ttl)*time.Second, requestMeta(c))
 	if err != nil {
+		var be *leasegate.BannedError
+		if errors.As(err, &be) {
+			setRateLimit(c.Response().Header(), be.RateLimit)
+		}
 		return err
 	}
+	setRateLimit(c.Response().Header(), res.RateLimit)
 	return sendJSON(c, http.StatusOK, userLockJSON{
 		Acquired:  res.Acquired,
 		Attempts:  res.Attempts,
@@ -129,4 +136,30 @@ func (a *API) userLockClear(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// setRateLimit writes the IETF RateLimit header fields
+// (draft-ietf-httpapi-ratelimit-headers-10, structured fields, RFC 9651):
+//
+//	RateLimit-Policy: "<lock>";q=<max_attempts>;w=<window seconds>
+//	RateLimit: "<lock>";r=<attempts left before the flag>;t=<seconds to reset>
+//
+// Lock names are [A-Za-z0-9._-], so they need no escaping in an sf-string.
+// Seconds are rounded up: a client that waits t seconds finds the window
+// (or the ban) over.
+func setRateLimit(h http.Header, rl leasegate.RateLimit) {
+	if rl.IsZero() {
+		return
+	}
+	id := strconv.Quote(rl.Policy)
+	h.Set("RateLimit-Policy", id+";q="+strconv.FormatInt(rl.Quota, 10)+";w="+strconv.FormatInt(ceilSeconds(rl.Window), 10))
+	h.Set("RateLimit", id+";r="+strconv.FormatInt(max(rl.Remaining, 0), 10)+";t="+strconv.FormatInt(ceilSeconds(rl.Reset), 10))
+}
+
+// ceilSeconds is d in whole seconds, rounded up, never negative.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
 }

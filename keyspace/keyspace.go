@@ -30,6 +30,8 @@
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:limit              string  the limit in force
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:fence              string  the last permit token
 //	<prefix>{t=<tenant>;r=claim%3A<scope>%3A<key>}:claim        hash    a claim
+//	<prefix>{t=;r=webhook%3Aoutbox}:events                     stream  the webhook outbox (every tenant)
+//	<prefix>{t=;r=webhook%3Aoutbox}:dead                       stream  webhook events given up on
 //
 // A resource named "user:<id>" shares a user's tag (and slot) but never a
 // key: the suffixes differ, and the tag holds no '}', so the suffix is
@@ -169,6 +171,19 @@ func (s Space) LoginFailures(tenant, scope, subject string) string {
 func (s Space) SessionRevoked(tenant, id string) string {
 	return s.base(tenant, "ops-session:"+id) + ":revoked"
 }
+
+// Outbox is the key of the webhook outbox: a stream of abuse events
+// (flag, ban, unban, clear) of every tenant, the tenant in each entry,
+// read by the gateways' deliverers through one consumer group per URL
+// (docs/abuse.md). It has a tag of its own: on Redis Cluster it cannot
+// share a slot with every user's keys (see docs/abuse.md for the
+// trade-off).
+func (s Space) Outbox() string { return s.base("", "webhook:outbox") + ":events" }
+
+// DeadLetters is the key of the stream of webhook events the deliverer
+// gave up on; it shares the outbox's tag, so moving an event there and
+// acknowledging it is one MULTI.
+func (s Space) DeadLetters() string { return s.base("", "webhook:outbox") + ":dead" }
 
 // HashTag returns the Redis Cluster hash tag, braces included, under
 // which every key of (tenant, name) lives: "{t=<tenant>;r=<name>}" with

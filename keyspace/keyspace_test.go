@@ -203,6 +203,8 @@ var pinned = []struct {
 	{Space{}.User("", "u-1").Counter("login"), "lg:{t=;r=user%3Au-1}:ul:login", ""},
 	{Space{}.User("acme", "a:b}").Ban(), "lg:{t=acme;r=user%3Aa%3Ab%7D}:ban", ""},
 	{Space{Prefix: "x:"}.FlagIndex("acme", "login"), "x:{t=acme;r=abuse%3Aindex%3Alogin}:flagged", ""},
+	{Space{}.Outbox(), "lg:{t=;r=webhook%3Aoutbox}:events", "abuse.md"},
+	{Space{}.DeadLetters(), "lg:{t=;r=webhook%3Aoutbox}:dead", "abuse.md"},
 }
 
 func TestKeysAreThoseOfRunningDeployments(t *testing.T) {

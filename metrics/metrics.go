@@ -38,6 +38,12 @@ type Metrics struct {
 	AbuseFlags    *prometheus.CounterVec // lock
 	AbuseBans     *prometheus.CounterVec // lock, source: policy, operator
 
+	// Webhooks (package webhook)
+	WebhookDeliveries *prometheus.CounterVec // result: delivered, failed, dead
+	WebhookOutbox     prometheus.Gauge       // entries in the outbox stream
+	WebhookPending    prometheus.Gauge       // events claimed, not yet delivered (all URLs)
+	WebhookDead       prometheus.Gauge       // entries in the dead-letter stream
+
 	// Authentication
 	AuthRefusals *prometheus.CounterVec // via: bearer, login, session; reason
 
@@ -169,6 +175,22 @@ func New(reg *prometheus.Registry) *Metrics {
 			Namespace: ns, Name: "abuse_bans_total",
 			Help: "Bans placed, by lock (\"\" for operator bans) and source: policy or operator.",
 		}, []string{"lock", "source"}),
+		WebhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "webhook_deliveries_total",
+			Help: "Webhook delivery attempts by result: delivered (2xx), failed (will be retried), dead (given up, dead-lettered).",
+		}, []string{"result"}),
+		WebhookOutbox: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "webhook_outbox_entries",
+			Help: "Entries in the webhook outbox stream (delivered or not; bounded by its MAXLEN).",
+		}),
+		WebhookPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "webhook_pending",
+			Help: "Webhook events read but not yet delivered, over all URLs (the consumer groups' pending entries).",
+		}),
+		WebhookDead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "webhook_dead_letters",
+			Help: "Webhook events given up on after the last retry (the dead-letter stream's length).",
+		}),
 		AuthRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "auth_refusals_total",
 			Help: "Refused authentications by via (bearer, login, session) and reason (a fixed set per via, docs/metrics.md).",
@@ -187,6 +209,7 @@ func New(reg *prometheus.Registry) *Metrics {
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,
 		m.RedisErrors, m.RedisLatency,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
+		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

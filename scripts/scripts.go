@@ -75,3 +75,9 @@ var (
 	ClaimStatus   = load("claim_status")
 	ClaimRemove   = load("claim_remove")
 )
+
+// Scripts of the abuse engine's webhook events.
+var (
+	// Unban lifts a ban and writes its webhook event, atomically.
+	Unban = load("unban")
+)

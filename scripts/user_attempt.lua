@@ -2,23 +2,38 @@
 -- with the abuse counter, flagging and policy bans, atomically.
 --
 -- Every key belongs to one (tenant, user) and shares its hash tag.
--- KEYS[1] counter   (hash: n, start, exp, flagged; PEXPIREAT = exp) for (lock, user);
---                   flagged = "1" once the window has flagged the user
+-- KEYS[1] counter   (hash: n, start, exp, flagged, at; PEXPIREAT = exp) for (lock, user);
+--                   flagged = "1" once the window has flagged the user;
+--                   at = the times of the window's last attempts (at most
+--                   ARGV[12]) as decimal milliseconds after start, comma-separated
 -- KEYS[2] ban       (hash: until, reason, by, source, lock, created; PEXPIREAT = until)
--- KEYS[3] flag      (hash: user, lock, times, peak, first, last, window_start, window_end)
+-- KEYS[3] flag      (hash: user, lock, times, peak, first, last, window_start, window_end,
+--                   bans = automatic bans placed by this lock's policy,
+--                   evidence = the flagged window's "at", offsets from window_start)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
+-- KEYS[5] webhook outbox (stream), optional: when given, the flag and a
+--         policy ban are written to it as events in this same script, so
+--         an event exists if and only if what it reports happened. Not
+--         given on Redis Cluster (another slot; the caller adds the events
+--         in a second step) or without webhooks.
 -- ARGV[1] ttl in milliseconds (> 0): the window, from the first attempt
 -- ARGV[2] max_attempts (>= 1): the first attempt of a window at or above it
 --         flags the user
 -- ARGV[3] enforce bans: "1" refuse banned users and place policy bans, "0" never (shadow, allowlist)
 -- ARGV[4] may flag: "1" normally, "0" for allowlisted users
 -- ARGV[5] ban after K flagged windows (0 = never ban by policy)
--- ARGV[6] policy ban length in milliseconds
+-- ARGV[6] length of the first policy ban in milliseconds (ban_seconds)
 -- ARGV[7] flag retention in milliseconds (flag records live this long after the last flag)
 -- ARGV[8] user id
 -- ARGV[9] lock name
+-- ARGV[10] factor (>= 1): the n-th policy ban lasts ARGV[6] * factor^(n-1)
+-- ARGV[11] cap of a policy ban in milliseconds (max_ban_seconds)
+-- ARGV[12] how many attempt times to keep as evidence (>= 1)
+-- ARGV[13] event id of the flag event, ARGV[14] of the ban event (with KEYS[5])
+-- ARGV[15] tenant (for the events)
+-- ARGV[16] outbox length bound (XADD MAXLEN ~)
 --
--- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms}
+-- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
 --          counted: n is this attempt's number in the window (1 = the lock
 --          was acquired); flagged_now is 1 for exactly one attempt per
 --          window: the first whose n is at or above max_attempts (>=, not
@@ -26,7 +41,8 @@
 --          lowered mid-window, is already past it); times_flagged is the
 --          flag record's count
 --          (0 when not flagged now); ban_until_ms is the policy ban placed
---          by this attempt (0 = none).
+--          by this attempt (0 = none) and ban_number its n (the flag
+--          record's bans, 0 = none).
 --        {-1, ban_until_ms, now_ms}
 --          the user is banned; nothing was counted.
 -- Numbers are returned as decimal strings so no precision is lost.
@@ -44,6 +60,27 @@ local may_flag = ARGV[4] == '1'
 local ban_after = tonumber(ARGV[5])
 local ban_ms = tonumber(ARGV[6])
 local retention = tonumber(ARGV[7])
+local factor = tonumber(ARGV[10]) or 1
+local max_ban = tonumber(ARGV[11]) or ban_ms
+local max_evidence = tonumber(ARGV[12]) or 50
+local outbox = KEYS[5]
+local function event(...)
+  if outbox then
+    redis.call('XADD', outbox, 'MAXLEN', '~', ARGV[16], '*', ...)
+  end
+end
+-- push appends offset off to the packed list of attempt times, keeping
+-- the last max_evidence: bounded memory per (lock, user).
+local function push(list, off)
+  if not list or list == '' then return off end
+  list = list .. ',' .. off
+  local _, commas = string.gsub(list, ',', ',')
+  while commas >= max_evidence do
+    list = string.sub(list, string.find(list, ',', 1, true) + 1)
+    commas = commas - 1
+  end
+  return list
+end
 local function s(x) return string.format('%.0f', x) end
 
 if enforce then
@@ -81,13 +118,20 @@ if ty == 'hash' then
     n = redis.call('HINCRBY', KEYS[1], 'n', 1)
     start = tonumber(cur[1] or '')
     exp = cexp
+    local repaired = false
     if not start or not exp or redis.call('PTTL', KEYS[1]) < 0 then
       -- No expiry: repair it, or the user would be locked out forever.
       start = now
       exp = now + ttl
-      redis.call('HSET', KEYS[1], 'start', s(start), 'exp', s(exp))
+      redis.call('HSET', KEYS[1], 'start', s(start), 'exp', s(exp), 'at', '0')
       redis.call('HDEL', KEYS[1], 'flagged')
       redis.call('PEXPIREAT', KEYS[1], exp)
+      repaired = true
+    else
+      redis.call('HSET', KEYS[1], 'at', push(redis.call('HGET', KEYS[1], 'at'), s(now - start)))
+    end
+    if repaired then
+      -- A new window: nothing has flagged it yet.
     elseif redis.call('HGET', KEYS[1], 'flagged') == '1' then
       already = true
     elseif redis.call('HGET', KEYS[3], 'window_start') == s(start) then
@@ -101,13 +145,14 @@ if ty == 'none' then
   n = carried + 1
   start = now
   exp = now + ttl
-  redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp))
+  redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp), 'at', '0')
   redis.call('PEXPIREAT', KEYS[1], exp)
 end
 
 local flagged_now = 0
 local times = 0
 local ban_until = 0
+local ban_number = 0
 if may_flag and n >= max_attempts then
   if not already then
     flagged_now = 1
@@ -119,20 +164,38 @@ if may_flag and n >= max_attempts then
     local peak = tonumber(redis.call('HGET', KEYS[3], 'peak') or '0') or 0
     if n > peak then peak = n end
     redis.call('HSET', KEYS[3], 'last', s(now), 'peak', s(peak),
-      'window_start', s(start), 'window_end', s(exp))
+      'window_start', s(start), 'window_end', s(exp),
+      'evidence', redis.call('HGET', KEYS[1], 'at') or '')
     redis.call('PEXPIRE', KEYS[3], retention)
     redis.call('SADD', KEYS[4], ARGV[9])
     redis.call('PEXPIRE', KEYS[4], retention)
+    event('id', ARGV[13], 'type', 'flag', 'tenant', ARGV[15], 'user_id', ARGV[8], 'lock', ARGV[9],
+      'at', s(now), 'attempts', s(n), 'times_flagged', s(times))
     if enforce and ban_after > 0 and ban_ms > 0 and times >= ban_after then
-      local ban_end = now + ban_ms
+      -- Escalation: the n-th automatic ban lasts ban_ms * factor^(n-1),
+      -- capped (the same loop as abuse.Policy.BanLength).
+      local nban = (tonumber(redis.call('HGET', KEYS[3], 'bans') or '0') or 0) + 1
+      local d = ban_ms
+      for _ = 2, nban do
+        if d >= max_ban then break end
+        d = d * factor
+      end
+      if d > max_ban then d = max_ban end
+      d = math.floor(d)
+      local ban_end = now + d
       local cur = tonumber(redis.call('HGET', KEYS[2], 'until') or '0') or 0
       if cur < ban_end then
+        redis.call('HSET', KEYS[3], 'bans', s(nban))
         redis.call('DEL', KEYS[2])
         redis.call('HSET', KEYS[2], 'until', s(ban_end), 'source', 'policy', 'by', 'policy',
-          'lock', ARGV[9], 'reason', 'flagged ' .. times .. ' times on lock ' .. ARGV[9],
+          'lock', ARGV[9], 'reason', 'automatic ban ' .. nban .. ': flagged ' .. times .. ' times on lock ' .. ARGV[9],
           'created', s(now))
         redis.call('PEXPIREAT', KEYS[2], ban_end)
         ban_until = ban_end
+        ban_number = nban
+        event('id', ARGV[14], 'type', 'ban', 'tenant', ARGV[15], 'user_id', ARGV[8], 'lock', ARGV[9],
+          'at', s(now), 'banned_until', s(ban_end), 'ban_number', s(nban), 'source', 'policy',
+          'actor', 'policy', 'reason', 'automatic ban ' .. nban .. ': flagged ' .. times .. ' times on lock ' .. ARGV[9])
       end
     end
   elseif redis.call('EXISTS', KEYS[3]) == 1 then
@@ -140,6 +203,10 @@ if may_flag and n >= max_attempts then
     -- back a record an operator has cleared.
     local peak = tonumber(redis.call('HGET', KEYS[3], 'peak') or '0') or 0
     if n > peak then redis.call('HSET', KEYS[3], 'peak', s(n)) end
+    if redis.call('HGET', KEYS[3], 'window_start') == s(start) then
+      -- The evidence follows the flagged window to its end.
+      redis.call('HSET', KEYS[3], 'evidence', redis.call('HGET', KEYS[1], 'at') or '')
+    end
   end
 end
-return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until)}
+return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until), ban_number}

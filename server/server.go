@@ -31,6 +31,7 @@ import (
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
 	"github.com/leasegate/leasegate/semaphore"
+	"github.com/leasegate/leasegate/webhook"
 )
 
 // Version is the build's version, set with -ldflags "-X github.com/leasegate/leasegate/server.Version=v1.2.3".
@@ -77,6 +78,9 @@ type Config struct {
 	AbusePolicies abuse.Policies
 	// AbuseLog receives the abuse log (JSON lines); nil is os.Stdout.
 	AbuseLog io.Writer
+	// Webhooks: with URLs, abuse events go to the outbox and this gateway
+	// delivers them (server/webhook.go, docs/abuse.md).
+	Webhooks webhook.Config
 
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -122,6 +126,7 @@ func DefaultConfig() Config {
 		OpsSessionTTL:     auth.DefaultSessionTTL,
 		MaxWaiters:        DefaultMaxWaiters,
 		AbusePolicies:     abuse.DefaultPolicies(),
+		Webhooks:          webhook.Config{MaxAttempts: webhook.DefaultMaxAttempts, Timeout: webhook.DefaultTimeout},
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      45 * time.Second,
@@ -177,6 +182,7 @@ func (c Config) Validate() error {
 	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateWebhooks()...)
 	errs = append(errs, c.validateRedis()...)
 	return errors.Join(errs...)
 }
@@ -195,6 +201,7 @@ type Server struct {
 	// keyring is nil in open mode.
 	keyring *auth.Keyring
 	waiter  *redislock.Waiter
+	hooks   *webhook.Deliverer
 	// guard checks the Redis deployment (redischeck.go); nil on the
 	// embedded Redis.
 	guard   *redisGuard
@@ -267,12 +274,18 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Policies: cfg.AbusePolicies,
 		Log:      NewAbuseLogger(abuseLog),
 		Metrics:  s.metrics,
+		Outbox:   len(cfg.Webhooks.URLs) > 0,
 	})
+	if err := s.startWebhooks(); err != nil {
+		s.closeRedis()
+		return nil, err
+	}
 	deps := handlers.Deps{
 		Metrics:   s.metrics,
 		Locks:     redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout),
 		UserLocks: abuseSvc,
 		Flags:     abuseSvc,
+		Webhooks:  s.webhookInspector(),
 		Ready:     s.ready,
 		Log:       log,
 
@@ -426,6 +439,9 @@ func (s *Server) closeRedis() {
 		}
 		if s.batcher != nil {
 			s.batcher.Close()
+		}
+		if s.hooks != nil {
+			s.hooks.Close()
 		}
 		if s.rdb != nil {
 			_ = s.rdb.Close()

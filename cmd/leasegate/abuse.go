@@ -22,6 +22,7 @@ const abuseUsage = `Usage:
   leasegate abuse clear USER_ID                 clear the user's flags and any ban
   leasegate abuse ban USER_ID --for DURATION [--reason TEXT]   --for is required
   leasegate abuse unban USER_ID
+  leasegate abuse webhooks [--limit N]          the webhook outbox and its dead letters
 
 Every subcommand takes --url (LEASEGATE_URL, default http://127.0.0.1:8080),
 --api-key (LEASEGATE_API_KEY, an ops key) and --json.
@@ -72,7 +73,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string, getenv func(string) strin
 func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, abuseUsage)
-		return usageError{errors.New("abuse needs a subcommand: list, show, clear, ban or unban")}
+		return usageError{errors.New("abuse needs a subcommand: list, show, clear, ban, unban or webhooks")}
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("leasegate abuse "+sub, flag.ContinueOnError)
@@ -94,6 +95,8 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	case "ban":
 		fs.DurationVar(&banFor, "for", 0, "how long the ban lasts: required, whole seconds from 1s to 8760h (e.g. 1h, 24h)")
 		fs.StringVar(&reason, "reason", "", "why (kept with the ban and in the audit record)")
+	case "webhooks":
+		fs.IntVar(&limit, "limit", 0, "dead letters to show (default: the gateway's, 50)")
 	case "show", "clear", "unban":
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, abuseUsage)
@@ -107,12 +110,12 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return err
 	}
 	wantArgs := 1
-	if sub == "list" {
+	if sub == "list" || sub == "webhooks" {
 		wantArgs = 0
 	}
 	if len(pos) != wantArgs {
 		if wantArgs == 0 {
-			return usageError{fmt.Errorf("abuse list takes no arguments, got %q", pos)}
+			return usageError{fmt.Errorf("abuse %s takes no arguments, got %q", sub, pos)}
 		}
 		return usageError{fmt.Errorf("abuse %s takes one USER_ID, got %d arguments", sub, len(pos))}
 	}
@@ -153,8 +156,36 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			return err
 		}
 		return out.done(pos[0], "unbanned", "lifted the ban of "+printable(pos[0]))
+	case "webhooks":
+		st, err := c.WebhookStatus(ctx, limit)
+		if err != nil {
+			return err
+		}
+		return out.webhooks(st)
 	}
 	return nil
+}
+
+// webhooks prints the outbox's state and the dead letters.
+func (p *printer) webhooks(st client.WebhookStatus) error {
+	if p.json {
+		return p.encode(st)
+	}
+	if !st.Enabled {
+		fmt.Fprintln(p.w, "webhooks: not configured on this gateway (--webhook-url)")
+	}
+	fmt.Fprintf(p.w, "outbox: %d entries, %d pending delivery, %d dead letters shown\n", st.OutboxEntries, st.Pending, len(st.DeadLetters))
+	if len(st.DeadLetters) == 0 {
+		return nil
+	}
+	fmt.Fprintln(p.w)
+	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAILED AT\tEVENT\tTYPE\tTRIES\tURL\tLAST ERROR")
+	for _, d := range st.DeadLetters {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", stamp(d.FailedAt), printable(d.ID), printable(d.Type),
+			d.Tries, printable(d.URL), printable(d.Error))
+	}
+	return tw.Flush()
 }
 
 func abuseList(ctx context.Context, c *client.Client, out *printer, opts client.ListFlaggedOptions, all bool) error {
@@ -230,6 +261,9 @@ func (p *printer) userFlags(uf client.UserFlags) error {
 	fmt.Fprintf(p.w, "user:   %s\n", printable(uf.UserID))
 	if uf.Ban != nil {
 		fmt.Fprintf(p.w, "banned: until %s by %s (%s)", stamp(uf.Ban.BannedUntil), printable(uf.Ban.BannedBy), uf.Ban.Source)
+		if uf.Ban.BannedAt != nil {
+			fmt.Fprintf(p.w, " at %s", stamp(*uf.Ban.BannedAt))
+		}
 		if uf.Ban.Reason != "" {
 			fmt.Fprintf(p.w, ": %s", printable(uf.Ban.Reason))
 		}
@@ -243,7 +277,29 @@ func (p *printer) userFlags(uf client.UserFlags) error {
 	}
 	fmt.Fprintln(p.w)
 	p.flagTable(uf.Flags)
+	for _, f := range uf.Flags {
+		p.evidence(f)
+	}
 	return nil
+}
+
+// evidence prints a flag's automatic ban count and the attempt times of
+// the window that flagged (oldest first, as offsets from the first).
+func (p *printer) evidence(f client.Flag) {
+	fmt.Fprintf(p.w, "\n%s: automatic bans %d", printable(f.Lock), f.AutomaticBans)
+	if len(f.AttemptsAt) == 0 {
+		fmt.Fprintln(p.w, ", no attempt times recorded")
+		return
+	}
+	first := f.AttemptsAt[0]
+	fmt.Fprintf(p.w, ", %d attempts of the flagged window from %s:\n ", len(f.AttemptsAt), first.UTC().Format("2006-01-02 15:04:05.000Z"))
+	for i, at := range f.AttemptsAt {
+		if i > 0 && i%10 == 0 {
+			fmt.Fprint(p.w, "\n ")
+		}
+		fmt.Fprintf(p.w, " +%.3fs", at.Sub(first).Seconds())
+	}
+	fmt.Fprintln(p.w)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }

@@ -105,6 +105,11 @@ func TestAbuseCommands(t *testing.T) {
 		if !strings.Contains(r.stdout, "banned: until") || !strings.Contains(r.stdout, "scraping") || !strings.Contains(r.stdout, "export") {
 			t.Errorf("got %q, want the ban and the export flag", r.stdout)
 		}
+		for _, want := range []string{" at 20", "export: automatic bans 0, ", " attempts of the flagged window from ", " +0.000s"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("got %q, want the ban's time and the flag's evidence (%q)", r.stdout, want)
+			}
+		}
 		r = runCLI(t, env, "abuse", "unban", "bob")
 		if r.code != 0 || r.stdout != "lifted the ban of bob\n" {
 			t.Errorf("unban: exit %d %q %q", r.code, r.stdout, r.stderr)

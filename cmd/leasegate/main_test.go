@@ -105,6 +105,11 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_ABUSE_MAX_ATTEMPTS":   "9",
 			"LEASEGATE_ABUSE_FLAG_RETENTION": "12h",
 			"LEASEGATE_ABUSE_LOG":            "/var/log/leasegate/abuse.log",
+
+			"LEASEGATE_WEBHOOK_URL":          "https://a.example/hook,https://b.example/hook",
+			"LEASEGATE_WEBHOOK_SECRET":       "0123456789abcdef-webhook",
+			"LEASEGATE_WEBHOOK_MAX_ATTEMPTS": "12",
+			"LEASEGATE_WEBHOOK_TIMEOUT":      "3s",
 		}
 		cfg, level, af, err := parseServeAll(t, nil, kv)
 		if err != nil {
@@ -132,6 +137,10 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.InsecureOpen = true
 		want.MetricsAuth = "none"
 		want.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1"}
+		want.Webhooks.URLs = []string{"https://a.example/hook", "https://b.example/hook"}
+		want.Webhooks.Secret = "0123456789abcdef-webhook"
+		want.Webhooks.MaxAttempts = 12
+		want.Webhooks.Timeout = 3 * time.Second
 		want.OpsSessionTTL = 30 * time.Minute
 		want.HTTP.OpsSecureCookies = true
 		want.OpsSessionSecret = "0123456789abcdef0123456789abcdef"

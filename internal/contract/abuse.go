@@ -112,6 +112,29 @@ func UserLocks(t *testing.T, newBackend func(t *testing.T) AbuseBackend) {
 		}
 	})
 
+	t.Run("every attempt reports its RateLimit: the quota, the window, attempts left and time to reset", func(t *testing.T) {
+		b := newBackend(t)
+		for i := int64(1); i <= int64(b.MaxAttempts)+1; i++ {
+			rl := mustAttempt(t, b, "login", "u-rl", ttl).RateLimit
+			left := max(int64(b.MaxAttempts)-i, 0)
+			if rl.Policy != "login" || rl.Quota != int64(b.MaxAttempts) || rl.Window != ttl || rl.Remaining != left {
+				t.Errorf("attempt %d: got %+v, want policy login, quota %d, window %v, %d left", i, rl, b.MaxAttempts, ttl, left)
+			}
+			if rl.Reset <= 0 || rl.Reset > ttl {
+				t.Errorf("attempt %d: got reset %v, want within the window %v", i, rl.Reset, ttl)
+			}
+		}
+		mustBan(t, b, "u-rl", time.Hour)
+		_, err := b.UserLocks.Attempt(t.Context(), "", "login", "u-rl", ttl, leasegate.RequestMeta{})
+		var be *leasegate.BannedError
+		if !errors.As(err, &be) {
+			t.Fatalf("got %v, want a *BannedError", err)
+		}
+		if rl := be.RateLimit; rl.Quota != int64(b.MaxAttempts) || rl.Remaining != 0 || rl.Reset <= time.Hour-time.Minute || rl.Reset > time.Hour {
+			t.Errorf("banned: got %+v, want quota %d, none left, reset about 1h", rl, b.MaxAttempts)
+		}
+	})
+
 	t.Run("a banned user's attempt is refused with a BannedError and not counted", func(t *testing.T) {
 		b := newBackend(t)
 		mustAttempt(t, b, "login", "u-ban", ttl)

@@ -157,8 +157,16 @@ final class Client
     public function addUserLock(string $name, string $userId, ?int $ttlSeconds = null): UserLockResult
     {
         $body = $ttlSeconds === null ? null : ['ttl_seconds' => $ttlSeconds];
-        $data = $this->call('POST', self::userLockPath($name, $userId), $body);
-        return UserLockResult::fromArray($data);
+        $path = self::userLockPath($name, $userId);
+        $response = $this->send('POST', $path, $body);
+        if ($response->status === 429) {
+            $e = ProblemException::fromResponse($response);
+            if ($e instanceof AbnormalUsageException) {
+                $e->rateLimit = RateLimit::fromResponse($response);
+            }
+            throw $e;
+        }
+        return UserLockResult::fromArray(self::decode('POST', $path, $response), RateLimit::fromResponse($response));
     }
 
     /**
@@ -219,6 +227,17 @@ final class Client
      */
     private function call(string $method, string $path, ?array $body = null, ?array $query = null, float $extraTimeout = 0.0, ?int &$status = null): mixed
     {
+        $response = $this->send($method, $path, $body, $query, $extraTimeout);
+        $status = $response->status;
+        return self::decode($method, $path, $response);
+    }
+
+    /**
+     * @param ?array<string, mixed> $body
+     * @param ?array<string, string> $query
+     */
+    private function send(string $method, string $path, ?array $body = null, ?array $query = null, float $extraTimeout = 0.0): Response
+    {
         $url = $this->baseUrl . $path;
         if ($query !== null && $query !== []) {
             $url .= '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
@@ -236,9 +255,7 @@ final class Client
             }
             $headers['Content-Type'] = 'application/json';
         }
-        $response = $this->transport->send($method, $url, $headers, $payload, $this->timeout + $extraTimeout);
-        $status = $response->status;
-        return self::decode($method, $path, $response);
+        return $this->transport->send($method, $url, $headers, $payload, $this->timeout + $extraTimeout);
     }
 
     private static function decode(string $method, string $path, Response $response): mixed

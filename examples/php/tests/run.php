@@ -50,6 +50,7 @@ use LeaseGate\UnauthorizedException;
 use LeaseGate\UnavailableException;
 use LeaseGate\UnsupportedMediaTypeException;
 use LeaseGate\ValidationException;
+use LeaseGate\WebhookSignature;
 
 final class Ctx
 {
@@ -160,12 +161,25 @@ function group_offline(Ctx $ctx): void
     eq($fake->last()['url'], 'http://gw.example:8080/user-locks/receiveDailyTask/user%2F1%20%C3%BC', 'user lock URL');
     eq($fake->last()['body'], null, 'no body without a ttl (gateway default)');
     eq([$u->acquired, $u->attempts, $u->flagged], [true, 1, false], 'user lock answer');
-    $fake->answer(200, '{"acquired":false,"attempts":2,"flagged":false,"expires_at":"2026-11-30T09:30:10.000Z"}');
-    $c->addUserLock('n', 'u', 30);
+    eq($u->rateLimit, null, 'no RateLimit fields, no rateLimit');
+    $fake->answer(200, '{"acquired":false,"attempts":2,"flagged":false,"expires_at":"2026-11-30T09:30:10.000Z"}',
+        ['RateLimit-Policy' => '"n";q=5;w=30', 'RateLimit' => '"n";r=3;t=28']);
+    $u = $c->addUserLock('n', 'u', 30);
+    eq([$u->rateLimit?->policy, $u->rateLimit?->quota, $u->rateLimit?->windowSeconds, $u->rateLimit?->remaining, $u->rateLimit?->resetSeconds],
+        ['n', 5, 30, 3, 28], 'RateLimit header fields read');
     eq(json_decode((string) $fake->last()['body'], true), ['ttl_seconds' => 30], 'user lock body with ttl');
     $fake->answer(204);
     $c->clearUserLock('n', 'u');
     eq([$fake->last()['method'], $fake->last()['url']], ['DELETE', 'http://gw.example:8080/user-locks/n/u'], 'clear user lock request');
+
+    // Webhook signatures (the vector is webhook.Sign's in Go).
+    $whBody = '{"id":"e1","type":"ban"}';
+    $whSig = 't=1764495000,v1=9018ad939bae5d9860de6f6b360b4cbf4b9b3d05ab5f59ba2699fc2012e5d8a9';
+    eq(WebhookSignature::verify('s3cr3t', $whSig, $whBody, 300, 1764495060), true, 'webhook signature verifies');
+    eq(WebhookSignature::verify('other', $whSig, $whBody, 300, 1764495060), false, 'webhook signature: another secret');
+    eq(WebhookSignature::verify('s3cr3t', $whSig, $whBody . ' ', 300, 1764495060), false, 'webhook signature: another body');
+    eq(WebhookSignature::verify('s3cr3t', $whSig, $whBody, 300, 1764499000), false, 'webhook signature: too old');
+    eq(WebhookSignature::verify('s3cr3t', null, $whBody), false, 'webhook signature: missing');
 
     // Dot segments are encoded so no client or proxy squashes them.
     $fake->problem(404, 'not-found');
@@ -545,6 +559,7 @@ function group_user_locks(Ctx $ctx): void
         $r = $c->addUserLock($name, $user);
         eq([$r->acquired, $r->attempts], [false, $n], "attempt $n is refused and counted");
         eq($r->flagged, $n >= 5, "attempt $n flagged (max_attempts 5)");
+        eq([$r->rateLimit?->policy, $r->rateLimit?->quota, $r->rateLimit?->remaining], [$name, 5, 5 - $n], "attempt $n: RateLimit fields");
     }
     eq($c->addUserLock($name, $ctx->name('user2'))->acquired, true, 'another user is independent');
     eq($c->addUserLock($name . '-other', $user)->acquired, true, 'another lock name is independent');
@@ -621,6 +636,7 @@ function group_bans(Ctx $ctx): void
     $e = throws(AbnormalUsageException::class, fn () => $c->addUserLock('php.ban', $user), 'banned user gets 429');
     eq([$e?->status, $e?->slug()], [429, 'abnormal-usage-detected'], 'problem');
     check($e !== null && $e->retryAfter !== null && $e->retryAfter >= 1 && $e->retryAfter <= 60, 'retryAfter in 1..60: ' . show($e?->retryAfter));
+    eq([$e?->rateLimit?->policy, $e?->rateLimit?->remaining, $e?->rateLimit?->resetSeconds], ['php.ban', 0, $e?->retryAfter], 'a ban carries RateLimit: none left, reset at the ban\'s end');
 
     $lock = new Lock($user, 'php.ban', $c);
     eq($lock->addUserLock(), false, 'Lock: banned user is refused');

@@ -1,0 +1,111 @@
+package abuse
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/redistest"
+)
+
+// Every flag, ban, unban and clear is an outbox entry written in the same
+// script or MULTI as the change; refused or empty actions write none.
+func TestOutboxGetsOneEventPerChange(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		pol := policies(2)
+		pol.Locks["login"] = Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute, Factor: 2}
+		svc := New(b.RDB, Options{Prefix: "lgtest:", Policies: pol, Log: zap.NewNop(), Outbox: true})
+		op := Meta{Operator: "alice"}
+
+		for i := 0; i < 2; i++ {
+			if _, err := svc.Attempt(ctx, "shop", "login", "bob", time.Minute, Meta{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.Unban(ctx, "shop", "bob", op); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Unban(ctx, "shop", "bob", op); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("second unban: got %v", err)
+		}
+		if _, err := svc.BanUser(ctx, "shop", "carol", time.Hour, "spam", op); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.ClearFlags(ctx, "shop", "bob", op); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.ClearFlags(ctx, "shop", "nobody", op); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("clear of nobody: got %v", err)
+		}
+
+		xs, err := b.RDB.XRange(ctx, svc.keys.Outbox(), "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []map[string]string{
+			{"type": "flag", "tenant": "shop", "user_id": "bob", "lock": "login", "attempts": "2", "times_flagged": "1"},
+			{"type": "ban", "user_id": "bob", "lock": "login", "source": "policy", "ban_number": "1", "actor": "policy"},
+			{"type": "unban", "user_id": "bob", "actor": "alice"},
+			{"type": "ban", "user_id": "carol", "source": "operator", "actor": "alice", "reason": "spam"},
+			{"type": "clear", "user_id": "bob", "locks": "login", "actor": "alice"},
+		}
+		if len(xs) != len(want) {
+			t.Fatalf("got %d events %v, want %d", len(xs), xs, len(want))
+		}
+		ids := map[string]bool{}
+		for i, x := range xs {
+			for k, v := range want[i] {
+				if x.Values[k] != v {
+					t.Errorf("event %d: got %s=%v, want %q (%v)", i, k, x.Values[k], v, x.Values)
+				}
+			}
+			id, _ := x.Values["id"].(string)
+			if len(id) != 32 || ids[id] {
+				t.Errorf("event %d: got id %q, want a new 32-hex id", i, id)
+			}
+			ids[id] = true
+		}
+	})
+}
+
+// On Redis Cluster the outbox has its own slot: the scripts run without
+// it (no CROSSSLOT error) and the events are added in a second step.
+func TestOutboxOnRedisCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	rdb := cl.Client(t)
+	ctx := context.Background()
+	pol := policies(2)
+	pol.Locks["login"] = Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute}
+	svc := New(rdb, Options{Prefix: "lgtest:", Policies: pol, Log: zap.NewNop(), Outbox: true})
+	op := Meta{Operator: "alice"}
+	for i := 0; i < 2; i++ {
+		if _, err := svc.Attempt(ctx, "shop", "login", "bob", time.Minute, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.Unban(ctx, "shop", "bob", op); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.BanUser(ctx, "shop", "bob", time.Hour, "x", op); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.ClearFlags(ctx, "shop", "bob", op); err != nil {
+		t.Fatal(err)
+	}
+	xs, err := rdb.XRange(ctx, svc.keys.Outbox(), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, x := range xs {
+		types = append(types, x.Values["type"].(string))
+	}
+	if got, want := strings.Join(types, ","), "flag,ban,unban,ban,clear"; got != want {
+		t.Errorf("got events %s, want %s", got, want)
+	}
+}
