@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/scripts"
@@ -45,6 +46,9 @@ var (
 	// ErrBadReply: a script answered in a shape it never documents.
 	ErrBadReply = errors.New("abuse: unexpected script reply")
 )
+
+// reply decodes the scripts' replies; its errors wrap ErrBadReply.
+var reply = scriptreply.Decoder{Bad: ErrBadReply}
 
 // The abuse engine speaks the domain's types.
 type (
@@ -151,15 +155,14 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
 		flagID, banID, tenant, s.maxLen()).Result()
 	if err != nil {
-		return Result{}, unavailable(err)
+		return Result{}, scriptreply.Unavailable(err)
 	}
-	arr, ok := v.([]interface{})
-	if !ok || len(arr) == 0 {
-		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
+	arr, status, err := reply.Flagged("attempt", v)
+	if err != nil {
+		return Result{}, err
 	}
-	status, ok := arr[0].(int64)
 	switch {
-	case ok && status == -1 && len(arr) == 3:
+	case status == -1 && len(arr) == 3:
 		until, err1 := msField(arr[1])
 		now, err2 := msField(arr[2])
 		if err := errors.Join(err1, err2); err != nil {
@@ -169,7 +172,7 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
 			Policy: name, Quota: int64(pol.MaxAttempts), Window: ttl, Reset: until.Sub(now),
 		}}
-	case ok && status == 1 && len(arr) == 9:
+	case status == 1 && len(arr) == 9:
 	default:
 		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
@@ -285,7 +288,7 @@ func (s *Service) index(ctx context.Context, tenant, lock, userID string, at tim
 func (s *Service) Clear(ctx context.Context, tenant, name, userID string) error {
 	n, err := s.rdb.Del(ctx, s.keys.User(tenant, userID).Counter(name)).Result()
 	if err != nil {
-		return unavailable(err)
+		return scriptreply.Unavailable(err)
 	}
 	if n == 0 {
 		return ErrNotFound
@@ -317,8 +320,4 @@ func intField(v interface{}) (int64, error) {
 		return x, nil
 	}
 	return 0, fmt.Errorf("%w: %v (%T) is not an integer", ErrBadReply, v, v)
-}
-
-func unavailable(err error) error {
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }

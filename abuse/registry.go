@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/scripts"
 )
 
@@ -98,7 +99,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 			Max: maxScore, Min: "-inf", Offset: offset, Count: batch,
 		}).Result()
 		if err != nil {
-			return Page{}, unavailable(err)
+			return Page{}, scriptreply.Unavailable(err)
 		}
 		var cands []entry
 		for _, z := range zs {
@@ -175,7 +176,7 @@ func (s *Service) readFlags(ctx context.Context, tenant string, members []string
 		return nil
 	})
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, scriptreply.Unavailable(err)
 	}
 	out := make([]*Flag, n)
 	for i := 0; i < n; i++ {
@@ -247,7 +248,7 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 	k := s.keys.User(tenant, userID)
 	locks, err := s.rdb.SMembers(ctx, k.Flags()).Result()
 	if err != nil {
-		return UserFlags{}, unavailable(err)
+		return UserFlags{}, scriptreply.Unavailable(err)
 	}
 	sort.Strings(locks)
 	recs := make([]*redis.MapStringStringCmd, len(locks))
@@ -260,7 +261,7 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 		return nil
 	})
 	if err != nil {
-		return UserFlags{}, unavailable(err)
+		return UserFlags{}, scriptreply.Unavailable(err)
 	}
 	uf := UserFlags{UserID: userID, Ban: decodeBan(ban.Val())}
 	for _, r := range recs {
@@ -300,7 +301,7 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 		return nil
 	})
 	if err != nil {
-		return unavailable(err)
+		return scriptreply.Unavailable(err)
 	}
 	locks, banned = sm.Val(), ex.Val()
 	if len(locks) == 0 && banned == 0 {
@@ -339,7 +340,7 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 		return nil
 	})
 	if err != nil {
-		return unavailable(err)
+		return scriptreply.Unavailable(err)
 	}
 	var cleared []string
 	for i, d := range dels {
@@ -405,7 +406,7 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 	v, err := scripts.Ban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.outboxKeys()...),
 		d.Milliseconds(), reason, meta.Operator, id, tenant, userID, s.maxLen()).Result()
 	if err != nil {
-		return Ban{}, unavailable(err)
+		return Ban{}, scriptreply.Unavailable(err)
 	}
 	arr, ok := v.([]interface{})
 	if !ok || len(arr) != 2 {
@@ -432,7 +433,7 @@ func (s *Service) Unban(ctx context.Context, tenant, userID string, meta Meta) e
 	n, err := scripts.Unban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.outboxKeys()...),
 		id, tenant, userID, meta.Operator, s.maxLen()).Int64()
 	if err != nil {
-		return unavailable(err)
+		return scriptreply.Unavailable(err)
 	}
 	if n == 0 {
 		return ErrNotFound

@@ -51,6 +51,15 @@ func toFlagJSON(f leasegate.Flag) flagJSON {
 	return j
 }
 
+// toFlagsJSON converts flags; none is [], never null.
+func toFlagsJSON(flags []leasegate.Flag) []flagJSON {
+	out := make([]flagJSON, 0, len(flags))
+	for _, f := range flags {
+		out = append(out, toFlagJSON(f))
+	}
+	return out
+}
+
 type flagPageJSON struct {
 	Items      []flagJSON `json:"items"`
 	NextCursor *string    `json:"next_cursor"`
@@ -132,10 +141,7 @@ func (a *API) listFlagged(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := flagPageJSON{Items: []flagJSON{}}
-	for _, f := range p.Items {
-		out.Items = append(out.Items, toFlagJSON(f))
-	}
+	out := flagPageJSON{Items: toFlagsJSON(p.Items)}
 	if p.NextCursor != "" {
 		out.NextCursor = &p.NextCursor
 	}
@@ -155,10 +161,7 @@ func (a *API) getFlagged(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := userFlagsJSON{UserID: uf.UserID, Flags: []flagJSON{}}
-	for _, f := range uf.Flags {
-		out.Flags = append(out.Flags, toFlagJSON(f))
-	}
+	out := userFlagsJSON{UserID: uf.UserID, Flags: toFlagsJSON(uf.Flags)}
 	if uf.Ban != nil {
 		out.Ban = toBanJSON(uf.UserID, *uf.Ban)
 	}

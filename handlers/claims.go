@@ -78,22 +78,15 @@ func sendClaim(c echo.Context, status int, res leasegate.ClaimResult) error {
 }
 
 func (a *API) claimStart(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "owner", "ttl_seconds")
+	fields, err := a.readFields(c, "owner", "ttl_seconds")
 	if err != nil {
 		return err
 	}
 	var ck checker
 	var req leasegate.ClaimRequest
 	req.Scope, req.Key = claimParams(c, &ck)
-	if s, ok := ck.stringField(fields, "owner", true); ok {
-		req.Owner = ck.owner("owner", s)
-	}
-	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
-	req.TTL = time.Duration(ttl) * time.Second
+	req.Owner = ownerField(&ck, fields)
+	req.TTL = a.ttlField(&ck, fields)
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -123,20 +116,14 @@ func (a *API) claimStart(c echo.Context) error {
 }
 
 func (a *API) claimComplete(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "owner", "token", "result", "keep_seconds")
+	fields, err := a.readFields(c, "owner", "token", "result", "keep_seconds")
 	if err != nil {
 		return err
 	}
 	var ck checker
 	req := leasegate.CompleteRequest{Keep: leasegate.DefaultClaimKeep}
 	req.Scope, req.Key = claimParams(c, &ck)
-	if s, ok := ck.stringField(fields, "owner", true); ok {
-		req.Owner = ck.owner("owner", s)
-	}
+	req.Owner = ownerField(&ck, fields)
 	req.Token, _ = ck.intField(fields, "token", 1, 1<<62, true)
 	// decodeObject has checked that every member is one well-formed JSON
 	// value; the result is kept as sent.
@@ -186,25 +173,13 @@ func (a *API) claimGet(c echo.Context) error {
 // claimDelete abandons a pending claim (owner and token), or with
 // ?force=true and a reason removes any claim: an ops key only, audited.
 func (a *API) claimDelete(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
+	fields, q, err := a.readFieldsAndQuery(c, "owner", "token", "reason")
 	if err != nil {
 		return err
-	}
-	fields, err := decodeObject(body, "owner", "token", "reason")
-	if err != nil {
-		return err
-	}
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
-	if err != nil {
-		return problem(leasegate.CodeMalformed, "malformed query string: "+err.Error())
 	}
 	var ck checker
 	scope, key := claimParams(c, &ck)
-	for k := range q {
-		if k != "owner" && k != "token" && k != "force" && k != "reason" {
-			ck.fail(k, "unknown query parameter")
-		}
-	}
+	onlyQuery(&ck, q, "owner", "token", "force", "reason")
 	force := false
 	if fs, ok := q["force"]; ok {
 		if len(fs) != 1 || (fs[0] != "true" && fs[0] != "false") {
@@ -234,7 +209,7 @@ func (a *API) claimDelete(c echo.Context) error {
 	if _, ok := q["reason"]; ok {
 		ck.fail("reason", "only with ?force=true")
 	}
-	owner := a.ownerFromBodyOrQuery(&ck, fields, q)
+	owner := ownerFromBodyOrQuery(&ck, fields, q)
 	token := tokenFromBodyOrQuery(&ck, fields, q)
 	if token == 0 && len(ck.errs) == 0 {
 		ck.fail("token", "is required")

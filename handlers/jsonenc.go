@@ -82,26 +82,21 @@ func appendLock(b []byte, l leasegate.Lock) []byte {
 
 // sendAcquired writes {"acquired":true,"lock":LOCK}.
 func sendAcquired(c echo.Context, l leasegate.Lock) error {
-	buf := getBuf()
-	b := append(buf.b, `{"acquired":true,"lock":`...)
-	b = appendLock(b, l)
-	b = append(b, "}\n"...)
-	err := sendRaw(c, http.StatusOK, echo.MIMEApplicationJSON, b)
-	buf.b = b
-	putBuf(buf)
-	return err
+	return sendLock(c, `{"acquired":true,"lock":`, l)
 }
 
 // sendHeld writes {"lock":LOCK}.
 func sendHeld(c echo.Context, l leasegate.Lock) error {
+	return sendLock(c, `{"lock":`, l)
+}
+
+// sendLock writes prefix, LOCK and the closing brace.
+func sendLock(c echo.Context, prefix string, l leasegate.Lock) error {
 	buf := getBuf()
-	b := append(buf.b, `{"lock":`...)
+	b := append(buf.b, prefix...)
 	b = appendLock(b, l)
 	b = append(b, "}\n"...)
-	err := sendRaw(c, http.StatusOK, echo.MIMEApplicationJSON, b)
-	buf.b = b
-	putBuf(buf)
-	return err
+	return sendPooled(c, buf, b)
 }
 
 // sendContended writes {"acquired":false,"resource":...,"retry_after_ms":N}.
@@ -112,6 +107,12 @@ func sendContended(c echo.Context, resource string, retryAfterMS int64) error {
 	b = append(b, `,"retry_after_ms":`...)
 	b = strconv.AppendInt(b, retryAfterMS, 10)
 	b = append(b, "}\n"...)
+	return sendPooled(c, buf, b)
+}
+
+// sendPooled writes b, built on buf's bytes, as a 200 JSON answer and
+// gives buf back to the pool.
+func sendPooled(c echo.Context, buf *jsonBuf, b []byte) error {
 	err := sendRaw(c, http.StatusOK, echo.MIMEApplicationJSON, b)
 	buf.b = b
 	putBuf(buf)

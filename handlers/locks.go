@@ -1,13 +1,7 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -80,24 +74,16 @@ type acquireRequest struct {
 }
 
 func (a *API) parseAcquire(c echo.Context) (acquireRequest, error) {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return acquireRequest{}, err
-	}
-	fields, err := decodeObject(body, "owner", "ttl_seconds", "wait_ms")
+	fields, err := a.readFields(c, "owner", "ttl_seconds", "wait_ms")
 	if err != nil {
 		return acquireRequest{}, err
 	}
 	var ck checker
 	var req acquireRequest
 	req.resource = resourceParam(c, &ck)
-	if s, ok := ck.stringField(fields, "owner", true); ok {
-		req.owner = ck.owner("owner", s)
-	}
-	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
-	req.ttl = time.Duration(ttl) * time.Second
-	wait, _ := ck.intField(fields, "wait_ms", 0, a.cfg.MaxWait.Milliseconds(), false)
-	req.wait = time.Duration(wait) * time.Millisecond
+	req.owner = ownerField(&ck, fields)
+	req.ttl = a.ttlField(&ck, fields)
+	req.wait = a.waitField(&ck, fields)
 	return req, ck.err()
 }
 
@@ -125,19 +111,10 @@ func (a *API) acquire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	a.m.AcquireOutcome(acquireOutcome(res.Acquired, res.Waited)).Inc()
 	if !res.Acquired {
-		outcome := "contended"
-		if res.Waited {
-			outcome = "timed_out"
-		}
-		a.m.AcquireOutcome(outcome).Inc()
 		return sendContended(c, req.resource, max(res.RetryAfter.Milliseconds(), 0))
 	}
-	outcome := "acquired"
-	if res.Waited {
-		outcome = "waited"
-	}
-	a.m.AcquireOutcome(outcome).Inc()
 	return sendAcquired(c, res.Lock)
 }
 
@@ -160,28 +137,14 @@ func (a *API) status(c echo.Context) error {
 }
 
 func (a *API) release(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
+	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
 	if err != nil {
 		return err
-	}
-	fields, err := decodeObject(body, "owner", "token")
-	if err != nil {
-		return err
-	}
-	// Not c.QueryParams(): it drops pairs that do not parse, so a garbled
-	// ?token= would turn a conditional release into an unconditional one.
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
-	if err != nil {
-		return problem(leasegate.CodeMalformed, "malformed query string: "+err.Error())
 	}
 	var ck checker
 	resource := resourceParam(c, &ck)
-	for k := range q {
-		if k != "owner" && k != "token" {
-			ck.fail(k, "unknown query parameter")
-		}
-	}
-	owner := a.ownerFromBodyOrQuery(&ck, fields, q)
+	onlyQuery(&ck, q, "owner", "token")
+	owner := ownerFromBodyOrQuery(&ck, fields, q)
 	token := tokenFromBodyOrQuery(&ck, fields, q)
 	if err := ck.err(); err != nil {
 		return err
@@ -191,87 +154,23 @@ func (a *API) release(c echo.Context) error {
 		return err
 	}
 	a.m.ReleaseResult(res.String()).Inc()
-	switch res {
-	case leasegate.Released:
-		return c.NoContent(http.StatusNoContent)
-	case leasegate.NotFound:
-		return leasegate.ErrLockNotHeld
-	case leasegate.Forbidden:
-		return leasegate.ErrLockForbidden
-	}
-	return fmt.Errorf("handlers: unknown release result %v", res)
-}
-
-// ownerFromBodyOrQuery reads the owner of a DELETE from the JSON body or the
-// query; both given and different (after trimming) is a 422.
-func (a *API) ownerFromBodyOrQuery(ck *checker, fields map[string]json.RawMessage, q url.Values) string {
-	if _, present := fields["owner"]; present {
-		bodyOwner, ok := ck.stringField(fields, "owner", false)
-		if !ok {
-			return ""
-		}
-		if qs, inQuery := q["owner"]; inQuery && (len(qs) != 1 || strings.TrimSpace(qs[0]) != strings.TrimSpace(bodyOwner)) {
-			ck.fail("owner", "body and query disagree")
-			return ""
-		}
-		return ck.owner("owner", bodyOwner)
-	}
-	qs, inQuery := q["owner"]
-	if inQuery && len(qs) != 1 {
-		ck.fail("owner", "given more than once in the query")
-		return ""
-	}
-	if !inQuery {
-		ck.fail("owner", "is required (JSON body or ?owner=)")
-		return ""
-	}
-	return ck.owner("owner", qs[0])
-}
-
-// tokenFromBodyOrQuery reads the optional token of a DELETE (0 = none).
-func tokenFromBodyOrQuery(ck *checker, fields map[string]json.RawMessage, q url.Values) int64 {
-	bodyTok, inBody := ck.intField(fields, "token", 1, 1<<62, false)
-	qs, inQuery := q["token"]
-	if !inQuery {
-		return bodyTok
-	}
-	if len(qs) != 1 {
-		ck.fail("token", "given more than once in the query")
-		return 0
-	}
-	qTok, err := strconv.ParseInt(qs[0], 10, 64)
-	if err != nil || qTok < 1 || !isIntLiteral(qs[0]) {
-		ck.fail("token", "must be a positive integer")
-		return 0
-	}
-	if inBody && bodyTok != qTok {
-		ck.fail("token", "body and query disagree")
-		return 0
-	}
-	return qTok
+	return releaseReply(c, res, leasegate.ErrLockNotHeld, leasegate.ErrLockForbidden)
 }
 
 func (a *API) renew(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "owner", "ttl_seconds", "token")
+	fields, err := a.readFields(c, "owner", "ttl_seconds", "token")
 	if err != nil {
 		return err
 	}
 	var ck checker
 	resource := resourceParam(c, &ck)
-	owner := ""
-	if s, ok := ck.stringField(fields, "owner", true); ok {
-		owner = ck.owner("owner", s)
-	}
-	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
+	owner := ownerField(&ck, fields)
+	ttl := a.ttlField(&ck, fields)
 	token, _ := ck.intField(fields, "token", 1, 1<<62, false)
 	if err := ck.err(); err != nil {
 		return err
 	}
-	lk, err := a.deps.Locks.Renew(c.Request().Context(), tenantOf(c), resource, owner, token, time.Duration(ttl)*time.Second)
+	lk, err := a.deps.Locks.Renew(c.Request().Context(), tenantOf(c), resource, owner, token, ttl)
 	switch {
 	case errors.Is(err, leasegate.ErrLockNotHeld):
 		a.m.RenewResult("not_found").Inc()

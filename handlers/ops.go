@@ -49,13 +49,13 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 		t = t.UTC()
 		return template.HTML(`<span class="nw">` + t.Format(time.DateOnly) + `</span> <span class="nw">` + t.Format(time.TimeOnly) + `</span>`)
 	},
-}).ParseFS(opsFiles, "opspage/page.html", "opspage/timeline.html"))
+}).ParseFS(opsFiles, "opspage/page.html", "opspage/timeline.html", "opspage/head.html"))
 
-var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html"))
+var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html", "opspage/head.html"))
 
 var errorPage = template.Must(template.New("error.html").Funcs(template.FuncMap{
 	"visible": visible,
-}).ParseFS(opsFiles, "opspage/error.html"))
+}).ParseFS(opsFiles, "opspage/error.html", "opspage/head.html"))
 
 // csrfCookie names the ops page's CSRF cookie.
 const csrfCookie = "leasegate_ops_csrf"

@@ -2,10 +2,7 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -73,25 +70,17 @@ func nameParam(c echo.Context, ck *checker, param string) string {
 }
 
 func (a *API) semAcquire(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "owner", "ttl_seconds", "limit", "wait_ms")
+	fields, err := a.readFields(c, "owner", "ttl_seconds", "limit", "wait_ms")
 	if err != nil {
 		return err
 	}
 	var ck checker
 	req := leasegate.SemaphoreRequest{Name: nameParam(c, &ck, "name")}
-	if s, ok := ck.stringField(fields, "owner", true); ok {
-		req.Owner = ck.owner("owner", s)
-	}
-	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
-	req.TTL = time.Duration(ttl) * time.Second
+	req.Owner = ownerField(&ck, fields)
+	req.TTL = a.ttlField(&ck, fields)
 	limit, _ := ck.intField(fields, "limit", 1, leasegate.MaxSemaphoreLimit, true)
 	req.Limit = int(limit)
-	wait, _ := ck.intField(fields, "wait_ms", 0, a.cfg.MaxWait.Milliseconds(), false)
-	req.Wait = time.Duration(wait) * time.Millisecond
+	req.Wait = a.waitField(&ck, fields)
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -116,21 +105,12 @@ func (a *API) semAcquire(c echo.Context) error {
 		return err
 	}
 	a.m.SemHolders.Observe(float64(res.Holders))
+	a.m.SemAcquires.WithLabelValues(acquireOutcome(res.Acquired, res.Waited)).Inc()
 	if !res.Acquired {
-		outcome := "contended"
-		if res.Waited {
-			outcome = "timed_out"
-		}
-		a.m.SemAcquires.WithLabelValues(outcome).Inc()
 		return sendJSON(c, http.StatusOK, semContendedJSON{
 			Holders: res.Holders, Limit: res.Limit, RetryAfterMS: max(res.RetryAfter.Milliseconds(), 0),
 		})
 	}
-	outcome := "acquired"
-	if res.Waited {
-		outcome = "waited"
-	}
-	a.m.SemAcquires.WithLabelValues(outcome).Inc()
 	return sendJSON(c, http.StatusOK, semAcquiredJSON{Acquired: true, Permit: toPermitJSON(res.Permit), Holders: res.Holders, Limit: res.Limit})
 }
 
@@ -154,26 +134,14 @@ func (a *API) semStatus(c echo.Context) error {
 }
 
 func (a *API) semRelease(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
+	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
 	if err != nil {
 		return err
-	}
-	fields, err := decodeObject(body, "owner", "token")
-	if err != nil {
-		return err
-	}
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
-	if err != nil {
-		return problem(leasegate.CodeMalformed, "malformed query string: "+err.Error())
 	}
 	var ck checker
 	name := nameParam(c, &ck, "name")
-	for k := range q {
-		if k != "owner" && k != "token" {
-			ck.fail(k, "unknown query parameter")
-		}
-	}
-	owner := a.ownerFromBodyOrQuery(&ck, fields, q)
+	onlyQuery(&ck, q, "owner", "token")
+	owner := ownerFromBodyOrQuery(&ck, fields, q)
 	token := tokenFromBodyOrQuery(&ck, fields, q)
 	if err := ck.err(); err != nil {
 		return err
@@ -185,39 +153,24 @@ func (a *API) semRelease(c echo.Context) error {
 		return err
 	}
 	a.m.SemReleases.WithLabelValues(res.String()).Inc()
-	switch res {
-	case leasegate.Released:
-		return c.NoContent(http.StatusNoContent)
-	case leasegate.NotFound:
-		return leasegate.ErrSemaphoreNotHeld
-	case leasegate.Forbidden:
-		return leasegate.ErrSemaphoreForbidden
-	}
-	return fmt.Errorf("handlers: unknown release result %v", res)
+	return releaseReply(c, res, leasegate.ErrSemaphoreNotHeld, leasegate.ErrSemaphoreForbidden)
 }
 
 func (a *API) semRenew(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "owner", "ttl_seconds")
+	fields, err := a.readFields(c, "owner", "ttl_seconds")
 	if err != nil {
 		return err
 	}
 	var ck checker
 	name := nameParam(c, &ck, "name")
-	owner := ""
-	if s, ok := ck.stringField(fields, "owner", true); ok {
-		owner = ck.owner("owner", s)
-	}
-	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
+	owner := ownerField(&ck, fields)
+	ttl := a.ttlField(&ck, fields)
 	if err := ck.err(); err != nil {
 		return err
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	p, err := a.deps.Semaphores.Renew(ctx, tenantOf(c), name, owner, time.Duration(ttl)*time.Second)
+	p, err := a.deps.Semaphores.Renew(ctx, tenantOf(c), name, owner, ttl)
 	if err != nil {
 		return err
 	}

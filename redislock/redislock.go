@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/scripts"
 )
@@ -38,6 +39,9 @@ var (
 	// so callers that map ErrUnavailable to 503 need nothing more.
 	ErrNotReplicated = fmt.Errorf("redislock: grant not acknowledged by enough replicas: %w", ErrUnavailable)
 )
+
+// replies decodes the scripts' replies; its errors wrap ErrBadReply.
+var replies = scriptreply.Decoder{Bad: ErrBadReply}
 
 // DefaultFenceRetention is how long a resource's fence key outlives its
 // last lease. While it lives, tokens increase by at least one per holder
@@ -155,7 +159,7 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 	}
 	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
-		return AcquireResult{}, unavailable(err)
+		return AcquireResult{}, scriptreply.Unavailable(err)
 	}
 	arr, ok := v.([]interface{})
 	if !ok || len(arr) != 6 {
@@ -196,7 +200,7 @@ func (l *Locker) Status(ctx context.Context, resource string) (Lock, error) {
 	lock, _ := l.Keys(resource)
 	v, err := scripts.Status.Run(ctx, l.rdb, []string{lock}).Result()
 	if err != nil {
-		return Lock{}, unavailable(err)
+		return Lock{}, scriptreply.Unavailable(err)
 	}
 	return decodeHeld("status", resource, v)
 }
@@ -211,9 +215,9 @@ func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64,
 		return Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
 	v, acked, err := l.run(ctx, scripts.Renew, []string{lock, fence},
-		owner, ttlMS, l.opts.FenceRetention.Milliseconds(), tokenArg(token))
+		owner, ttlMS, l.opts.FenceRetention.Milliseconds(), scriptreply.TokenArg(token))
 	if err != nil {
-		return Lock{}, unavailable(err)
+		return Lock{}, scriptreply.Unavailable(err)
 	}
 	lk, err := decodeHeld("renew", resource, v)
 	if err == nil && acked != nil {
@@ -238,23 +242,11 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
 	}
 	v, err := scripts.Release.Run(ctx, l.rdb, keys,
-		owner, tokenArg(token), l.channelArg, msg).Result()
+		owner, scriptreply.TokenArg(token), l.channelArg, msg).Result()
 	if err != nil {
-		return 0, unavailable(err)
+		return 0, scriptreply.Unavailable(err)
 	}
-	n, ok := v.(int64)
-	if !ok {
-		return 0, fmt.Errorf("%w: release: %v", ErrBadReply, v)
-	}
-	switch n {
-	case 1:
-		return Released, nil
-	case 0:
-		return NotFound, nil
-	case -1:
-		return Forbidden, nil
-	}
-	return 0, fmt.Errorf("%w: release: %d", ErrBadReply, n)
+	return replies.Release("release", v)
 }
 
 // Registration is one waiting acquire's entry among the waiters of its
@@ -286,16 +278,9 @@ func (r *Registration) Registered() bool { return r.registered.Load() }
 func (l *Locker) Leave(ctx context.Context, resource string, r *Registration) error {
 	k := l.keys.Resource(l.tenant, resource).Waiters()
 	if err := scripts.Interest.Run(ctx, l.rdb, []string{k}, r.id).Err(); err != nil {
-		return unavailable(err)
+		return scriptreply.Unavailable(err)
 	}
 	return nil
-}
-
-func tokenArg(token int64) string {
-	if token == 0 {
-		return ""
-	}
-	return strconv.FormatInt(token, 10)
 }
 
 // decodeHeld decodes the {1, lock...} / {0} / {-1} replies of status and
@@ -343,8 +328,4 @@ func decodeLock(resource string, f []interface{}) (Lock, error) {
 		AcquiredAt: time.UnixMilli(acq).UTC(),
 		ExpiresAt:  time.UnixMilli(exp).UTC(),
 	}, nil
-}
-
-func unavailable(err error) error {
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }

@@ -190,17 +190,7 @@ func (w *Waiter) Waiting() int {
 // Queued is the number of waiters on resource in l's tenant that have
 // made their first check and are waiting.
 func (w *Waiter) Queued(l *Locker, resource string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	if q := w.queues[l.ReleaseMessage(resource)]; q != nil {
-		for e := q.l.Front(); e != nil; e = e.Next() {
-			if e.Value.(*waiter).parked {
-				n++
-			}
-		}
-	}
-	return n
+	return w.QueuedOn(l.ReleaseMessage(resource))
 }
 
 func (w *Waiter) park(wt *waiter) {
@@ -535,6 +525,64 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 		first = false
 	}
 
+	var out AcquireResult
+	var outErr error
+	switch w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
+		if heard && time.Until(end) <= 0 {
+			// Woken as the wait ended: no new call it has no time for.
+			out = contended()
+			return true, 0
+		}
+		res, err := try(budget())
+		if err != nil {
+			if heard && cutByTheEnd() {
+				out = contended()
+				return true, 0
+			}
+			out, outErr = AcquireResult{Waited: !first}, err
+			return true, 0
+		}
+		heard = true
+		if res.Acquired {
+			res.Waited = !first
+			out = res
+			return true, 0
+		}
+		first = false
+		last, lastAt = res, time.Now()
+		w.remember(wt, last, lastAt)
+		return false, res.RetryAfter
+	}) {
+	case waitStopped:
+		return out, outErr
+	case waitCancelled:
+		return AcquireResult{Waited: true}, ctx.Err()
+	default:
+		return contended(), nil
+	}
+}
+
+// waitEnd is why a wait's loop ended.
+type waitEnd int
+
+const (
+	// waitStopped: the head's try ended the wait; it has the answer.
+	waitStopped waitEnd = iota
+	// waitOver: the wait's time ran out, or the Waiter was closed.
+	waitOver
+	// waitCancelled: ctx is done (the caller went away).
+	waitCancelled
+)
+
+// loop is the part of a wait that Acquire and WaitFor share, once wt is
+// queued and has had its turn out of line: while wt is the head, it
+// calls try, which either stops the wait (true) or reports how long, by
+// the store's clock, until the thing waited for frees itself; the head
+// then sleeps that long plus ExpiryMargin (at most PollInterval while
+// the subscription is down). Every waiter parks until woken (a release,
+// a (re)confirmed subscription, a hand-off), its retry time, deadline,
+// Close, or ctx.
+func (w *Waiter) loop(ctx context.Context, wt *waiter, deadline <-chan time.Time, try func() (stop bool, retryAfter time.Duration)) waitEnd {
 	var sleep *time.Timer
 	defer func() {
 		if sleep != nil {
@@ -544,26 +592,11 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	for {
 		var retry <-chan time.Time
 		if w.isHead(wt) {
-			if heard && time.Until(end) <= 0 {
-				// Woken as the wait ended: no new call it has no time for.
-				return contended(), nil
+			stop, retryAfter := try()
+			if stop {
+				return waitStopped
 			}
-			res, err := try(budget())
-			if err != nil {
-				if heard && cutByTheEnd() {
-					return contended(), nil
-				}
-				return AcquireResult{Waited: !first}, err
-			}
-			heard = true
-			if res.Acquired {
-				res.Waited = !first
-				return res, nil
-			}
-			first = false
-			last, lastAt = res, time.Now()
-			w.remember(wt, last, lastAt)
-			d := res.RetryAfter + w.opts.ExpiryMargin
+			d := retryAfter + w.opts.ExpiryMargin
 			if !w.Active() {
 				d = min(d, w.opts.PollInterval)
 			}
@@ -580,12 +613,12 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 		select {
 		case <-wt.wake:
 		case <-retry:
-		case <-deadline.C:
-			return contended(), nil
+		case <-deadline:
+			return waitOver
 		case <-w.shutdown:
-			return contended(), nil
+			return waitOver
 		case <-ctx.Done():
-			return AcquireResult{Waited: true}, ctx.Err()
+			return waitCancelled
 		}
 		if sleep != nil {
 			sleep.Stop() // Go 1.23+ timers: no stale tick after Stop or Reset

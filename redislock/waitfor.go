@@ -83,47 +83,22 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 		first = false
 	}
 
-	var sleep *time.Timer
-	defer func() {
-		if sleep != nil {
-			sleep.Stop()
+	var waitErr error
+	switch w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
+		ok, retryAfter, err := bounded()
+		if err != nil || ok {
+			done, waited, waitErr = ok, !first, err
+			return true, 0
 		}
-	}()
-	for {
-		var retry <-chan time.Time
-		if w.isHead(wt) {
-			done, retryAfter, err := bounded()
-			if err != nil || done {
-				return done, !first, err
-			}
-			first = false
-			d := retryAfter + w.opts.ExpiryMargin
-			if !w.Active() {
-				d = min(d, w.opts.PollInterval)
-			}
-			if sleep == nil {
-				sleep = time.NewTimer(d)
-			} else {
-				sleep.Reset(d)
-			}
-			retry = sleep.C
-		}
-		if !wt.parked {
-			w.park(wt)
-		}
-		select {
-		case <-wt.wake:
-		case <-retry:
-		case <-deadline.C:
-			return false, true, nil
-		case <-w.shutdown:
-			return false, true, nil
-		case <-ctx.Done():
-			return false, true, ctx.Err()
-		}
-		if sleep != nil {
-			sleep.Stop()
-		}
+		first = false
+		return false, retryAfter
+	}) {
+	case waitStopped:
+		return done, waited, waitErr
+	case waitCancelled:
+		return false, true, ctx.Err()
+	default:
+		return false, true, nil
 	}
 }
 

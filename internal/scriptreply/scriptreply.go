@@ -1,7 +1,6 @@
 // Package scriptreply decodes the replies of leasegate's Lua scripts
 // (package scripts documents each shape) for the Redis engines
-// (semaphore, claim; redislock and abuse keep copies of their own for
-// now). Every helper checks its type assertions and reports a surprise as
+// (redislock, semaphore, claim, abuse). Every helper checks its type assertions and reports a surprise as
 // an error wrapping the calling engine's ErrBadReply, never a panic.
 package scriptreply
 
