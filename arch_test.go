@@ -63,8 +63,12 @@ func TestImportGraph(t *testing.T) {
 		t.Errorf("the domain package imports %v, want nothing of the project", imps)
 	}
 	for pkg, imps := range graph {
-		if slices.Contains(imps, "handlers") && pkg != "server" && pkg != "cmd/leasegate" && !strings.HasPrefix(pkg, "cmd/") {
+		// internal/testenv is test scaffolding: the gateway in process.
+		if slices.Contains(imps, "handlers") && pkg != "server" && pkg != "cmd/leasegate" && !strings.HasPrefix(pkg, "cmd/") && pkg != "internal/testenv" {
 			t.Errorf("%s imports handlers; only server and cmd may", pkg)
+		}
+		if slices.Contains(imps, "internal/testenv") {
+			t.Errorf("%s imports internal/testenv outside its tests", pkg)
 		}
 	}
 	never := map[string][]string{
@@ -78,6 +82,23 @@ func TestImportGraph(t *testing.T) {
 		for _, b := range banned {
 			if slices.Contains(graph[pkg], b) {
 				t.Errorf("%s imports %s", pkg, b)
+			}
+		}
+	}
+}
+
+// TestAuthTestsDoNotBuildTheGateway: auth's own tests are unit tests of
+// keys and sessions; the wiring tests of auth in front of the routes live
+// in server, so auth does not depend on handlers even in tests.
+func TestAuthTestsDoNotBuildTheGateway(t *testing.T) {
+	pkg, err := build.ImportDir("auth", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range append(pkg.TestImports, pkg.XTestImports...) {
+		for _, banned := range []string{"handlers", "server", "internal/testenv", "redislock", "abuse"} {
+			if imp == module+"/"+banned {
+				t.Errorf("auth's tests import %s", banned)
 			}
 		}
 	}

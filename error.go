@@ -24,6 +24,8 @@ const (
 	CodeAbnormalUsage    Code = "abnormal-usage-detected"
 	CodeUnavailable      Code = "unavailable"
 	CodeInternal         Code = "internal"
+	CodeLimitMismatch    Code = "limit-mismatch"
+	CodeClaimInProgress  Code = "claim-in-progress"
 	// CodeRequestTimeout is only ever logged: the client went away before
 	// the answer (status 499, as nginx logs it).
 	CodeRequestTimeout Code = "request-timeout"
@@ -51,6 +53,8 @@ var codeStatus = map[Code]int{
 	CodeAbnormalUsage:    http.StatusTooManyRequests,
 	CodeUnavailable:      http.StatusServiceUnavailable,
 	CodeInternal:         http.StatusInternalServerError,
+	CodeLimitMismatch:    http.StatusConflict,
+	CodeClaimInProgress:  http.StatusConflict,
 	CodeRequestTimeout:   StatusClientClosedRequest,
 }
 

@@ -1,8 +1,8 @@
 // Package abuse is leasegate's user-lock engine with abuse control: the
 // port of the PHP Lock class (addUserLock / clearUserLock). Each attempt on
-// a (lock name, user) pair counts in a window; the attempt that reaches the
-// lock's max_attempts flags the user once for that window, in the flagged
-// registry and the abuse log; policies may ban users who are flagged again
+// a (lock name, user) pair counts in a window; the first attempt at or
+// above the lock's max_attempts flags the user once for that window, in the
+// flagged registry and the abuse log; policies may ban users who are flagged again
 // and again; operators review, clear, ban and unban.
 //
 // It has no HTTP in it. Every operation on one user's state is one Lua

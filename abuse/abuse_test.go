@@ -9,10 +9,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 func TestAttemptPortsThePHPLockClass(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(5))
 		// Long enough that a loaded machine stays inside one window, short
@@ -56,7 +58,7 @@ func TestAttemptPortsThePHPLockClass(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			b.advance(ttl + 100*time.Millisecond)
+			b.Advance(t, ttl+100*time.Millisecond)
 			res, err := svc.Attempt(ctx, "", "login", "u-ttl", ttl, Meta{})
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +103,7 @@ func TestAttemptPortsThePHPLockClass(t *testing.T) {
 }
 
 func TestCounterAlwaysHasATTL(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(3))
 		key := svc.keys.User("", "u-pttl").Counter("login")
@@ -111,7 +113,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 				if _, err := svc.Attempt(ctx, "", "login", "u-pttl", time.Minute, Meta{}); err != nil {
 					t.Fatal(err)
 				}
-				pttl, err := b.rdb.PTTL(ctx, key).Result()
+				pttl, err := b.RDB.PTTL(ctx, key).Result()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +125,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 
 		t.Run("a counter left without expiry is repaired and keeps its count", func(t *testing.T) {
 			k := svc.keys.User("", "u-stuck").Counter("login")
-			if err := b.rdb.HSet(ctx, k, "n", "4").Err(); err != nil {
+			if err := b.RDB.HSet(ctx, k, "n", "4").Err(); err != nil {
 				t.Fatal(err)
 			}
 			res, err := svc.Attempt(ctx, "", "login", "u-stuck", 30*time.Second, Meta{})
@@ -133,7 +135,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 			if res.Attempts != 5 || res.Acquired {
 				t.Errorf("got attempts=%d acquired=%v, want 5 and false", res.Attempts, res.Acquired)
 			}
-			pttl, _ := b.rdb.PTTL(ctx, k).Result()
+			pttl, _ := b.RDB.PTTL(ctx, k).Result()
 			if pttl <= 0 || pttl > 30*time.Second {
 				t.Errorf("got PTTL %v, want in (0, 30s]", pttl)
 			}
@@ -141,7 +143,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 
 		t.Run("a PHP-style INCR counter without expiry is converted and repaired", func(t *testing.T) {
 			k := svc.keys.User("", "u-php").Counter("login")
-			if err := b.rdb.Set(ctx, k, "2", 0).Err(); err != nil {
+			if err := b.RDB.Set(ctx, k, "2", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			res, err := svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, Meta{})
@@ -151,14 +153,14 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 			if res.Attempts != 3 {
 				t.Errorf("got attempts %d, want 3 (the PHP count carried over)", res.Attempts)
 			}
-			pttl, _ := b.rdb.PTTL(ctx, k).Result()
+			pttl, _ := b.RDB.PTTL(ctx, k).Result()
 			if pttl <= 0 {
 				t.Errorf("got PTTL %v, want > 0", pttl)
 			}
-			if b.mini == nil {
+			if b.Mini == nil {
 				return // a real 30 s wait is not worth it; the TTL above is the proof
 			}
-			b.advance(30*time.Second + 100*time.Millisecond)
+			b.Advance(t, 30*time.Second+100*time.Millisecond)
 			res, err = svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, Meta{})
 			if err != nil {
 				t.Fatal(err)
@@ -171,7 +173,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 }
 
 func TestConcurrentAttemptsCountExactlyOnce(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, lb := newService(t, b, policies(5))
 		const n = 200
@@ -243,7 +245,7 @@ func TestConcurrentAttemptsCountExactlyOnce(t *testing.T) {
 }
 
 func TestAbuseLogKeepsHostileUserIDsInOneRecord(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, lb := newService(t, b, policies(1))
 		ids := []string{
@@ -274,7 +276,7 @@ func TestAbuseLogKeepsHostileUserIDsInOneRecord(t *testing.T) {
 }
 
 func TestBans(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		pol := policies(2)
 		pol.Locks["login"] = Policy{MaxAttempts: 2, BanAfterFlags: 2, BanFor: 10 * time.Second}
@@ -294,7 +296,7 @@ func TestBans(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			b.advance(ttl + 100*time.Millisecond)
+			b.Advance(t, ttl+100*time.Millisecond)
 			if _, err := attempt(t, "login", "u-ban"); err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +395,7 @@ func TestBans(t *testing.T) {
 }
 
 func TestFlaggedRegistry(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, lb := newService(t, b, policies(2))
 		const ttl = time.Second
@@ -430,7 +432,7 @@ func TestFlaggedRegistry(t *testing.T) {
 			if got := lb.Events(t, "flags_cleared"); len(got) != 1 || got[0]["operator"] != "carol" {
 				t.Errorf("got clear audit %v, want one naming carol", got)
 			}
-			b.advance(ttl + 100*time.Millisecond)
+			b.Advance(t, ttl+100*time.Millisecond)
 			flag(t, "t-clear", "login", "u1")
 			uf, err := svc.Get(ctx, "t-clear", "u1")
 			if err != nil || len(uf.Flags) != 1 || uf.Flags[0].TimesFlagged != 1 {
@@ -449,7 +451,7 @@ func TestFlaggedRegistry(t *testing.T) {
 				user := fmt.Sprintf("user-%d", i)
 				flag(t, tenant, lock, user)
 				want = append([]string{lock + "/" + user}, want...)
-				b.advance(2 * time.Millisecond)
+				b.Advance(t, 2*time.Millisecond)
 			}
 			var got []string
 			cursor := ""
@@ -560,8 +562,8 @@ func TestListBreaksTiesWithoutRepeatsOrGaps(t *testing.T) {
 func TestRedisFailureNeverAcquires(t *testing.T) {
 	b := miniBackend(t)
 	svc, _ := newService(t, b, policies(5))
-	b.mini.SetError("LOADING redis is loading")
-	defer b.mini.SetError("")
+	b.Mini.SetError("LOADING redis is loading")
+	defer b.Mini.SetError("")
 	res, err := svc.Attempt(context.Background(), "", "login", "u", time.Minute, Meta{})
 	if !errors.Is(err, ErrUnavailable) || res.Acquired {
 		t.Errorf("got %+v, %v, want ErrUnavailable and not acquired", res, err)

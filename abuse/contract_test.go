@@ -26,10 +26,10 @@ func TestServiceKeepsTheUserLockAndRegistryContracts(t *testing.T) {
 		t.Run(suite.name+" on miniredis", func(t *testing.T) {
 			mb := miniBackend(t)
 			suite.run(t, func(t *testing.T) contract.AbuseBackend {
-				b := contractBackend(t, mb.rdb, func(t *testing.T, d time.Duration) { mb.advance(d) })
+				b := contractBackend(t, mb.RDB, func(t *testing.T, d time.Duration) { mb.Advance(t, d) })
 				b.Outage = func(t *testing.T) {
-					mb.mini.SetError("LOADING redis is loading")
-					t.Cleanup(func() { mb.mini.SetError("") })
+					mb.Mini.SetError("LOADING redis is loading")
+					t.Cleanup(func() { mb.Mini.SetError("") })
 				}
 				return b
 			})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,7 +99,7 @@ func flagUser(t *testing.T, svc *Service, tenant, lock, user string, maxAttempts
 // entry (its record expired or was cleared) must stay listed: the pruning
 // may remove only the entry it saw, not the fresh one written meanwhile.
 func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(2))
 		const tenant, lock, user = "t-prune-race", "login", "racer"
@@ -106,21 +107,14 @@ func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
 		flag()
 		// The record goes (as at the end of its retention); its index
 		// entry stays until a listing prunes it.
-		if err := b.rdb.Del(ctx, svc.keys.User(tenant, user).Flag(lock)).Err(); err != nil {
+		if err := b.RDB.Del(ctx, svc.keys.User(tenant, user).Flag(lock)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		b.advance(5 * time.Millisecond)
+		b.Advance(t, 5*time.Millisecond)
 
-		hook := &beforeZRem{f: func() {
-			// A new window, flagged again, between the listing's read of
-			// the records and its removal of the stale entry.
-			if err := svc.Clear(ctx, tenant, lock, user); err != nil {
-				t.Error(err)
-			}
-			flag()
-		}}
-		hook.armed.Store(true)
-		b.rdb.AddHook(hook)
+		// A new window, flagged again, between the listing's read of the
+		// records and its removal of the stale entry.
+		hook := reflagBeforeZRem(t, b, svc, tenant, lock, user, flag)
 
 		if listed(t, svc, tenant, lock, user) {
 			t.Fatalf("got the stale entry listed, want it skipped")
@@ -141,24 +135,17 @@ func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
 // removal of their index entries must stay listed: the clear removes only
 // the entries of the records it deleted.
 func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(2))
 		const tenant, lock, user = "t-clear-race", "login", "racer"
 		flag := func() { flagUser(t, svc, tenant, lock, user, 2) }
 		flag()
-		b.advance(5 * time.Millisecond)
+		b.Advance(t, 5*time.Millisecond)
 
-		hook := &beforeZRem{f: func() {
-			// A new window, flagged again, right after the clear deleted
-			// the old record.
-			if err := svc.Clear(ctx, tenant, lock, user); err != nil {
-				t.Error(err)
-			}
-			flag()
-		}}
-		hook.armed.Store(true)
-		b.rdb.AddHook(hook)
+		// A new window, flagged again, right after the clear deleted the
+		// old record.
+		hook := reflagBeforeZRem(t, b, svc, tenant, lock, user, flag)
 
 		if err := svc.ClearFlags(ctx, tenant, user, Meta{Operator: "carol"}); err != nil {
 			t.Fatalf("ClearFlags: %v", err)
@@ -186,7 +173,7 @@ func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
 // nothing, so it goes with its last flag record instead of staying in
 // Redis for ever (one per name a client ever used).
 func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		pol := policies(1)
 		pol.FlagRetention = time.Hour
@@ -199,7 +186,7 @@ func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
 		}
 		keys := []string{svc.keys.FlagIndex(tenant, ""), svc.keys.FlagIndex(tenant, "name-1"), svc.keys.FlagIndex(tenant, "name-2"), svc.keys.FlagIndex(tenant, "name-3")}
 		for _, k := range keys {
-			ttl, err := b.rdb.PTTL(ctx, k).Result()
+			ttl, err := b.RDB.PTTL(ctx, k).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,14 +194,29 @@ func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
 				t.Errorf("index %s: got TTL %v, want (0, %v]", k, ttl, pol.FlagRetention)
 			}
 		}
-		if b.mini == nil {
+		if b.Mini == nil {
 			return // an hour of real time is too long to wait; the TTL is Redis's to keep
 		}
-		b.advance(pol.FlagRetention + time.Second)
+		b.Advance(t, pol.FlagRetention+time.Second)
 		for _, k := range keys {
-			if b.mini.Exists(k) {
+			if b.Mini.Exists(k) {
 				t.Errorf("index %s: got it after the retention, want it expired with its flags", k)
 			}
 		}
 	})
+}
+
+// reflagBeforeZRem arms a hook on b that, just before the next ZREM,
+// clears user's lock and flags the user again (flag), and returns it.
+func reflagBeforeZRem(t *testing.T, b *redistest.Backend, svc *Service, tenant, lock, user string, flag func()) *beforeZRem {
+	t.Helper()
+	hook := &beforeZRem{f: func() {
+		if err := svc.Clear(context.Background(), tenant, lock, user); err != nil {
+			t.Error(err)
+		}
+		flag()
+	}}
+	hook.armed.Store(true)
+	b.RDB.AddHook(hook)
+	return hook
 }

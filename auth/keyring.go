@@ -29,8 +29,31 @@ var ErrNoKeys = errors.New("auth: no keys")
 // safe for concurrent use; Replace swaps the whole set at once, so a
 // request sees either the old keys or the new ones.
 type Keyring struct {
-	keys atomic.Pointer[[]Key]
-	log  *zap.Logger
+	keys  atomic.Pointer[[]Key]
+	log   *zap.Logger
+	count atomic.Pointer[RefusalCounter]
+}
+
+// Where an authentication was refused (RefusalCounter's via).
+const (
+	ViaBearer  = "bearer"  // an Authorization: Bearer header
+	ViaLogin   = "login"   // the /ops/ page's login form
+	ViaSession = "session" // the /ops/ page's session cookie
+)
+
+// RefusalCounter counts refused authentications by where (ViaBearer,
+// ViaLogin, ViaSession) and a reason from a fixed set (docs/metrics.md):
+// server passes the metrics' counter, so auth needs no Prometheus.
+type RefusalCounter func(via, reason string)
+
+// CountRefusals makes every refusal of k and of the Sessions built on it
+// call f. Set it before serving.
+func (k *Keyring) CountRefusals(f RefusalCounter) { k.count.Store(&f) }
+
+func (k *Keyring) refused(via, reason string) {
+	if f := k.count.Load(); f != nil && *f != nil {
+		(*f)(via, reason)
+	}
 }
 
 // New returns a Keyring for keys (validated by Load; checked for
@@ -144,6 +167,7 @@ func (k *Keyring) Middleware() echo.MiddlewareFunc {
 				}
 				reason = reasonUnknown
 			}
+			k.refused(ViaBearer, reason)
 			k.log.Debug("request refused: not authenticated",
 				zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
 				zap.String("reason", reason),

@@ -35,6 +35,8 @@ var (
 	ErrAbnormalUsage    = errors.New("leasegate: abnormal usage detected")
 	ErrUnavailable      = errors.New("leasegate: unavailable")
 	ErrInternal         = errors.New("leasegate: internal error")
+	ErrLimitMismatch    = errors.New("leasegate: limit mismatch")
+	ErrClaimInProgress  = errors.New("leasegate: claim in progress")
 )
 
 // codeErrors gives each error code of the domain's table its sentinel. A
@@ -52,6 +54,8 @@ var codeErrors = map[leasegate.Code]error{
 	leasegate.CodeAbnormalUsage:    ErrAbnormalUsage,
 	leasegate.CodeUnavailable:      ErrUnavailable,
 	leasegate.CodeInternal:         ErrInternal,
+	leasegate.CodeLimitMismatch:    ErrLimitMismatch,
+	leasegate.CodeClaimInProgress:  ErrClaimInProgress,
 }
 
 // notSurfaced are the codes no answer carries to a client, so they have
@@ -164,7 +168,9 @@ func New(baseURL string, opts ...Option) *Client {
 // (or a transport error, wrapped).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
 	var rd io.Reader
-	if body != nil {
+	if raw, ok := body.(rawBody); ok {
+		rd = bytes.NewReader(raw) // sent as it is: a claim's result keeps its bytes
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, fmt.Errorf("leasegate: encode request: %w", err)

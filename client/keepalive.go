@@ -52,6 +52,7 @@ func OnRenew(f func(Lease)) KeepAliveOption { return func(c *keepAliveConfig) { 
 // called, or the parent context ends.
 type KeepAlive struct {
 	c      *Client
+	renew  renewFunc
 	cfg    keepAliveConfig
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -73,6 +74,14 @@ type KeepAlive struct {
 // Stop ends renewing without releasing; it is not a loss (Err is
 // context.Canceled).
 func (c *Client) KeepAlive(ctx context.Context, lease *Lease, opts ...KeepAliveOption) *KeepAlive {
+	return c.keepAlive(ctx, lease, c.renew, opts...)
+}
+
+// renewFunc renews a lease once: a lock's, or another lease kept the same
+// way (a claim's, claims.go).
+type renewFunc func(ctx context.Context, lease *Lease, ttl time.Duration, retry bool) (*Lease, error)
+
+func (c *Client) keepAlive(ctx context.Context, lease *Lease, renew renewFunc, opts ...KeepAliveOption) *KeepAlive {
 	cfg := keepAliveConfig{fraction: 1.0 / 3, margin: -1}
 	for _, o := range opts {
 		o(&cfg)
@@ -81,7 +90,7 @@ func (c *Client) KeepAlive(ctx context.Context, lease *Lease, opts ...KeepAliveO
 		cfg.margin = lease.TTL / 10
 	}
 	kctx, cancel := context.WithCancelCause(ctx)
-	k := &KeepAlive{c: c, cfg: cfg, ctx: kctx, cancel: cancel, done: make(chan struct{}), lease: *lease}
+	k := &KeepAlive{c: c, renew: renew, cfg: cfg, ctx: kctx, cancel: cancel, done: make(chan struct{}), lease: *lease}
 	go k.run()
 	return k
 }
@@ -179,7 +188,7 @@ func (k *KeepAlive) run() {
 			attemptEnd = lossAt
 		}
 		rctx, cancel := context.WithDeadline(k.ctx, attemptEnd)
-		renewed, err := k.c.renew(rctx, &lease, lease.TTL, false)
+		renewed, err := k.renew(rctx, &lease, lease.TTL, false)
 		cancel()
 		switch {
 		case err == nil:

@@ -17,11 +17,26 @@ func TestKeepAliveKeepsAOneSecondLeaseForFiveSeconds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := c.KeepAlive(ctx, lease)
-	select {
-	case <-k.Done():
-		t.Fatalf("lease lost: %v", k.Err())
-	case <-time.After(5 * time.Second):
+	// Wait on the renewals themselves, not on a 5 s sleep: done once the
+	// kept lease runs 5 s past the first one's expiry (real time passes,
+	// the client's clock is the machine's); 30 s only guards a hang.
+	renewed := make(chan client.Lease, 64)
+	k := c.KeepAlive(ctx, lease, client.OnRenew(func(l client.Lease) {
+		select {
+		case renewed <- l:
+		default:
+		}
+	}))
+	guard := time.After(30 * time.Second)
+	for kept := lease.ExpiresAt; kept.Before(lease.ExpiresAt.Add(5 * time.Second)); {
+		select {
+		case l := <-renewed:
+			kept = l.ExpiresAt
+		case <-k.Done():
+			t.Fatalf("lease lost: %v", k.Err())
+		case <-guard:
+			t.Fatalf("lease kept only to %v within 30s, want 5s past %v", kept, lease.ExpiresAt)
+		}
 	}
 	st, err := c.Status(ctx, "job")
 	if err != nil || st.Token != lease.Token || st.Owner != lease.Owner {
@@ -61,8 +76,10 @@ func TestKeepAliveSignalsLossWhenTheLeaseIsTaken(t *testing.T) {
 			tc.take(g)
 			select {
 			case <-k.Done():
-			case <-time.After(3 * time.Second):
-				t.Fatal("no loss signal within 3s")
+			case <-time.After(10 * time.Second):
+				// A hang guard; that the signal came before expiry is
+				// checked next.
+				t.Fatal("no loss signal within 10s")
 			}
 			if now := time.Now(); !now.Before(k.Lease().ExpiresAt) {
 				t.Errorf("loss signalled at %v, after the lease's expiry %v", now, k.Lease().ExpiresAt)
@@ -102,8 +119,9 @@ func TestKeepAliveSignalsLossBeforeExpiryWhenRedisDies(t *testing.T) {
 	killed := time.Now()
 	select {
 	case <-k.Done():
-	case <-time.After(3 * time.Second):
-		t.Fatal("no loss signal within 3s of Redis dying")
+	case <-time.After(10 * time.Second):
+		// A hang guard; that the signal came before expiry is checked next.
+		t.Fatal("no loss signal within 10s of Redis dying")
 	}
 	now := time.Now()
 	exp := k.Lease().ExpiresAt
@@ -145,8 +163,8 @@ func TestKeepAliveKeepsALeaseThatWasWaitedForLongerThanItsTTL(t *testing.T) {
 	case <-renewed:
 	case <-k.Done():
 		t.Fatalf("got %v before any renewal, want the fresh lease renewed", k.Err())
-	case <-time.After(5 * time.Second):
-		t.Fatal("no renewal and no loss within 5s")
+	case <-time.After(15 * time.Second):
+		t.Fatal("no renewal and no loss within 15s")
 	}
 	st, err := c.Status(ctx, "job")
 	if err != nil || st.Token != lease.Token || st.Owner != lease.Owner {

@@ -1,117 +1,25 @@
-package handlers
+package handlers_test
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/labstack/echo/v4"
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
-	"github.com/leasegate/leasegate/internal/logbuf"
-	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/testenv"
 )
 
-// headerAuth is a test Authenticator: X-Test-Tenant, X-Test-Role and
-// X-Test-Operator say who the caller is.
-type headerAuth struct{}
-
-func (headerAuth) Middleware() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			h := c.Request().Header
-			p := leasegate.Principal{Tenant: h.Get("X-Test-Tenant"), Role: leasegate.Role(h.Get("X-Test-Role")),
-				KeyName: h.Get("X-Test-Operator")}
-			if p.Role == "" {
-				p.Role = leasegate.RoleOps
-			}
-			c.Set(leasegate.PrincipalKey, p)
-			return next(c)
-		}
-	}
-}
-
-type abuseEnv struct {
-	e    *echo.Echo
-	mini *miniredis.Miniredis
-	log  *logbuf.Buffer
-	now  time.Time
-}
-
-func newAbuseEnv(t *testing.T, pol abuse.Policies) *abuseEnv {
+// newAbuseEnv is the routes with user locks under pol, the caller told
+// by the X-Test-* headers (testenv.HeaderAuth).
+func newAbuseEnv(t *testing.T, pol abuse.Policies) *testenv.App {
 	t.Helper()
-	m := miniredis.RunT(t)
-	now := time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
-	m.SetTime(now)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	lb := &logbuf.Buffer{}
-	alog := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.InfoLevel))
-	svc := abuse.New(rdb, abuse.Options{Policies: pol, Log: alog})
-	e := New(DefaultConfig(), Deps{
-		Locks:     redislock.NewService(redislock.New(rdb, redislock.Options{}), nil, 0),
-		UserLocks: svc,
-		Flags:     svc,
-		Auth:      headerAuth{},
-	})
-	return &abuseEnv{e: e, mini: m, log: lb, now: now}
-}
-
-type answer struct {
-	status int
-	header http.Header
-	body   map[string]any
-	raw    string
-}
-
-func (env *abuseEnv) do(t *testing.T, method, target, body string, hdr ...string) answer {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, target, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	rec := httptest.NewRecorder()
-	env.e.ServeHTTP(rec, req)
-	res := rec.Result()
-	data, _ := io.ReadAll(res.Body)
-	a := answer{status: res.StatusCode, header: res.Header, raw: string(data)}
-	if len(data) > 0 {
-		_ = json.Unmarshal(data, &a.body)
-	}
-	return a
-}
-
-func (a answer) want(t *testing.T, status int) answer {
-	t.Helper()
-	if a.status != status {
-		t.Fatalf("got status %d, want %d: %s", a.status, status, a.raw)
-	}
-	return a
-}
-
-func (a answer) slug(t *testing.T, slug string) {
-	t.Helper()
-	typ, _ := a.body["type"].(string)
-	if !strings.HasSuffix(typ, "/"+slug) {
-		t.Errorf("got problem type %q, want slug %q", typ, slug)
-	}
+	return testenv.NewApp(t, redistest.OnMini(t), testenv.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
 }
 
 func TestUserLockRoutes(t *testing.T) {
@@ -119,45 +27,45 @@ func TestUserLockRoutes(t *testing.T) {
 
 	t.Run("attempts count up, only the first acquires, the fifth flags", func(t *testing.T) {
 		for i := 1; i <= 6; i++ {
-			a := env.do(t, "POST", "/user-locks/login/alice", `{"ttl_seconds": 60}`).want(t, 200)
-			if got := a.body["attempts"]; got != float64(i) {
+			a := env.Do(t, "POST", "/user-locks/login/alice", `{"ttl_seconds": 60}`).Want(t, 200)
+			if got := a.Object["attempts"]; got != float64(i) {
 				t.Errorf("attempt %d: got attempts %v", i, got)
 			}
-			if got := a.body["acquired"]; got != (i == 1) {
+			if got := a.Object["acquired"]; got != (i == 1) {
 				t.Errorf("attempt %d: got acquired %v, want %v", i, got, i == 1)
 			}
-			if got := a.body["flagged"]; got != (i >= 5) {
+			if got := a.Object["flagged"]; got != (i >= 5) {
 				t.Errorf("attempt %d: got flagged %v, want %v", i, got, i >= 5)
 			}
-			if got, want := a.body["expires_at"], "2026-11-30T09:31:00.000Z"; got != want {
+			if got, want := a.Object["expires_at"], "2026-11-30T09:31:00.000Z"; got != want {
 				t.Errorf("attempt %d: got expires_at %v, want %v", i, got, want)
 			}
 		}
 	})
 
 	t.Run("the body is optional and ttl defaults to 10 seconds", func(t *testing.T) {
-		a := env.do(t, "POST", "/user-locks/login/bob", "").want(t, 200)
-		if got, want := a.body["expires_at"], "2026-11-30T09:30:10.000Z"; got != want {
+		a := env.Do(t, "POST", "/user-locks/login/bob", "").Want(t, 200)
+		if got, want := a.Object["expires_at"], "2026-11-30T09:30:10.000Z"; got != want {
 			t.Errorf("got expires_at %v, want %v", got, want)
 		}
 	})
 
 	t.Run("delete releases the user lock, then there is nothing to delete", func(t *testing.T) {
-		env.do(t, "POST", "/user-locks/login/carol", "").want(t, 200)
-		env.do(t, "DELETE", "/user-locks/login/carol", "").want(t, 204)
-		env.do(t, "DELETE", "/user-locks/login/carol", "").want(t, 404).slug(t, "not-found")
-		a := env.do(t, "POST", "/user-locks/login/carol", "").want(t, 200)
-		if a.body["acquired"] != true {
-			t.Errorf("got acquired %v after delete, want true", a.body["acquired"])
+		env.Do(t, "POST", "/user-locks/login/carol", "").Want(t, 200)
+		env.Do(t, "DELETE", "/user-locks/login/carol", "").Want(t, 204)
+		env.Do(t, "DELETE", "/user-locks/login/carol", "").Want(t, 404).Slug(t, "not-found")
+		a := env.Do(t, "POST", "/user-locks/login/carol", "").Want(t, 200)
+		if a.Object["acquired"] != true {
+			t.Errorf("got acquired %v after delete, want true", a.Object["acquired"])
 		}
 	})
 
 	t.Run("user ids are percent-decoded and any printable id works", func(t *testing.T) {
-		a := env.do(t, "POST", "/user-locks/login/d%C3%BC%2Fx%20y", "").want(t, 200)
-		if a.body["acquired"] != true {
-			t.Errorf("got %v", a.body)
+		a := env.Do(t, "POST", "/user-locks/login/d%C3%BC%2Fx%20y", "").Want(t, 200)
+		if a.Object["acquired"] != true {
+			t.Errorf("got %v", a.Object)
 		}
-		env.do(t, "DELETE", "/user-locks/login/d%C3%BC%2Fx%20y", "").want(t, 204)
+		env.Do(t, "DELETE", "/user-locks/login/d%C3%BC%2Fx%20y", "").Want(t, 204)
 	})
 
 	bad := []struct {
@@ -182,39 +90,39 @@ func TestUserLockRoutes(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run("rejects "+tc.name+" and counts nothing", func(t *testing.T) {
-			a := env.do(t, "POST", tc.target, tc.body).want(t, 422)
-			a.slug(t, "validation")
-			errs, _ := a.body["errors"].([]any)
+			a := env.Do(t, "POST", tc.target, tc.body).Want(t, 422)
+			a.Slug(t, "validation")
+			errs, _ := a.Object["errors"].([]any)
 			if len(errs) != 1 || errs[0].(map[string]any)["field"] != tc.field {
-				t.Errorf("got errors %v, want one naming %q", a.body["errors"], tc.field)
+				t.Errorf("got errors %v, want one naming %q", a.Object["errors"], tc.field)
 			}
 		})
 	}
 	t.Run("nothing was counted for eve by the rejected requests", func(t *testing.T) {
-		a := env.do(t, "POST", "/user-locks/login/eve", "").want(t, 200)
-		if a.body["attempts"] != float64(1) {
-			t.Errorf("got attempts %v, want 1", a.body["attempts"])
+		a := env.Do(t, "POST", "/user-locks/login/eve", "").Want(t, 200)
+		if a.Object["attempts"] != float64(1) {
+			t.Errorf("got attempts %v, want 1", a.Object["attempts"])
 		}
 	})
 
 	t.Run("malformed JSON is 400 and a non-JSON body is 415", func(t *testing.T) {
-		env.do(t, "POST", "/user-locks/login/frank", `{"ttl_seconds":`).want(t, 400).slug(t, "malformed-request")
-		env.do(t, "POST", "/user-locks/login/frank", `ttl=3`, "Content-Type", "text/plain").want(t, 415)
+		env.Do(t, "POST", "/user-locks/login/frank", `{"ttl_seconds":`).Want(t, 400).Slug(t, "malformed-request")
+		env.Do(t, "POST", "/user-locks/login/frank", `ttl=3`, "Content-Type", "text/plain").Want(t, 415)
 	})
 
 	t.Run("a wrong method is 405 with Allow", func(t *testing.T) {
-		a := env.do(t, "PUT", "/user-locks/login/alice", "").want(t, 405)
-		if !strings.Contains(a.header.Get("Allow"), "POST") {
-			t.Errorf("got Allow %q, want POST in it", a.header.Get("Allow"))
+		a := env.Do(t, "PUT", "/user-locks/login/alice", "").Want(t, 405)
+		if !strings.Contains(a.Header.Get("Allow"), "POST") {
+			t.Errorf("got Allow %q, want POST in it", a.Header.Get("Allow"))
 		}
 	})
 
 	t.Run("redis down is 503 and never acquired", func(t *testing.T) {
-		env.mini.SetError("LOADING")
-		defer env.mini.SetError("")
-		a := env.do(t, "POST", "/user-locks/login/gina", "").want(t, 503)
-		a.slug(t, "unavailable")
-		if a.header.Get("Retry-After") == "" {
+		env.Backend.Mini.SetError("LOADING")
+		defer env.Backend.Mini.SetError("")
+		a := env.Do(t, "POST", "/user-locks/login/gina", "").Want(t, 503)
+		a.Slug(t, "unavailable")
+		if a.Header.Get("Retry-After") == "" {
 			t.Error("got no Retry-After on 503")
 		}
 	})
@@ -227,14 +135,9 @@ func TestAbuseLogRecordFromHTTP(t *testing.T) {
 		req := httptest.NewRequest("POST", "/user-locks/login/mallory", nil)
 		req.RemoteAddr = "192.0.2.10:4711"
 		req.Header.Set("X-Forwarded-For", "203.0.113.66")
-		rec := httptest.NewRecorder()
-		env.e.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			t.Fatalf("got %d: %s", rec.Code, rec.Body)
-		}
-		reqID = rec.Header().Get(echo.HeaderXRequestID)
+		reqID = testenv.Serve(env.E, req).Want(t, 200).Header.Get(echo.HeaderXRequestID)
 	}
-	recs := env.log.Events(t, "flagged")
+	recs := env.AbuseLog.Events(t, "flagged")
 	if len(recs) != 1 {
 		t.Fatalf("got %d flagged records, want 1", len(recs))
 	}
@@ -258,12 +161,11 @@ func TestOpsReviewRoutes(t *testing.T) {
 	flag := func(t *testing.T, lock, user string, hdr ...string) {
 		t.Helper()
 		for i := 0; i < 2; i++ {
-			env.do(t, "POST", "/user-locks/"+lock+"/"+user, "", hdr...).want(t, 200)
+			env.Do(t, "POST", "/user-locks/"+lock+"/"+user, "", hdr...).Want(t, 200)
 		}
 	}
 	tick := func() {
-		env.now = env.now.Add(time.Millisecond)
-		env.mini.SetTime(env.now)
+		env.Backend.SetTime(env.Backend.Now().Add(time.Millisecond))
 	}
 	flag(t, "login", "u1")
 	tick()
@@ -272,8 +174,8 @@ func TestOpsReviewRoutes(t *testing.T) {
 	flag(t, "login", "u3")
 
 	t.Run("the list pages newest first with a cursor", func(t *testing.T) {
-		a := env.do(t, "GET", "/abuse/flagged?limit=2", "").want(t, 200)
-		items := a.body["items"].([]any)
+		a := env.Do(t, "GET", "/abuse/flagged?limit=2", "").Want(t, 200)
+		items := a.Object["items"].([]any)
 		if len(items) != 2 || items[0].(map[string]any)["user_id"] != "u3" || items[1].(map[string]any)["user_id"] != "u2" {
 			t.Fatalf("got %v, want u3, u2", items)
 		}
@@ -286,23 +188,23 @@ func TestOpsReviewRoutes(t *testing.T) {
 		if first["banned_until"] != nil {
 			t.Errorf("got banned_until %v, want null", first["banned_until"])
 		}
-		cur, ok := a.body["next_cursor"].(string)
+		cur, ok := a.Object["next_cursor"].(string)
 		if !ok || cur == "" {
-			t.Fatalf("got next_cursor %v, want one", a.body["next_cursor"])
+			t.Fatalf("got next_cursor %v, want one", a.Object["next_cursor"])
 		}
-		b := env.do(t, "GET", "/abuse/flagged?limit=2&cursor="+cur, "").want(t, 200)
-		items = b.body["items"].([]any)
+		b := env.Do(t, "GET", "/abuse/flagged?limit=2&cursor="+cur, "").Want(t, 200)
+		items = b.Object["items"].([]any)
 		if len(items) != 1 || items[0].(map[string]any)["user_id"] != "u1" {
 			t.Errorf("got %v, want u1", items)
 		}
-		if b.body["next_cursor"] != nil {
-			t.Errorf("got next_cursor %v on the last page, want null", b.body["next_cursor"])
+		if b.Object["next_cursor"] != nil {
+			t.Errorf("got next_cursor %v on the last page, want null", b.Object["next_cursor"])
 		}
 	})
 
 	t.Run("the list filters by lock", func(t *testing.T) {
-		a := env.do(t, "GET", "/abuse/flagged?lock=export", "").want(t, 200)
-		items := a.body["items"].([]any)
+		a := env.Do(t, "GET", "/abuse/flagged?lock=export", "").Want(t, 200)
+		items := a.Object["items"].([]any)
 		if len(items) != 1 || items[0].(map[string]any)["user_id"] != "u2" {
 			t.Errorf("got %v, want only u2", items)
 		}
@@ -310,35 +212,35 @@ func TestOpsReviewRoutes(t *testing.T) {
 
 	for _, q := range []string{"limit=0", "limit=501", "limit=1.5", "lock=a%20b", "cursor=%21%21", "sort=asc", "limit=1&limit=2"} {
 		t.Run("the list rejects "+q, func(t *testing.T) {
-			env.do(t, "GET", "/abuse/flagged?"+q, "").want(t, 422).slug(t, "validation")
+			env.Do(t, "GET", "/abuse/flagged?"+q, "").Want(t, 422).Slug(t, "validation")
 		})
 	}
 
 	t.Run("one user's flags, and 404 for a clean user", func(t *testing.T) {
-		a := env.do(t, "GET", "/abuse/flagged/u1", "").want(t, 200)
-		if flags := a.body["flags"].([]any); len(flags) != 1 || a.body["user_id"] != "u1" {
-			t.Errorf("got %v", a.body)
+		a := env.Do(t, "GET", "/abuse/flagged/u1", "").Want(t, 200)
+		if flags := a.Object["flags"].([]any); len(flags) != 1 || a.Object["user_id"] != "u1" {
+			t.Errorf("got %v", a.Object)
 		}
-		env.do(t, "GET", "/abuse/flagged/nobody", "").want(t, 404).slug(t, "not-found")
+		env.Do(t, "GET", "/abuse/flagged/nobody", "").Want(t, 404).Slug(t, "not-found")
 	})
 
 	t.Run("a ban answers 429 with Retry-After and shows in the flag", func(t *testing.T) {
-		a := env.do(t, "POST", "/abuse/bans/u1", `{"seconds": 90, "reason": "scripted logins"}`).want(t, 201)
-		if a.body["banned_until"] != "2026-11-30T09:31:30.002Z" {
-			t.Errorf("got banned_until %v", a.body["banned_until"])
+		a := env.Do(t, "POST", "/abuse/bans/u1", `{"seconds": 90, "reason": "scripted logins"}`).Want(t, 201)
+		if a.Object["banned_until"] != "2026-11-30T09:31:30.002Z" {
+			t.Errorf("got banned_until %v", a.Object["banned_until"])
 		}
-		b := env.do(t, "POST", "/user-locks/login/u1", "").want(t, 429)
-		b.slug(t, "abnormal-usage-detected")
-		if got := b.header.Get("Retry-After"); got != "90" {
+		b := env.Do(t, "POST", "/user-locks/login/u1", "").Want(t, 429)
+		b.Slug(t, "abnormal-usage-detected")
+		if got := b.Header.Get("Retry-After"); got != "90" {
 			t.Errorf("got Retry-After %q, want 90", got)
 		}
-		f := env.do(t, "GET", "/abuse/flagged/u1", "").want(t, 200)
-		if got := f.body["flags"].([]any)[0].(map[string]any)["banned_until"]; got != "2026-11-30T09:31:30.002Z" {
+		f := env.Do(t, "GET", "/abuse/flagged/u1", "").Want(t, 200)
+		if got := f.Object["flags"].([]any)[0].(map[string]any)["banned_until"]; got != "2026-11-30T09:31:30.002Z" {
 			t.Errorf("got banned_until %v in the flag", got)
 		}
-		env.do(t, "DELETE", "/abuse/bans/u1", "").want(t, 204)
-		env.do(t, "DELETE", "/abuse/bans/u1", "").want(t, 404)
-		env.do(t, "POST", "/user-locks/login/u1", "").want(t, 200)
+		env.Do(t, "DELETE", "/abuse/bans/u1", "").Want(t, 204)
+		env.Do(t, "DELETE", "/abuse/bans/u1", "").Want(t, 404)
+		env.Do(t, "POST", "/user-locks/login/u1", "").Want(t, 200)
 	})
 
 	bans := map[string]string{
@@ -353,48 +255,48 @@ func TestOpsReviewRoutes(t *testing.T) {
 	}
 	for name, body := range bans {
 		t.Run("a ban with "+name+" is 422", func(t *testing.T) {
-			env.do(t, "POST", "/abuse/bans/u2", body).want(t, 422).slug(t, "validation")
+			env.Do(t, "POST", "/abuse/bans/u2", body).Want(t, 422).Slug(t, "validation")
 		})
 	}
 	t.Run("an allowlisted user cannot be banned", func(t *testing.T) {
-		env.do(t, "POST", "/abuse/bans/probe", `{"seconds": 60}`).want(t, 422)
+		env.Do(t, "POST", "/abuse/bans/probe", `{"seconds": 60}`).Want(t, 422)
 	})
 
 	t.Run("clearing writes an audit record naming the operator and sticks", func(t *testing.T) {
-		env.do(t, "DELETE", "/abuse/flagged/u3", "", "X-Test-Operator", "key:oncall").want(t, 204)
-		env.do(t, "DELETE", "/abuse/flagged/u3", "").want(t, 404)
-		env.do(t, "POST", "/user-locks/login/u3", "").want(t, 200)
-		env.do(t, "GET", "/abuse/flagged/u3", "").want(t, 404)
-		recs := env.log.Events(t, "flags_cleared")
+		env.Do(t, "DELETE", "/abuse/flagged/u3", "", "X-Test-Operator", "key:oncall").Want(t, 204)
+		env.Do(t, "DELETE", "/abuse/flagged/u3", "").Want(t, 404)
+		env.Do(t, "POST", "/user-locks/login/u3", "").Want(t, 200)
+		env.Do(t, "GET", "/abuse/flagged/u3", "").Want(t, 404)
+		recs := env.AbuseLog.Events(t, "flags_cleared")
 		if len(recs) != 1 || recs[0]["operator"] != "key:oncall" || recs[0]["user_id"] != "u3" {
 			t.Errorf("got audit %v, want one for u3 by key:oncall", recs)
 		}
-		bans := env.log.Events(t, "banned")
+		bans := env.AbuseLog.Events(t, "banned")
 		if len(bans) != 1 || bans[0]["operator"] != leasegate.OpenModeActor {
 			t.Errorf("got ban audit %v, want one by %q", bans, leasegate.OpenModeActor)
 		}
 	})
 
 	t.Run("a client key may not use the ops routes", func(t *testing.T) {
-		env.do(t, "GET", "/abuse/flagged", "", "X-Test-Role", "client").want(t, 403).slug(t, "forbidden")
-		env.do(t, "POST", "/abuse/bans/u2", `{"seconds": 5}`, "X-Test-Role", "client").want(t, 403)
-		env.do(t, "POST", "/user-locks/login/zed", "", "X-Test-Role", "client").want(t, 200)
+		env.Do(t, "GET", "/abuse/flagged", "", "X-Test-Role", "client").Want(t, 403).Slug(t, "forbidden")
+		env.Do(t, "POST", "/abuse/bans/u2", `{"seconds": 5}`, "X-Test-Role", "client").Want(t, 403)
+		env.Do(t, "POST", "/user-locks/login/zed", "", "X-Test-Role", "client").Want(t, 200)
 	})
 
 	t.Run("tenants with colliding names never see each other", func(t *testing.T) {
 		flag(t, "login", "u1", "X-Test-Tenant", "acme")
-		a := env.do(t, "POST", "/user-locks/login/u2", "", "X-Test-Tenant", "globex").want(t, 200)
-		if a.body["attempts"] != float64(1) {
-			t.Errorf("got attempts %v in globex, want 1", a.body["attempts"])
+		a := env.Do(t, "POST", "/user-locks/login/u2", "", "X-Test-Tenant", "globex").Want(t, 200)
+		if a.Object["attempts"] != float64(1) {
+			t.Errorf("got attempts %v in globex, want 1", a.Object["attempts"])
 		}
-		l := env.do(t, "GET", "/abuse/flagged", "", "X-Test-Tenant", "globex").want(t, 200)
-		if items := l.body["items"].([]any); len(items) != 0 {
+		l := env.Do(t, "GET", "/abuse/flagged", "", "X-Test-Tenant", "globex").Want(t, 200)
+		if items := l.Object["items"].([]any); len(items) != 0 {
 			t.Errorf("got %v in globex's list, want none", items)
 		}
-		env.do(t, "GET", "/abuse/flagged/u1", "", "X-Test-Tenant", "globex").want(t, 404)
-		env.do(t, "DELETE", "/abuse/flagged/u1", "", "X-Test-Tenant", "globex").want(t, 404)
-		acme := env.do(t, "GET", "/abuse/flagged", "", "X-Test-Tenant", "acme").want(t, 200)
-		if items := acme.body["items"].([]any); len(items) != 1 {
+		env.Do(t, "GET", "/abuse/flagged/u1", "", "X-Test-Tenant", "globex").Want(t, 404)
+		env.Do(t, "DELETE", "/abuse/flagged/u1", "", "X-Test-Tenant", "globex").Want(t, 404)
+		acme := env.Do(t, "GET", "/abuse/flagged", "", "X-Test-Tenant", "acme").Want(t, 200)
+		if items := acme.Object["items"].([]any); len(items) != 1 {
 			t.Errorf("got %d items in acme's list, want 1", len(items))
 		}
 	})
@@ -403,7 +305,7 @@ func TestOpsReviewRoutes(t *testing.T) {
 func TestConcurrentUserLockRequests(t *testing.T) {
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 	const n = 200
-	got := make([]answer, n)
+	got := make([]*testenv.Answer, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := 0; i < n; i++ {
@@ -411,12 +313,7 @@ func TestConcurrentUserLockRequests(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			<-start
-			req := httptest.NewRequest("POST", "/user-locks/burst/u-http", nil)
-			rec := httptest.NewRecorder()
-			env.e.ServeHTTP(rec, req)
-			a := answer{status: rec.Code, raw: rec.Body.String()}
-			_ = json.Unmarshal(rec.Body.Bytes(), &a.body)
-			got[i] = a
+			got[i] = testenv.Serve(env.E, httptest.NewRequest("POST", "/user-locks/burst/u-http", nil))
 		}(i)
 	}
 	close(start)
@@ -424,11 +321,11 @@ func TestConcurrentUserLockRequests(t *testing.T) {
 	seen := map[float64]int{}
 	acquired := 0
 	for _, a := range got {
-		if a.status != 200 {
-			t.Fatalf("got %d: %s", a.status, a.raw)
+		if a.StatusCode != 200 {
+			t.Fatalf("got %d: %s", a.StatusCode, a.Raw)
 		}
-		seen[a.body["attempts"].(float64)]++
-		if a.body["acquired"] == true {
+		seen[a.Object["attempts"].(float64)]++
+		if a.Object["acquired"] == true {
 			acquired++
 		}
 	}
@@ -440,7 +337,7 @@ func TestConcurrentUserLockRequests(t *testing.T) {
 	if acquired != 1 {
 		t.Errorf("got %d acquired, want 1", acquired)
 	}
-	if recs := env.log.Events(t, "flagged"); len(recs) != 1 {
+	if recs := env.AbuseLog.Events(t, "flagged"); len(recs) != 1 {
 		t.Errorf("got %d abuse-log records, want 1", len(recs))
 	}
 }

@@ -22,7 +22,7 @@ func TestATK01_ReleaseByANonOwnerIsForbiddenAndTheLockStays(t *testing.T) {
 		{"another owner with the holder's token", "/locks/atk01?owner=svc-b&token=" + itoa(int(held.Token)), ""},
 	} {
 		t.Run(req.name, func(t *testing.T) {
-			checkProblem(t, h.do(t, http.MethodDelete, req.target, req.body), http.StatusForbidden, "forbidden")
+			h.Do(t, http.MethodDelete, req.target, req.body).Problem(t, http.StatusForbidden, "forbidden")
 			if got := h.status(t, "atk01"); got == nil || *got != held {
 				t.Errorf("got %+v after a refused release, want the lock intact %+v", got, held)
 			}
@@ -33,8 +33,8 @@ func TestATK01_ReleaseByANonOwnerIsForbiddenAndTheLockStays(t *testing.T) {
 func TestATK02_RenewByANonOwnerIsForbidden(t *testing.T) {
 	h := newHarness(t)
 	held := h.acquire(t, "atk02", "svc-a", 30)
-	res := h.do(t, http.MethodPost, "/locks/atk02/renew", `{"owner":"svc-b","ttl_seconds":3600}`)
-	checkProblem(t, res, http.StatusForbidden, "forbidden")
+	res := h.Do(t, http.MethodPost, "/locks/atk02/renew", `{"owner":"svc-b","ttl_seconds":3600}`)
+	res.Problem(t, http.StatusForbidden, "forbidden")
 	if got := h.status(t, "atk02"); got == nil || *got != held {
 		t.Errorf("got %+v, want the lock intact %+v", got, held)
 	}
@@ -44,8 +44,8 @@ func TestATK03_ZeroOrNegativeTTLIsRejected(t *testing.T) {
 	h := newHarness(t)
 	for _, ttl := range []string{"0", "-1", "-0", "-86400"} {
 		t.Run("ttl_seconds "+ttl, func(t *testing.T) {
-			res := h.do(t, http.MethodPost, "/locks/atk03", `{"owner":"svc-a","ttl_seconds":`+ttl+`}`)
-			checkFields(t, res, "ttl_seconds")
+			res := h.Do(t, http.MethodPost, "/locks/atk03", `{"owner":"svc-a","ttl_seconds":`+ttl+`}`)
+			res.Fields(t, "ttl_seconds")
 			if got := h.status(t, "atk03"); got != nil {
 				t.Errorf("got lock %+v, want nothing written", got)
 			}
@@ -53,7 +53,7 @@ func TestATK03_ZeroOrNegativeTTLIsRejected(t *testing.T) {
 	}
 	t.Run("on renew", func(t *testing.T) {
 		held := h.acquire(t, "atk03r", "svc-a", 30)
-		checkFields(t, h.do(t, http.MethodPost, "/locks/atk03r/renew", `{"owner":"svc-a","ttl_seconds":0}`), "ttl_seconds")
+		h.Do(t, http.MethodPost, "/locks/atk03r/renew", `{"owner":"svc-a","ttl_seconds":0}`).Fields(t, "ttl_seconds")
 		if got := h.status(t, "atk03r"); got == nil || *got != held {
 			t.Errorf("got %+v, want unchanged %+v", got, held)
 		}
@@ -62,8 +62,8 @@ func TestATK03_ZeroOrNegativeTTLIsRejected(t *testing.T) {
 
 func TestATK04_TTLAboveMaxTTLIsRejected(t *testing.T) {
 	h := newHarness(t)
-	checkFields(t, h.do(t, http.MethodPost, "/locks/atk04", `{"owner":"svc-a","ttl_seconds":86401}`), "ttl_seconds")
-	checkFields(t, h.do(t, http.MethodPost, "/locks/atk04", `{"owner":"svc-a","ttl_seconds":99999999999999999999}`), "ttl_seconds")
+	h.Do(t, http.MethodPost, "/locks/atk04", `{"owner":"svc-a","ttl_seconds":86401}`).Fields(t, "ttl_seconds")
+	h.Do(t, http.MethodPost, "/locks/atk04", `{"owner":"svc-a","ttl_seconds":99999999999999999999}`).Fields(t, "ttl_seconds")
 	if got := h.status(t, "atk04"); got != nil {
 		t.Errorf("got lock %+v, want nothing written", got)
 	}
@@ -71,7 +71,7 @@ func TestATK04_TTLAboveMaxTTLIsRejected(t *testing.T) {
 	if lk.ExpiresAt != "2026-12-01T09:30:00.000Z" {
 		t.Errorf("got expires_at %q for the largest ttl, want 2026-12-01T09:30:00.000Z", lk.ExpiresAt)
 	}
-	checkFields(t, h.do(t, http.MethodPost, "/locks/atk04/renew", `{"owner":"svc-a","ttl_seconds":86401}`), "ttl_seconds")
+	h.Do(t, http.MethodPost, "/locks/atk04/renew", `{"owner":"svc-a","ttl_seconds":86401}`).Fields(t, "ttl_seconds")
 }
 
 func TestATK05_SQLLookingResourceAndOwnerAreLiterals(t *testing.T) {
@@ -86,15 +86,15 @@ func TestATK05_SQLLookingResourceAndOwnerAreLiterals(t *testing.T) {
 	if got := h.status(t, url.PathEscape(resource)); got == nil || *got != lk {
 		t.Errorf("got %+v, want %+v", got, lk)
 	}
-	lockKey, _ := h.locks.Keys(resource)
-	if got := h.rdb.HGet(context.Background(), lockKey, "owner").Val(); got != owner {
+	lockKey, _ := h.Locker.Keys(resource)
+	if got := h.Backend.RDB.HGet(context.Background(), lockKey, "owner").Val(); got != owner {
 		t.Errorf("got stored owner %q, want %q", got, owner)
 	}
 	// Another resource is untouched by the "injection".
 	if got := h.status(t, "distributed_locks"); got != nil {
 		t.Errorf("got %+v, want no lock on another resource", got)
 	}
-	res := h.do(t, http.MethodDelete, path+"?owner="+url.QueryEscape(owner), "")
+	res := h.Do(t, http.MethodDelete, path+"?owner="+url.QueryEscape(owner), "")
 	if res.StatusCode != http.StatusNoContent {
 		t.Errorf("got %d releasing with the literal owner, want 204", res.StatusCode)
 	}
@@ -104,23 +104,23 @@ func TestATK06_EmptyOrWhitespaceOwnerIsRejected(t *testing.T) {
 	h := newHarness(t)
 	for _, owner := range []string{`""`, `" "`, `"\t\n  "`, `"\u00a0"`} {
 		t.Run("owner "+owner, func(t *testing.T) {
-			checkFields(t, h.do(t, http.MethodPost, "/locks/atk06", `{"owner":`+owner+`,"ttl_seconds":30}`), "owner")
-			checkFields(t, h.do(t, http.MethodPost, "/locks/atk06/renew", `{"owner":`+owner+`,"ttl_seconds":30}`), "owner")
-			checkFields(t, h.do(t, http.MethodDelete, "/locks/atk06", `{"owner":`+owner+`}`), "owner")
+			h.Do(t, http.MethodPost, "/locks/atk06", `{"owner":`+owner+`,"ttl_seconds":30}`).Fields(t, "owner")
+			h.Do(t, http.MethodPost, "/locks/atk06/renew", `{"owner":`+owner+`,"ttl_seconds":30}`).Fields(t, "owner")
+			h.Do(t, http.MethodDelete, "/locks/atk06", `{"owner":`+owner+`}`).Fields(t, "owner")
 		})
 	}
-	checkFields(t, h.do(t, http.MethodDelete, "/locks/atk06?owner=%20%20", ""), "owner")
+	h.Do(t, http.MethodDelete, "/locks/atk06?owner=%20%20", "").Fields(t, "owner")
 	for _, owner := range []string{`1`, `null`, `true`, `["svc"]`, `{"id":"svc"}`} {
 		t.Run("a non-string owner "+owner, func(t *testing.T) {
-			checkFields(t, h.do(t, http.MethodPost, "/locks/atk06", `{"owner":`+owner+`,"ttl_seconds":30}`), "owner")
+			h.Do(t, http.MethodPost, "/locks/atk06", `{"owner":`+owner+`,"ttl_seconds":30}`).Fields(t, "owner")
 		})
 	}
 	t.Run("an owner with control characters", func(t *testing.T) {
-		checkFields(t, h.do(t, http.MethodPost, "/locks/atk06", `{"owner":"svc\u0000a","ttl_seconds":30}`), "owner")
-		checkFields(t, h.do(t, http.MethodPost, "/locks/atk06", `{"owner":"svc\u001b[31ma","ttl_seconds":30}`), "owner")
+		h.Do(t, http.MethodPost, "/locks/atk06", `{"owner":"svc\u0000a","ttl_seconds":30}`).Fields(t, "owner")
+		h.Do(t, http.MethodPost, "/locks/atk06", `{"owner":"svc\u001b[31ma","ttl_seconds":30}`).Fields(t, "owner")
 	})
 	t.Run("an owner over 255 bytes after trimming", func(t *testing.T) {
-		checkFields(t, h.do(t, http.MethodPost, "/locks/atk06", `{"owner":"`+strings.Repeat("o", 256)+`","ttl_seconds":30}`), "owner")
+		h.Do(t, http.MethodPost, "/locks/atk06", `{"owner":"`+strings.Repeat("o", 256)+`","ttl_seconds":30}`).Fields(t, "owner")
 	})
 	if got := h.status(t, "atk06"); got != nil {
 		t.Errorf("got %+v, want nothing written", got)
@@ -130,7 +130,7 @@ func TestATK06_EmptyOrWhitespaceOwnerIsRejected(t *testing.T) {
 		if lk.Owner != "svc-a" {
 			t.Errorf("got owner %q, want %q", lk.Owner, "svc-a")
 		}
-		res := h.do(t, http.MethodDelete, "/locks/atk06?owner=svc-a%20", "")
+		res := h.Do(t, http.MethodDelete, "/locks/atk06?owner=svc-a%20", "")
 		if res.StatusCode != http.StatusNoContent {
 			t.Errorf("got %d releasing as %q, want 204", res.StatusCode, "svc-a ")
 		}
@@ -142,14 +142,14 @@ func TestATK07_NonIntegerTTLIsRejected(t *testing.T) {
 	for _, ttl := range []string{`60.5`, `60.0`, `1e3`, `1E3`, `6e1`, `"3600"`, `null`, `true`, `[60]`, `{"s":60}`, `0x10`, `+60`, `060`} {
 		t.Run("ttl_seconds "+ttl, func(t *testing.T) {
 			body := `{"owner":"svc-a","ttl_seconds":` + ttl + `}`
-			res := h.do(t, http.MethodPost, "/locks/atk07", body)
+			res := h.Do(t, http.MethodPost, "/locks/atk07", body)
 			if ttl == `0x10` || ttl == `+60` || ttl == `060` {
 				// Not JSON at all: malformed, not invalid.
-				checkProblem(t, res, http.StatusBadRequest, "malformed-request")
+				res.Problem(t, http.StatusBadRequest, "malformed-request")
 				return
 			}
-			checkFields(t, res, "ttl_seconds")
-			checkFields(t, h.do(t, http.MethodPost, "/locks/atk07/renew", body), "ttl_seconds")
+			res.Fields(t, "ttl_seconds")
+			h.Do(t, http.MethodPost, "/locks/atk07/renew", body).Fields(t, "ttl_seconds")
 		})
 	}
 	if got := h.status(t, "atk07"); got != nil {
@@ -170,11 +170,11 @@ func TestATK08_MissingOwnerOrTTLIsRejected(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checkFields(t, h.do(t, http.MethodPost, "/locks/atk08", tc.body), tc.fields...)
-			checkFields(t, h.do(t, http.MethodPost, "/locks/atk08/renew", tc.body), tc.fields...)
+			h.Do(t, http.MethodPost, "/locks/atk08", tc.body).Fields(t, tc.fields...)
+			h.Do(t, http.MethodPost, "/locks/atk08/renew", tc.body).Fields(t, tc.fields...)
 		})
 	}
-	checkFields(t, h.do(t, http.MethodDelete, "/locks/atk08", ""), "owner")
+	h.Do(t, http.MethodDelete, "/locks/atk08", "").Fields(t, "owner")
 	if got := h.status(t, "atk08"); got != nil {
 		t.Errorf("got %+v, want nothing written", got)
 	}
@@ -183,7 +183,7 @@ func TestATK08_MissingOwnerOrTTLIsRejected(t *testing.T) {
 func TestATK09_SameOwnerReacquireKeepsTheTokenAndMovesExpiry(t *testing.T) {
 	h := newHarness(t)
 	first := h.acquire(t, "atk09", "svc-a", 30)
-	h.advance(10 * time.Second)
+	h.Backend.Advance(t, 10*time.Second)
 	second := h.acquire(t, "atk09", "svc-a", 30)
 	if second.Token != first.Token || second.AcquiredAt != first.AcquiredAt {
 		t.Errorf("got token %d acquired_at %s, want unchanged %d %s", second.Token, second.AcquiredAt, first.Token, first.AcquiredAt)
@@ -211,8 +211,8 @@ func atk10(t *testing.T, h *harness) {
 		go func(i int) {
 			defer wg.Done()
 			<-start
-			res := h.do(t, http.MethodPost, "/locks/atk10", `{"owner":"svc-`+itoa(i)+`","ttl_seconds":30}`)
-			decodeJSON(t, res, http.StatusOK, &results[i])
+			res := h.Do(t, http.MethodPost, "/locks/atk10", `{"owner":"svc-`+itoa(i)+`","ttl_seconds":30}`)
+			res.JSON(t, http.StatusOK, &results[i])
 		}(i)
 	}
 	close(start)
@@ -237,24 +237,24 @@ func atk10(t *testing.T, h *harness) {
 func TestATK11_StatusOfAnExpiredOrMissingLockIsNotFound(t *testing.T) {
 	h := newHarness(t)
 	t.Run("never locked", func(t *testing.T) {
-		checkProblem(t, h.do(t, http.MethodGet, "/locks/atk11-none", ""), http.StatusNotFound, "not-found")
+		h.Do(t, http.MethodGet, "/locks/atk11-none", "").Problem(t, http.StatusNotFound, "not-found")
 	})
 	t.Run("expired", func(t *testing.T) {
 		h.acquire(t, "atk11", "svc-a", 1)
-		h.advance(time.Second)
-		checkProblem(t, h.do(t, http.MethodGet, "/locks/atk11", ""), http.StatusNotFound, "not-found")
+		h.Backend.Advance(t, time.Second)
+		h.Do(t, http.MethodGet, "/locks/atk11", "").Problem(t, http.StatusNotFound, "not-found")
 	})
 	t.Run("expired but not yet reaped by Redis", func(t *testing.T) {
 		h.acquire(t, "atk11-stale", "svc-a", 1)
-		lockKey, _ := h.locks.Keys("atk11-stale")
-		h.rdb.Persist(context.Background(), lockKey)
-		h.advance(time.Second)
-		if !h.mini.Exists(lockKey) {
+		lockKey, _ := h.Locker.Keys("atk11-stale")
+		h.Backend.RDB.Persist(context.Background(), lockKey)
+		h.Backend.Advance(t, time.Second)
+		if !h.Backend.Mini.Exists(lockKey) {
 			t.Fatalf("the test needs the expired key to still exist")
 		}
-		checkProblem(t, h.do(t, http.MethodGet, "/locks/atk11-stale", ""), http.StatusNotFound, "not-found")
-		checkProblem(t, h.do(t, http.MethodDelete, "/locks/atk11-stale?owner=svc-a", ""), http.StatusNotFound, "not-found")
-		checkProblem(t, h.do(t, http.MethodPost, "/locks/atk11-stale/renew", `{"owner":"svc-a","ttl_seconds":30}`), http.StatusNotFound, "not-found")
+		h.Do(t, http.MethodGet, "/locks/atk11-stale", "").Problem(t, http.StatusNotFound, "not-found")
+		h.Do(t, http.MethodDelete, "/locks/atk11-stale?owner=svc-a", "").Problem(t, http.StatusNotFound, "not-found")
+		h.Do(t, http.MethodPost, "/locks/atk11-stale/renew", `{"owner":"svc-a","ttl_seconds":30}`).Problem(t, http.StatusNotFound, "not-found")
 	})
 }
 
@@ -277,10 +277,10 @@ func TestATK12_OverLongResourceIsRejected(t *testing.T) {
 				}
 				return
 			}
-			checkFields(t, h.do(t, http.MethodPost, path, `{"owner":"svc-a","ttl_seconds":30}`), "resource")
-			checkFields(t, h.do(t, http.MethodGet, path, ""), "resource")
-			checkFields(t, h.do(t, http.MethodDelete, path+"?owner=svc-a", ""), "resource")
-			checkFields(t, h.do(t, http.MethodPost, path+"/renew", `{"owner":"svc-a","ttl_seconds":30}`), "resource")
+			h.Do(t, http.MethodPost, path, `{"owner":"svc-a","ttl_seconds":30}`).Fields(t, "resource")
+			h.Do(t, http.MethodGet, path, "").Fields(t, "resource")
+			h.Do(t, http.MethodDelete, path+"?owner=svc-a", "").Fields(t, "resource")
+			h.Do(t, http.MethodPost, path+"/renew", `{"owner":"svc-a","ttl_seconds":30}`).Fields(t, "resource")
 		})
 	}
 }

@@ -8,17 +8,19 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 func TestUnknownFieldsAreNamed(t *testing.T) {
 	h := newHarness(t)
-	p := checkFields(t, h.do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"ttl":5,"color":"red"}`), "color", "ttl")
+	p := h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"ttl":5,"color":"red"}`).Fields(t, "color", "ttl")
 	if p.Detail == "" {
 		t.Errorf("got no detail")
 	}
-	checkFields(t, h.do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":0}`), "wait_ms")
-	checkFields(t, h.do(t, http.MethodDelete, "/locks/r", `{"owner":"svc-a","ttl_seconds":30}`), "ttl_seconds")
-	checkFields(t, h.do(t, http.MethodDelete, "/locks/r?owner=svc-a&force=1", ""), "force")
+	h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":0}`).Fields(t, "wait_ms")
+	h.Do(t, http.MethodDelete, "/locks/r", `{"owner":"svc-a","ttl_seconds":30}`).Fields(t, "ttl_seconds")
+	h.Do(t, http.MethodDelete, "/locks/r?owner=svc-a&force=1", "").Fields(t, "force")
 	if got := h.status(t, "r"); got != nil {
 		t.Errorf("got %+v, want nothing written", got)
 	}
@@ -26,7 +28,7 @@ func TestUnknownFieldsAreNamed(t *testing.T) {
 
 func TestDuplicateJSONKeysAreRejected(t *testing.T) {
 	h := newHarness(t)
-	checkFields(t, h.do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"owner":"svc-b"}`), "owner")
+	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"owner":"svc-b"}`).Fields(t, "owner")
 	if got := h.status(t, "r"); got != nil {
 		t.Errorf("got %+v, want nothing written", got)
 	}
@@ -49,11 +51,11 @@ func TestMalformedBodiesAreBadRequests(t *testing.T) {
 		"an object key that is no name": `{1:2}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			checkProblem(t, h.do(t, http.MethodPost, "/locks/r", body), http.StatusBadRequest, "malformed-request")
+			h.Do(t, http.MethodPost, "/locks/r", body).Problem(t, http.StatusBadRequest, "malformed-request")
 		})
 	}
 	t.Run("trailing whitespace is fine", func(t *testing.T) {
-		res := h.do(t, http.MethodPost, "/locks/ws", "{\"owner\":\"svc-a\",\"ttl_seconds\":30}\n\t ")
+		res := h.Do(t, http.MethodPost, "/locks/ws", "{\"owner\":\"svc-a\",\"ttl_seconds\":30}\n\t ")
 		if res.StatusCode != http.StatusOK {
 			t.Errorf("got %d, want 200", res.StatusCode)
 		}
@@ -67,25 +69,23 @@ func TestBodiesOverTheLimitAreTooLarge(t *testing.T) {
 	h := newHarness(t)
 	big := `{"owner":"svc-a","ttl_seconds":30,"pad":"` + strings.Repeat("x", 16<<10) + `"}`
 	t.Run("with a Content-Length", func(t *testing.T) {
-		checkProblem(t, h.do(t, http.MethodPost, "/locks/r", big), http.StatusRequestEntityTooLarge, "payload-too-large")
+		h.Do(t, http.MethodPost, "/locks/r", big).Problem(t, http.StatusRequestEntityTooLarge, "payload-too-large")
 	})
 	t.Run("chunked, with no Content-Length", func(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/locks/r", io.NopCloser(strings.NewReader(big)))
 		req.ContentLength = -1
 		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.e.ServeHTTP(rec, req)
-		checkProblem(t, rec.Result(), http.StatusRequestEntityTooLarge, "payload-too-large")
+		testenv.Serve(h.E, req).Problem(t, http.StatusRequestEntityTooLarge, "payload-too-large")
 	})
 	t.Run("exactly at the limit is read", func(t *testing.T) {
 		body := `{"owner":"svc-a","ttl_seconds":30}`
 		body += strings.Repeat(" ", 16<<10-len(body))
-		res := h.do(t, http.MethodPost, "/locks/limit", body)
+		res := h.Do(t, http.MethodPost, "/locks/limit", body)
 		if res.StatusCode != http.StatusOK {
 			t.Errorf("got %d for a body of exactly 16 KiB, want 200", res.StatusCode)
 		}
 	})
-	checkProblem(t, h.do(t, http.MethodDelete, "/locks/r", big), http.StatusRequestEntityTooLarge, "payload-too-large")
+	h.Do(t, http.MethodDelete, "/locks/r", big).Problem(t, http.StatusRequestEntityTooLarge, "payload-too-large")
 	if got := h.status(t, "r"); got != nil {
 		t.Errorf("got %+v, want nothing written", got)
 	}
@@ -96,9 +96,7 @@ func TestAnUnreadableBodyIsABadRequest(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/locks/r", iotest.ErrReader(io.ErrUnexpectedEOF))
 	req.ContentLength = -1
 	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.e.ServeHTTP(rec, req)
-	checkProblem(t, rec.Result(), http.StatusBadRequest, "malformed-request")
+	testenv.Serve(h.E, req).Problem(t, http.StatusBadRequest, "malformed-request")
 }
 
 func TestNonJSONContentTypesAreUnsupported(t *testing.T) {
@@ -106,16 +104,16 @@ func TestNonJSONContentTypesAreUnsupported(t *testing.T) {
 	body := `{"owner":"svc-a","ttl_seconds":30}`
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "application/jsonp", "", "application/json;;"} {
 		t.Run("Content-Type "+ct, func(t *testing.T) {
-			checkProblem(t, h.do(t, http.MethodPost, "/locks/r", body, "Content-Type", ct), http.StatusUnsupportedMediaType, "unsupported-media-type")
+			h.Do(t, http.MethodPost, "/locks/r", body, "Content-Type", ct).Problem(t, http.StatusUnsupportedMediaType, "unsupported-media-type")
 		})
 	}
-	checkProblem(t, h.do(t, http.MethodDelete, "/locks/r", `{"owner":"svc-a"}`, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType, "unsupported-media-type")
+	h.Do(t, http.MethodDelete, "/locks/r", `{"owner":"svc-a"}`, "Content-Type", "text/plain").Problem(t, http.StatusUnsupportedMediaType, "unsupported-media-type")
 	if got := h.status(t, "r"); got != nil {
 		t.Errorf("got %+v, want nothing written", got)
 	}
 	for _, ct := range []string{"application/json; charset=utf-8", "Application/JSON"} {
 		t.Run("Content-Type "+ct+" is JSON", func(t *testing.T) {
-			res := h.do(t, http.MethodPost, "/locks/ct", body, "Content-Type", ct)
+			res := h.Do(t, http.MethodPost, "/locks/ct", body, "Content-Type", ct)
 			if res.StatusCode != http.StatusOK {
 				t.Errorf("got %d, want 200", res.StatusCode)
 			}
@@ -139,16 +137,16 @@ func TestResourceNamesMustBeCleanUTF8(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if name == "two encoded slashes (valid)" {
 				// "//" is a non-empty resource; not every odd name is bad.
-				if res := h.do(t, http.MethodGet, path, ""); res.StatusCode != http.StatusNotFound {
+				if res := h.Do(t, http.MethodGet, path, ""); res.StatusCode != http.StatusNotFound {
 					t.Errorf("got %d for resource //, want 404 (valid name, no lock)", res.StatusCode)
 				}
 				return
 			}
-			checkFields(t, h.do(t, http.MethodPost, path, `{"owner":"svc-a","ttl_seconds":30}`), "resource")
-			checkFields(t, h.do(t, http.MethodGet, path, ""), "resource")
+			h.Do(t, http.MethodPost, path, `{"owner":"svc-a","ttl_seconds":30}`).Fields(t, "resource")
+			h.Do(t, http.MethodGet, path, "").Fields(t, "resource")
 		})
 	}
-	keys, _ := h.rdb.Keys(context.Background(), "*").Result()
+	keys, _ := h.Backend.RDB.Keys(context.Background(), "*").Result()
 	if len(keys) != 0 {
 		t.Errorf("got keys %q, want nothing written", keys)
 	}
@@ -163,14 +161,14 @@ func TestEncodedSlashesAreOneResource(t *testing.T) {
 	if got := h.status(t, "team%2Fjob"); got == nil || *got != lk {
 		t.Errorf("got %+v, want %+v", got, lk)
 	}
-	res := h.do(t, http.MethodPost, "/locks/team%2Fjob/renew", `{"owner":"svc-a","ttl_seconds":60}`)
+	res := h.Do(t, http.MethodPost, "/locks/team%2Fjob/renew", `{"owner":"svc-a","ttl_seconds":60}`)
 	var renewed heldJSON
-	decodeJSON(t, res, http.StatusOK, &renewed)
+	res.JSON(t, http.StatusOK, &renewed)
 	if renewed.Lock.Token != lk.Token || renewed.Lock.Resource != "team/job" {
 		t.Errorf("got %+v, want token %d on team/job", renewed.Lock, lk.Token)
 	}
-	checkProblem(t, h.do(t, http.MethodGet, "/locks/team/job", ""), http.StatusNotFound, "not-found")
-	if res := h.do(t, http.MethodDelete, "/locks/team%2Fjob?owner=svc-a", ""); res.StatusCode != http.StatusNoContent {
+	h.Do(t, http.MethodGet, "/locks/team/job", "").Problem(t, http.StatusNotFound, "not-found")
+	if res := h.Do(t, http.MethodDelete, "/locks/team%2Fjob?owner=svc-a", ""); res.StatusCode != http.StatusNoContent {
 		t.Errorf("got %d, want 204", res.StatusCode)
 	}
 	t.Run("an encoded percent sign next to an encoded slash is decoded once", func(t *testing.T) {
@@ -197,9 +195,9 @@ func TestReleaseOwnerInBodyOrQuery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			held := h.acquire(t, "r", "svc-a", 30)
-			res := h.do(t, http.MethodDelete, tc.target, tc.body)
+			res := h.Do(t, http.MethodDelete, tc.target, tc.body)
 			if tc.fields != nil {
-				checkFields(t, res, tc.fields...)
+				res.Fields(t, tc.fields...)
 			} else if res.StatusCode != tc.status {
 				t.Fatalf("got %d, want %d", res.StatusCode, tc.status)
 			}
@@ -218,7 +216,7 @@ func TestReleaseOwnerInBodyOrQuery(t *testing.T) {
 	}
 	t.Run("releasing a lock that is not there is not found", func(t *testing.T) {
 		h := newHarness(t)
-		checkProblem(t, h.do(t, http.MethodDelete, "/locks/none?owner=svc-a", ""), http.StatusNotFound, "not-found")
+		h.Do(t, http.MethodDelete, "/locks/none?owner=svc-a", "").Problem(t, http.StatusNotFound, "not-found")
 	})
 }
 
@@ -244,11 +242,11 @@ func TestReleaseAndRenewWithAToken(t *testing.T) {
 		{"the token twice in the query", "/locks/r?owner=svc-a&token=" + tok + "&token=" + tok, "", 422, "", []string{"token"}},
 	} {
 		t.Run("release with "+tc.name, func(t *testing.T) {
-			res := h.do(t, http.MethodDelete, tc.target, tc.body)
+			res := h.Do(t, http.MethodDelete, tc.target, tc.body)
 			if tc.fields != nil {
-				checkFields(t, res, tc.fields...)
+				res.Fields(t, tc.fields...)
 			} else {
-				checkProblem(t, res, tc.status, tc.slug)
+				res.Problem(t, tc.status, tc.slug)
 			}
 			if got := h.status(t, "r"); got == nil || *got != held {
 				t.Errorf("got %+v, want unchanged %+v", got, held)
@@ -257,24 +255,24 @@ func TestReleaseAndRenewWithAToken(t *testing.T) {
 	}
 
 	t.Run("renew with a wrong token is forbidden", func(t *testing.T) {
-		checkProblem(t, h.do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60,"token":`+wrong+`}`), 403, "forbidden")
+		h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60,"token":`+wrong+`}`).Problem(t, 403, "forbidden")
 	})
 	t.Run("renew with the right token keeps it and moves expires_at", func(t *testing.T) {
-		res := h.do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60,"token":`+tok+`}`)
+		res := h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60,"token":`+tok+`}`)
 		var got heldJSON
-		decodeJSON(t, res, http.StatusOK, &got)
+		res.JSON(t, http.StatusOK, &got)
 		if got.Lock.Token != held.Token || got.Lock.ExpiresAt != "2026-11-30T09:31:00.000Z" {
 			t.Errorf("got %+v, want token %d and expires_at 09:31:00.000Z", got.Lock, held.Token)
 		}
 	})
 	t.Run("release with the right token in the query", func(t *testing.T) {
-		if res := h.do(t, http.MethodDelete, "/locks/r?owner=svc-a&token="+tok, ""); res.StatusCode != http.StatusNoContent {
+		if res := h.Do(t, http.MethodDelete, "/locks/r?owner=svc-a&token="+tok, ""); res.StatusCode != http.StatusNoContent {
 			t.Errorf("got %d, want 204", res.StatusCode)
 		}
 	})
 	t.Run("release with the right token in the body", func(t *testing.T) {
 		lk := h.acquire(t, "r", "svc-a", 30)
-		if res := h.do(t, http.MethodDelete, "/locks/r", `{"owner":"svc-a","token":`+itoa(int(lk.Token))+`}`); res.StatusCode != http.StatusNoContent {
+		if res := h.Do(t, http.MethodDelete, "/locks/r", `{"owner":"svc-a","token":`+itoa(int(lk.Token))+`}`); res.StatusCode != http.StatusNoContent {
 			t.Errorf("got %d, want 204", res.StatusCode)
 		}
 	})
@@ -282,26 +280,26 @@ func TestReleaseAndRenewWithAToken(t *testing.T) {
 
 func TestRenewAnswers(t *testing.T) {
 	h := newHarness(t)
-	checkProblem(t, h.do(t, http.MethodPost, "/locks/none/renew", `{"owner":"svc-a","ttl_seconds":60}`), http.StatusNotFound, "not-found")
+	h.Do(t, http.MethodPost, "/locks/none/renew", `{"owner":"svc-a","ttl_seconds":60}`).Problem(t, http.StatusNotFound, "not-found")
 	held := h.acquire(t, "r", "svc-a", 30)
-	h.advance(5 * 1e9)
+	h.Backend.Advance(t, 5*1e9)
 	var got heldJSON
-	decodeJSON(t, h.do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60}`), http.StatusOK, &got)
+	h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60}`).JSON(t, http.StatusOK, &got)
 	want := held
 	want.ExpiresAt = "2026-11-30T09:31:05.000Z"
 	if got.Lock != want {
 		t.Errorf("got %+v, want %+v", got.Lock, want)
 	}
-	h.advance(60 * 1e9)
-	checkProblem(t, h.do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60}`), http.StatusNotFound, "not-found")
+	h.Backend.Advance(t, 60*1e9)
+	h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"svc-a","ttl_seconds":60}`).Problem(t, http.StatusNotFound, "not-found")
 }
 
 func TestContendedAcquireIsNotAnError(t *testing.T) {
 	h := newHarness(t)
 	h.acquire(t, "r", "svc-a", 30)
-	h.advance(10500 * 1e6)
+	h.Backend.Advance(t, 10500*1e6)
 	var got acquireJSON
-	decodeJSON(t, h.do(t, http.MethodPost, "/locks/r", `{"owner":"svc-b","ttl_seconds":30}`), http.StatusOK, &got)
+	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-b","ttl_seconds":30}`).JSON(t, http.StatusOK, &got)
 	if got.Acquired || got.Lock != nil || got.Resource != "r" || got.RetryAfterMS == nil || *got.RetryAfterMS != 19500 {
 		t.Errorf("got %+v, want acquired false, resource r, retry_after_ms 19500 and no lock", got)
 	}
@@ -315,18 +313,18 @@ func TestAcquireAnswerShape(t *testing.T) {
 	if lk != want {
 		t.Errorf("got %+v, want %+v", lk, want)
 	}
-	h.advance(1234 * 1e6)
-	res := h.do(t, http.MethodGet, "/locks/shape", "")
+	h.Backend.Advance(t, 1234*1e6)
+	res := h.Do(t, http.MethodGet, "/locks/shape", "")
 	var held heldJSON
-	decodeJSON(t, res, http.StatusOK, &held)
+	res.JSON(t, http.StatusOK, &held)
 	if held.Lock != want {
 		t.Errorf("got status %+v, want %+v", held.Lock, want)
 	}
 	t.Run("wait_ms within bounds is accepted and out of bounds rejected", func(t *testing.T) {
-		checkFields(t, h.do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":-1}`), "wait_ms")
-		checkFields(t, h.do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":30001}`), "wait_ms")
-		checkFields(t, h.do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":1.5}`), "wait_ms")
-		if res := h.do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":0}`); res.StatusCode != http.StatusOK {
+		h.Do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":-1}`).Fields(t, "wait_ms")
+		h.Do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":30001}`).Fields(t, "wait_ms")
+		h.Do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":1.5}`).Fields(t, "wait_ms")
+		if res := h.Do(t, http.MethodPost, "/locks/w", `{"owner":"svc-a","ttl_seconds":30,"wait_ms":0}`); res.StatusCode != http.StatusOK {
 			t.Errorf("got %d for wait_ms 0, want 200", res.StatusCode)
 		}
 	})
@@ -338,7 +336,7 @@ func TestRoutes(t *testing.T) {
 	h := newHarness(t)
 	t.Run("an unknown route is a 404 problem", func(t *testing.T) {
 		for _, path := range []string{"/nope", "/locks", "/locks/", "/locks/a/b", "/locks/a/renew/x"} {
-			checkProblem(t, h.do(t, http.MethodGet, path, ""), http.StatusNotFound, "not-found")
+			h.Do(t, http.MethodGet, path, "").Problem(t, http.StatusNotFound, "not-found")
 		}
 	})
 	t.Run("a wrong method is a 405 problem with Allow", func(t *testing.T) {
@@ -348,7 +346,7 @@ func TestRoutes(t *testing.T) {
 			"/healthz":       "OPTIONS, GET",
 		} {
 			for _, method := range []string{http.MethodPut, http.MethodPatch, http.MethodHead} {
-				res := h.do(t, method, path, "")
+				res := h.Do(t, method, path, "")
 				if got := res.Header.Get("Allow"); got != allow {
 					t.Errorf("%s %s: got Allow %q, want %q", method, path, got, allow)
 				}
@@ -358,12 +356,12 @@ func TestRoutes(t *testing.T) {
 					}
 					continue
 				}
-				checkProblem(t, res, http.StatusMethodNotAllowed, "malformed-request")
+				res.Problem(t, http.StatusMethodNotAllowed, "malformed-request")
 			}
 		}
 	})
 	t.Run("OPTIONS is answered by the router with Allow", func(t *testing.T) {
-		res := h.do(t, http.MethodOptions, "/locks/a", "")
+		res := h.Do(t, http.MethodOptions, "/locks/a", "")
 		if res.StatusCode != http.StatusNoContent || res.Header.Get("Allow") != "OPTIONS, DELETE, GET, POST" {
 			t.Errorf("got %d Allow %q, want 204 and the route's methods", res.StatusCode, res.Header.Get("Allow"))
 		}
@@ -371,7 +369,7 @@ func TestRoutes(t *testing.T) {
 	t.Run("healthz and readyz answer ok", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz"} {
 			var got map[string]string
-			decodeJSON(t, h.do(t, http.MethodGet, path, ""), http.StatusOK, &got)
+			h.Do(t, http.MethodGet, path, "").JSON(t, http.StatusOK, &got)
 			if got["status"] != "ok" {
 				t.Errorf("%s: got %v, want status ok", path, got)
 			}
@@ -381,18 +379,18 @@ func TestRoutes(t *testing.T) {
 
 func TestRequestIDs(t *testing.T) {
 	h := newHarness(t)
-	res := h.do(t, http.MethodGet, "/healthz", "", "X-Request-Id", "trace-42.a:b_c")
+	res := h.Do(t, http.MethodGet, "/healthz", "", "X-Request-Id", "trace-42.a:b_c")
 	if got := res.Header.Get("X-Request-Id"); got != "trace-42.a:b_c" {
 		t.Errorf("got X-Request-Id %q, want the caller's plain id echoed", got)
 	}
 	for _, bad := range []string{"a b", "a\nb", strings.Repeat("a", 65), "ü", `"quoted"`} {
-		res := h.do(t, http.MethodGet, "/healthz", "", "X-Request-Id", bad)
+		res := h.Do(t, http.MethodGet, "/healthz", "", "X-Request-Id", bad)
 		got := res.Header.Get("X-Request-Id")
 		if got == bad || len(got) != 24 {
 			t.Errorf("X-Request-Id %q: got %q, want a fresh 24-hex-digit id", bad, got)
 		}
 	}
-	if got := h.do(t, http.MethodGet, "/healthz", "").Header.Get("X-Request-Id"); len(got) != 24 {
+	if got := h.Do(t, http.MethodGet, "/healthz", "").Header.Get("X-Request-Id"); len(got) != 24 {
 		t.Errorf("got X-Request-Id %q, want a fresh id when none is sent", got)
 	}
 }
@@ -409,7 +407,7 @@ func TestAMalformedReleaseQueryIsRejected(t *testing.T) {
 		"/locks/r?owner=%E0%A4%A",
 	} {
 		t.Run(target, func(t *testing.T) {
-			checkProblem(t, h.do(t, http.MethodDelete, target, ""), http.StatusBadRequest, "malformed-request")
+			h.Do(t, http.MethodDelete, target, "").Problem(t, http.StatusBadRequest, "malformed-request")
 			if got := h.status(t, "r"); got == nil || *got != held {
 				t.Errorf("got %+v, want the lock untouched %+v", got, held)
 			}

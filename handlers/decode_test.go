@@ -11,9 +11,9 @@ func TestLoneSurrogatesInTheOwnerAreRefused(t *testing.T) {
 	h := newHarness(t)
 	for name, s := range handlers.LoneSurrogates {
 		t.Run(name, func(t *testing.T) {
-			checkFields(t, h.do(t, http.MethodPost, "/locks/r", `{"owner":"`+s+`","ttl_seconds":30}`), "owner")
-			checkFields(t, h.do(t, http.MethodPost, "/locks/r/renew", `{"owner":"`+s+`","ttl_seconds":30}`), "owner")
-			checkFields(t, h.do(t, http.MethodDelete, "/locks/r", `{"owner":"`+s+`"}`), "owner")
+			h.Do(t, http.MethodPost, "/locks/r", `{"owner":"`+s+`","ttl_seconds":30}`).Fields(t, "owner")
+			h.Do(t, http.MethodPost, "/locks/r/renew", `{"owner":"`+s+`","ttl_seconds":30}`).Fields(t, "owner")
+			h.Do(t, http.MethodDelete, "/locks/r", `{"owner":"`+s+`"}`).Fields(t, "owner")
 		})
 	}
 	if got := h.status(t, "r"); got != nil {
@@ -22,8 +22,8 @@ func TestLoneSurrogatesInTheOwnerAreRefused(t *testing.T) {
 
 	t.Run("two different lone surrogates never share a lease", func(t *testing.T) {
 		h := newHarness(t)
-		checkFields(t, h.do(t, http.MethodPost, "/locks/s", `{"owner":"\ud800","ttl_seconds":30}`), "owner")
-		checkFields(t, h.do(t, http.MethodPost, "/locks/s", `{"owner":"\udfff","ttl_seconds":30}`), "owner")
+		h.Do(t, http.MethodPost, "/locks/s", `{"owner":"\ud800","ttl_seconds":30}`).Fields(t, "owner")
+		h.Do(t, http.MethodPost, "/locks/s", `{"owner":"\udfff","ttl_seconds":30}`).Fields(t, "owner")
 		if got := h.status(t, "s"); got != nil {
 			t.Errorf("got %+v, want nothing written", got)
 		}
@@ -31,7 +31,7 @@ func TestLoneSurrogatesInTheOwnerAreRefused(t *testing.T) {
 	t.Run("a lone surrogate cannot release the replacement character's lease", func(t *testing.T) {
 		h := newHarness(t)
 		held := h.acquire(t, "fffd", "\ufffd", 30)
-		checkFields(t, h.do(t, http.MethodDelete, "/locks/fffd", `{"owner":"\ud800"}`), "owner")
+		h.Do(t, http.MethodDelete, "/locks/fffd", `{"owner":"\ud800"}`).Fields(t, "owner")
 		if got := h.status(t, "fffd"); got == nil || *got != held {
 			t.Errorf("got %+v, want unchanged %+v", got, held)
 		}
@@ -40,9 +40,8 @@ func TestLoneSurrogatesInTheOwnerAreRefused(t *testing.T) {
 
 func TestSurrogatePairsAreOneCharacter(t *testing.T) {
 	h := newHarness(t)
-	res := h.do(t, http.MethodPost, "/locks/r", `{"owner":"svc-\ud83d\ude00","ttl_seconds":30}`)
 	var got acquireJSON
-	decodeJSON(t, res, http.StatusOK, &got)
+	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-\ud83d\ude00","ttl_seconds":30}`).JSON(t, http.StatusOK, &got)
 	if got.Lock == nil || got.Lock.Owner != "svc-😀" {
 		t.Fatalf("got %+v, want owner svc-😀", got)
 	}
@@ -54,9 +53,8 @@ func TestSurrogatePairsAreOneCharacter(t *testing.T) {
 	})
 	t.Run("upper-case hex and an escaped U+FFFD are accepted", func(t *testing.T) {
 		lk := h.acquire(t, "u", "\ufffd", 30)
-		res := h.do(t, http.MethodPost, "/locks/u", `{"owner":"\uFFFD","ttl_seconds":30}`)
 		var same acquireJSON
-		decodeJSON(t, res, http.StatusOK, &same)
+		h.Do(t, http.MethodPost, "/locks/u", `{"owner":"\uFFFD","ttl_seconds":30}`).JSON(t, http.StatusOK, &same)
 		if same.Lock == nil || same.Lock.Token != lk.Token {
 			t.Errorf("got %+v, want the lease %d of owner U+FFFD", same, lk.Token)
 		}
@@ -67,8 +65,8 @@ func TestSurrogatePairsAreOneCharacter(t *testing.T) {
 // reported as sent, so two of them are two fields, not one U+FFFD twice.
 func TestLoneSurrogatesInFieldNamesAreUnknownFields(t *testing.T) {
 	h := newHarness(t)
-	checkFields(t, h.do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"\udfff":1,"\ud800":2}`), `\ud800`, `\udfff`)
-	checkFields(t, h.do(t, http.MethodPost, "/locks/r", `{"owner\ud800":"svc-a","ttl_seconds":30}`), `owner\ud800`)
+	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"\udfff":1,"\ud800":2}`).Fields(t, `\ud800`, `\udfff`)
+	h.Do(t, http.MethodPost, "/locks/r", `{"owner\ud800":"svc-a","ttl_seconds":30}`).Fields(t, `owner\ud800`)
 	if got := h.status(t, "r"); got != nil {
 		t.Errorf("got %+v, want nothing written", got)
 	}

@@ -5,6 +5,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -54,6 +55,9 @@ type Deps struct {
 	// Either nil leaves those routes out.
 	UserLocks leasegate.UserLockService
 	Flags     leasegate.FlagRegistry
+	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
+	Semaphores leasegate.SemaphoreService
+	Claims     leasegate.ClaimService
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -121,6 +125,18 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.POST("/user-locks/:name/:user_id", a.userLockAttempt, client...)
 		e.DELETE("/user-locks/:name/:user_id", a.userLockClear, client...)
 	}
+	if deps.Semaphores != nil {
+		e.POST("/semaphores/:name", a.semAcquire, client...)
+		e.GET("/semaphores/:name", a.semStatus, client...)
+		e.DELETE("/semaphores/:name", a.semRelease, client...)
+		e.POST("/semaphores/:name/renew", a.semRenew, client...)
+	}
+	if deps.Claims != nil {
+		e.POST("/claims/:scope/:key", a.claimStart, client...)
+		e.GET("/claims/:scope/:key", a.claimGet, client...)
+		e.DELETE("/claims/:scope/:key", a.claimDelete, client...)
+		e.POST("/claims/:scope/:key/complete", a.claimComplete, client...)
+	}
 	if deps.Flags != nil {
 		e.GET("/abuse/flagged", a.listFlagged, ops...)
 		e.GET("/abuse/flagged/:user_id", a.getFlagged, ops...)
@@ -156,6 +172,12 @@ func (a *API) readyz(c echo.Context) error {
 	defer cancel()
 	if err := a.deps.Ready(ctx); err != nil {
 		a.log.Warn("readiness check failed", zap.Error(err))
+		// A check that says why (an unavailable domain error) is passed
+		// on; anything else is a store that does not answer.
+		var de *leasegate.Error
+		if errors.As(err, &de) && de.Code == leasegate.CodeUnavailable {
+			return de
+		}
 		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "redis is not reachable",
 			RetryAfter: leasegate.DefaultRetryAfter}
 	}

@@ -7,11 +7,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
-	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -52,15 +49,10 @@ func (oddScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
 // An unexpected script reply is a 500 "internal" problem that reveals
 // nothing, is logged, and is never a grant.
 func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
-	logs := &logbuf.Buffer{}
-	h := &harness{
-		e: handlers.New(handlers.DefaultConfig(), handlers.Deps{
-			Locks: redislock.NewService(redislock.New(oddScripter{}, redislock.Options{}), nil, 0),
-			Log: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-				zapcore.AddSync(logs), zapcore.DebugLevel)),
-		}),
-		logs: logs,
-	}
+	h := testenv.NewApp(t, nil, testenv.Options{
+		Locks: redislock.NewService(redislock.New(oddScripter{}, redislock.Options{}), nil, 0),
+	})
+	logs := h.Log
 	for _, req := range []struct{ method, target, body string }{
 		{http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30}`},
 		{http.MethodGet, "/locks/r", ""},
@@ -68,7 +60,7 @@ func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
 		{http.MethodDelete, "/locks/r?owner=svc-a", ""},
 	} {
 		t.Run(req.method+" "+req.target, func(t *testing.T) {
-			p := checkProblem(t, h.do(t, req.method, req.target, req.body), http.StatusInternalServerError, "internal")
+			p := h.Do(t, req.method, req.target, req.body).Problem(t, http.StatusInternalServerError, "internal")
 			if strings.Contains(p.Detail, "surprise") || strings.Contains(p.Detail, "redislock") {
 				t.Errorf("got detail %q, want nothing about the cause", p.Detail)
 			}

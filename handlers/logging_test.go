@@ -27,10 +27,10 @@ func TestRequestLogStaysOneJSONLinePerRequest(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header["X-Request-Id"] = []string{r.id}
-		h.e.ServeHTTP(httptest.NewRecorder(), req)
+		h.E.ServeHTTP(httptest.NewRecorder(), req)
 	}
 
-	logs := h.logs.String()
+	logs := h.Log.String()
 	lines := strings.Split(strings.TrimSuffix(logs, "\n"), "\n")
 	if len(lines) != len(requests) {
 		t.Fatalf("got %d log lines, want %d (one per request):\n%s", len(lines), len(requests), logs)

@@ -18,12 +18,12 @@ func TestRequestMetricsHaveABoundedMethodLabel(t *testing.T) {
 	for i := range 40 {
 		for _, target := range []string{"/locks/a", "/no/such/route", "/healthz"} {
 			req := httptest.NewRequest(fmt.Sprintf("MADEUP%d", i), target, nil)
-			h.e.ServeHTTP(httptest.NewRecorder(), req)
+			h.E.ServeHTTP(httptest.NewRecorder(), req)
 		}
 	}
-	h.do(t, http.MethodGet, "/healthz", "")
+	h.Do(t, http.MethodGet, "/healthz", "")
 
-	res := h.do(t, http.MethodGet, "/metrics", "")
+	res := h.Do(t, http.MethodGet, "/metrics", "")
 	body, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: got %d, want 200", res.StatusCode)

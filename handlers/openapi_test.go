@@ -13,19 +13,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/auth"
-	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -174,33 +171,12 @@ var specRoutes = []specCase{
 	{name: "POST on healthz is 405 with Allow", method: "POST", target: "/healthz", status: 405},
 }
 
-// specKeys is the gateway's real API-key authenticator (package auth)
-// with one client and one ops key of specTenant, so the spec's security,
-// 401 and 403 answers and the ops page's login are the production ones.
-func specKeys(t *testing.T) *auth.Keyring {
-	t.Helper()
-	var keys []auth.Key
-	for _, entry := range []string{
-		"spec-client:client:" + specTenant + ":" + auth.HashKey(keyClient),
-		"spec-ops:ops:" + specTenant + ":" + auth.HashKey(keyOps),
-	} {
-		k, err := auth.ParseEntry(entry)
-		if err != nil {
-			t.Fatalf("parsing %q: %v", entry, err)
-		}
-		keys = append(keys, k)
-	}
-	ring, err := auth.New(keys, nil)
-	if err != nil {
-		t.Fatalf("auth.New: %v", err)
-	}
-	return ring
-}
-
-// specGateway is a gateway on a Redis plus the loaded spec.
+// specGateway is a gateway on a Redis plus the loaded spec. Its
+// authenticator is the real one (package auth) with one client and one
+// ops key of specTenant, so the spec's security, 401 and 403 answers and
+// the ops page's login are the production ones.
 type specGateway struct {
-	e      *echo.Echo
-	rdb    *redis.Client
+	*testenv.App
 	locks  *redislock.Locker // the lock engine in the test keys' tenant
 	doc    *openapi3.T
 	router routers.Router
@@ -213,11 +189,11 @@ type specGateway struct {
 // newSpecGateway is a gateway on miniredis.
 func newSpecGateway(t *testing.T) *specGateway {
 	t.Helper()
-	mr := miniredis.RunT(t)
-	g := newSpecGatewayOn(t, mr.Addr())
+	b := redistest.OnMini(t)
+	g := newSpecGatewayOn(t, b)
 	g.outage = func(*testing.T) func() {
-		mr.SetError("ERR injected outage")
-		return func() { mr.SetError("") }
+		b.Mini.SetError("ERR injected outage")
+		return func() { b.Mini.SetError("") }
 	}
 	return g
 }
@@ -226,43 +202,37 @@ func newSpecGateway(t *testing.T) *specGateway {
 // outage kills it and restore starts it again (empty: no persistence).
 func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
 	t.Helper()
-	srv := redistest.Start(t)
-	g := newSpecGatewayOn(t, srv.Addr())
+	// No retries: a case under an outage is answered at once.
+	b := redistest.OnRedis(t).WithoutRetries(t)
+	g := newSpecGatewayOn(t, b)
 	g.outage = func(t *testing.T) func() {
 		t.Helper()
-		srv.Kill()
+		b.Server.Kill()
 		return func() {
-			srv.Restart()
-			if err := g.rdb.Ping(context.Background()).Err(); err != nil {
-				t.Fatalf("ping %s after restart: %v", srv, err)
+			b.Server.Restart()
+			if err := b.RDB.Ping(context.Background()).Err(); err != nil {
+				t.Fatalf("ping %s after restart: %v", b.Server, err)
 			}
 		}
 	}
 	return g
 }
 
-func newSpecGatewayOn(t *testing.T, addr string) *specGateway {
+func newSpecGatewayOn(t *testing.T, b *redistest.Backend) *specGateway {
 	t.Helper()
-	// No retries: a case under an outage is answered at once.
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	locks := redislock.New(rdb, redislock.Options{Prefix: "spec:"})
-	specAbuse := abuse.New(rdb, abuse.Options{Prefix: "spec:"})
-	ring := specKeys(t)
-	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{
-		Locks:     redislock.NewService(locks, nil, 0),
-		UserLocks: specAbuse,
-		Flags:     specAbuse,
-		Ready:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Auth:      ring,
-		Sessions:  auth.NewSessions(ring, 0, ""),
+	app := testenv.NewApp(t, b, testenv.Options{
+		Prefix: "spec:", UserLocks: true, Sessions: true, Primitives: true,
+		Keys: []string{
+			"spec-client:client:" + specTenant + ":" + auth.HashKey(keyClient),
+			"spec-ops:ops:" + specTenant + ":" + auth.HashKey(keyOps),
+		},
 	})
 	doc := loadSpec(t)
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		t.Fatalf("building the spec router: %v", err)
 	}
-	return &specGateway{e: e, rdb: rdb, locks: locks.Tenant(specTenant), doc: doc, router: router, jar: map[string]*http.Cookie{}}
+	return &specGateway{App: app, locks: app.Locker.Tenant(specTenant), doc: doc, router: router, jar: map[string]*http.Cookie{}}
 }
 
 func loadSpec(t *testing.T) *openapi3.T {
@@ -351,9 +321,7 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 	if c.redisDown {
 		defer g.outage(t)()
 	}
-	rec := httptest.NewRecorder()
-	g.e.ServeHTTP(rec, g.newRequest(t, c, target, body))
-	res := rec.Result()
+	res := testenv.Serve(g.E, g.newRequest(t, c, target, body)).Response
 	defer g.keepCookies(res)
 	got, err := io.ReadAll(res.Body)
 	if err != nil {
@@ -443,7 +411,7 @@ func garble(resource string) func(*testing.T, *specGateway) {
 	return func(t *testing.T, g *specGateway) {
 		t.Helper()
 		lock, _ := g.locks.Keys(resource)
-		err := g.rdb.HSet(context.Background(), lock, "owner", "x", "token", "not-a-number", "acquired_at", "1", "expires_at", "99999999999999").Err()
+		err := g.Backend.RDB.HSet(context.Background(), lock, "owner", "x", "token", "not-a-number", "acquired_at", "1", "expires_at", "99999999999999").Err()
 		if err != nil {
 			t.Fatalf("garbling %s: %v", lock, err)
 		}
@@ -494,11 +462,7 @@ func runSpecCases(t *testing.T, g *specGateway, cases []specCase) {
 
 func TestOpenAPIYAMLServesTheEmbeddedDocument(t *testing.T) {
 	g := newSpecGateway(t)
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, "/openapi.yaml", nil)
-	req.Header.Set("Authorization", "Bearer "+keyClient)
-	g.e.ServeHTTP(rec, req)
-	res := rec.Result()
+	res := g.Do(t, http.MethodGet, "/openapi.yaml", "", "Authorization", "Bearer "+keyClient)
 	if got, want := res.Header.Get("Content-Type"), "application/yaml"; got != want {
 		t.Errorf("got Content-Type %q, want %q", got, want)
 	}
@@ -515,7 +479,7 @@ func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
 	g := newSpecGateway(t)
 
 	registered := map[string]bool{}
-	for _, r := range g.e.Routes() {
+	for _, r := range g.E.Routes() {
 		if r.Method == http.MethodOptions || r.Method == echo.RouteNotFound {
 			continue
 		}
@@ -555,9 +519,7 @@ func openAPIPath(echoPath string) string {
 // body, no key needed.
 func TestOptionsAnswersAllowWithoutAKey(t *testing.T) {
 	g := newSpecGateway(t)
-	rec := httptest.NewRecorder()
-	g.e.ServeHTTP(rec, httptest.NewRequest(http.MethodOptions, "/locks/doc", nil))
-	res := rec.Result()
+	res := g.Do(t, http.MethodOptions, "/locks/doc", "")
 	if res.StatusCode != http.StatusNoContent {
 		t.Fatalf("got status %d, want 204", res.StatusCode)
 	}

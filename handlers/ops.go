@@ -34,6 +34,9 @@ import (
 var opsFiles embed.FS
 
 var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
+	// visible shows invisible and look-alike characters escaped
+	// (visible.go).
+	"visible": visible,
 	// short shows a contract timestamp as "2026-11-30 09:30:00" (UTC).
 	"short": func(ts string) string {
 		t, err := time.Parse(time.RFC3339Nano, ts)

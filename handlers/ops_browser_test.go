@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // chromium finds Debian's chromium: skipped when missing, a failure under
@@ -68,7 +69,7 @@ func startChromium(t *testing.T) context.Context {
 
 // seedFlags flags four users (one banned) a minute and a half apart, so
 // the page has rows in a known order.
-func seedFlags(t *testing.T, env *loginEnv, e *echo.Echo) {
+func seedFlags(t *testing.T, env *testenv.App, e *echo.Echo) {
 	t.Helper()
 	now := epoch
 	for i, u := range []string{"scraper-17", "alice@example.com", "bot-4711", "u-clear-me"} {
@@ -82,16 +83,10 @@ func seedFlags(t *testing.T, env *loginEnv, e *echo.Echo) {
 			}
 		}
 		now = now.Add(90 * time.Second)
-		env.mini.SetTime(now)
+		env.Backend.SetTime(now)
 	}
-	req := httptest.NewRequest("POST", "/abuse/bans/bot-4711", strings.NewReader(`{"seconds": 3600, "reason": "credential stuffing"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+loginOpsKey)
-	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, req)
-	if rec.Code != 201 {
-		t.Fatalf("ban: got %d, want 201: %s", rec.Code, rec.Body)
-	}
+	testenv.Do(t, e, "POST", "/abuse/bans/bot-4711", `{"seconds": 3600, "reason": "credential stuffing"}`,
+		"Authorization", "Bearer "+loginOpsKey).Want(t, 201)
 }
 
 // TestOpsPageInChromium drives the real page in headless Chromium, in
@@ -110,9 +105,9 @@ func TestOpsPageInChromium(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			env := newLoginEnv(t, handlers.DefaultConfig())
-			e := env.e
+			e := env.E
 			if !withKeys {
-				e = env.gateway(t, nil)
+				e = env.Instance(t, nil, nil)
 			}
 			seedFlags(t, env, e)
 			srv := httptest.NewServer(e)
@@ -214,7 +209,7 @@ func TestOpsPageInChromium(t *testing.T) {
 			if !withKeys {
 				return
 			}
-			if rec := env.audit.String(); !strings.Contains(rec, `"operator":"oncall"`) {
+			if rec := env.AbuseLog.String(); !strings.Contains(rec, `"operator":"oncall"`) {
 				t.Errorf("got abuse log %s, want the clear audited under oncall", rec)
 			}
 

@@ -1,4 +1,4 @@
-package handlers
+package handlers_test
 
 import (
 	"net/http"
@@ -8,31 +8,30 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/internal/testenv"
 )
 
-func flagUser(t *testing.T, env *abuseEnv, lock, user string) {
+func flagUser(t *testing.T, env *testenv.App, lock, user string) {
 	t.Helper()
 	for i := 0; i < 2; i++ {
-		env.do(t, "POST", "/user-locks/"+lock+"/"+url.PathEscape(user), "").want(t, 200)
+		env.Do(t, "POST", "/user-locks/"+lock+"/"+url.PathEscape(user), "").Want(t, 200)
 	}
 }
 
 // opsGet loads the page and returns the body and the CSRF cookie.
-func opsGet(t *testing.T, env *abuseEnv, target string) (*http.Response, string, *http.Cookie) {
+func opsGet(t *testing.T, env *testenv.App, target string) (*http.Response, string, *http.Cookie) {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	env.e.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
-	res := rec.Result()
+	res := testenv.Serve(env.E, httptest.NewRequest("GET", target, nil))
 	var ck *http.Cookie
 	for _, c := range res.Cookies() {
-		if c.Name == csrfCookie {
+		if c.Name == csrfName {
 			ck = c
 		}
 	}
-	return res, rec.Body.String(), ck
+	return res.Response, string(res.Raw), ck
 }
 
-func opsPost(t *testing.T, env *abuseEnv, path string, form url.Values, ck *http.Cookie, hdr ...string) *http.Response {
+func opsPost(t *testing.T, env *testenv.App, path string, form url.Values, ck *http.Cookie, hdr ...string) *http.Response {
 	t.Helper()
 	req := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -42,9 +41,7 @@ func opsPost(t *testing.T, env *abuseEnv, path string, form url.Values, ck *http
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	rec := httptest.NewRecorder()
-	env.e.ServeHTTP(rec, req)
-	return rec.Result()
+	return testenv.Serve(env.E, req).Response
 }
 
 func TestOpsPage(t *testing.T) {
@@ -99,7 +96,7 @@ func TestOpsPage(t *testing.T) {
 			if res.StatusCode != tc.code {
 				t.Errorf("got %d, want %d", res.StatusCode, tc.code)
 			}
-			env.do(t, "GET", "/abuse/flagged/plain-user", "").want(t, 200)
+			env.Do(t, "GET", "/abuse/flagged/plain-user", "").Want(t, 200)
 		})
 	}
 
@@ -107,10 +104,8 @@ func TestOpsPage(t *testing.T) {
 		req := httptest.NewRequest("POST", "/ops/clear", strings.NewReader(`{}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.AddCookie(ck)
-		rec := httptest.NewRecorder()
-		env.e.ServeHTTP(rec, req)
-		if rec.Code != 415 {
-			t.Errorf("got %d, want 415", rec.Code)
+		if got := testenv.Serve(env.E, req).StatusCode; got != 415 {
+			t.Errorf("got %d, want 415", got)
 		}
 	})
 
@@ -120,7 +115,7 @@ func TestOpsPage(t *testing.T) {
 		if res.StatusCode != 303 || !strings.HasPrefix(res.Header.Get("Location"), "/ops/?") {
 			t.Fatalf("got %d to %q, want 303 to the page", res.StatusCode, res.Header.Get("Location"))
 		}
-		env.do(t, "POST", "/user-locks/login/plain-user", "").want(t, 429)
+		env.Do(t, "POST", "/user-locks/login/plain-user", "").Want(t, 429)
 		_, body, _ := opsGet(t, env, res.Header.Get("Location"))
 		if !strings.Contains(body, "Banned") || !strings.Contains(body, `class="banned"`) {
 			t.Error("got a page without the ban")
@@ -129,12 +124,12 @@ func TestOpsPage(t *testing.T) {
 		if res.StatusCode != 303 {
 			t.Fatalf("unban: got %d", res.StatusCode)
 		}
-		env.do(t, "POST", "/user-locks/login/plain-user", "").want(t, 200)
+		env.Do(t, "POST", "/user-locks/login/plain-user", "").Want(t, 200)
 		res = opsPost(t, env, "/ops/clear", form, ck)
 		if loc := res.Header.Get("Location"); res.StatusCode != 303 || !strings.Contains(loc, "msg=cleared") {
 			t.Fatalf("clear: got %d to %q", res.StatusCode, loc)
 		}
-		env.do(t, "GET", "/abuse/flagged/plain-user", "").want(t, 404)
+		env.Do(t, "GET", "/abuse/flagged/plain-user", "").Want(t, 404)
 		res = opsPost(t, env, "/ops/clear", form, ck)
 		if loc := res.Header.Get("Location"); !strings.Contains(loc, "msg=notfound") {
 			t.Errorf("second clear: got %q, want msg=notfound", loc)
@@ -149,11 +144,11 @@ func TestOpsPage(t *testing.T) {
 				t.Errorf("seconds %q: got %q, want msg=invalid", secs, loc)
 			}
 		}
-		env.do(t, "POST", "/user-locks/login/"+url.PathEscape(hostile), "").want(t, 200)
+		env.Do(t, "POST", "/user-locks/login/"+url.PathEscape(hostile), "").Want(t, 200)
 	})
 
 	t.Run("a client key may not see the page", func(t *testing.T) {
-		env.do(t, "GET", "/ops/", "", "X-Test-Role", "client").want(t, 403)
+		env.Do(t, "GET", "/ops/", "", "X-Test-Role", "client").Want(t, 403)
 	})
 
 	t.Run("a hand-edited cursor goes back to the first page", func(t *testing.T) {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,18 @@ const loginChallenge = `Cookie realm="leasegate ops", form-action="/ops/login", 
 // loginFailed is the one message a refused login shows, whatever the
 // reason (unknown key, client key, malformed key).
 const loginFailed = "That key was not accepted. Paste an API key with the ops role."
+
+// loginLimited is the message of a rate-limited login (429).
+const loginLimited = "Too many failed logins from this address or with this key. Try again in a few minutes."
+
+// loginUnavailable is the message of a login that could not be checked
+// (503): the gateway's store is unavailable, and it never lets a login
+// through uncounted.
+const loginUnavailable = "Logins cannot be checked right now (the gateway's store is unavailable). Try again shortly."
+
+// logoutUnrecorded is shown when logout dropped the cookie but could not
+// end the session on the gateways.
+const logoutUnrecorded = "You are logged out in this browser, but the gateway could not record the logout (its store is unavailable): a copy of this session stays valid until it expires."
 
 // secureCookies: the page's cookies are Secure over TLS, and always when
 // configured (a gateway behind a TLS-terminating proxy).
@@ -72,10 +85,15 @@ func (a *API) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 				return viaAPI(c)
 			}
 			if ck, err := c.Cookie(sessionCookie); err == nil {
-				if p, ok := a.deps.Sessions.Open(ck.Value, time.Now()); ok {
+				p, err := a.openSession(c, ck.Value)
+				if err == nil {
 					c.Set(leasegate.PrincipalKey, p)
 					c.Set(sessionKey, true)
 					return next(c)
+				}
+				if e, _ := leasegate.ErrorOf(err); e.Code == leasegate.CodeUnavailable {
+					// Keep the cookie: the session may well be valid.
+					return err
 				}
 				a.clearSession(c)
 			}
@@ -85,6 +103,13 @@ func (a *API) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 			return c.Redirect(http.StatusSeeOther, "/ops/login")
 		}
 	}
+}
+
+// openSession opens a session cookie value within the operation timeout.
+func (a *API) openSession(c echo.Context, value string) (leasegate.Principal, error) {
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	return a.deps.Sessions.Open(ctx, value, time.Now())
 }
 
 type loginView struct {
@@ -109,10 +134,13 @@ func (a *API) loginForm(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	if ck, err := c.Cookie(sessionCookie); err == nil {
-		if _, ok := a.deps.Sessions.Open(ck.Value, time.Now()); ok {
+		_, err := a.openSession(c, ck.Value)
+		if err == nil {
 			return c.Redirect(http.StatusSeeOther, "/ops/")
 		}
-		a.clearSession(c)
+		if e, _ := leasegate.ErrorOf(err); e.Code != leasegate.CodeUnavailable {
+			a.clearSession(c)
+		}
 	}
 	return a.renderLogin(c, http.StatusOK, "")
 }
@@ -120,7 +148,9 @@ func (a *API) loginForm(c echo.Context) error {
 // loginSubmit is POST /ops/login: an ops key gets a session and goes to
 // the page (303); any other key gets the form again with one message,
 // 401 (not a key) or 403 (a key whose role may not use the page), and no
-// cookie.
+// cookie. Too many failures from the client's address, or with a key
+// refused for its role, get 429 with Retry-After (the key is then not
+// checked); a login that cannot be counted gets 503 (docs/abuse.md).
 func (a *API) loginSubmit(c echo.Context) error {
 	form, err := a.pageForm(c)
 	if err != nil {
@@ -129,23 +159,34 @@ func (a *API) loginSubmit(c echo.Context) error {
 	if a.deps.Sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
-	refuse := func(status int, reason string) error {
+	now := time.Now()
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	p, cookie, expires, err := a.deps.Sessions.Login(ctx, strings.TrimSpace(form.Get("key")), c.RealIP(), now)
+	if err != nil {
+		e, _ := leasegate.ErrorOf(err)
+		status, msg, reason := http.StatusUnauthorized, loginFailed, "unknown"
+		switch e.Code {
+		case leasegate.CodeUnauthorized:
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, loginChallenge)
+		case leasegate.CodeForbidden:
+			status, reason = http.StatusForbidden, "role"
+		case leasegate.CodeRateLimited:
+			status, msg, reason = http.StatusTooManyRequests, loginLimited, "rate_limited"
+		case leasegate.CodeUnavailable:
+			status, msg, reason = http.StatusServiceUnavailable, loginUnavailable, "unavailable"
+		default:
+			return err
+		}
+		if e.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+		}
 		a.log.Info("ops page login refused",
 			zap.String("request_id", requestID(c)),
 			zap.String("reason", reason),
+			zap.String("key_name", p.KeyName),
 			zap.String("remote_ip", c.RealIP()))
-		if status == http.StatusUnauthorized {
-			c.Response().Header().Set(echo.HeaderWWWAuthenticate, loginChallenge)
-		}
-		return a.renderLogin(c, status, loginFailed)
-	}
-	now := time.Now()
-	p, known, cookie, expires := a.deps.Sessions.Login(strings.TrimSpace(form.Get("key")), now)
-	if !known {
-		return refuse(http.StatusUnauthorized, "unknown")
-	}
-	if cookie == "" {
-		return refuse(http.StatusForbidden, "role")
+		return a.renderLogin(c, status, msg)
 	}
 	a.setSession(c, cookie, int(expires.Sub(now)/time.Second))
 	// A new CSRF token for the new session.
@@ -158,9 +199,10 @@ func (a *API) loginSubmit(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/ops/")
 }
 
-// logout is POST /ops/logout: drops the session cookie and shows the
-// login form. The session value itself stays valid until it expires (it
-// is stateless); to end every session of a key, remove or change the key.
+// logout is POST /ops/logout: ends the session on every gateway (a copy
+// of the cookie is refused from then on), drops the cookie and shows the
+// login form. When the end cannot be recorded the cookie is dropped all
+// the same and the form says so (503).
 func (a *API) logout(c echo.Context) error {
 	if _, err := a.pageForm(c); err != nil {
 		return err
@@ -169,5 +211,16 @@ func (a *API) logout(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	a.clearSession(c)
+	if ck, err := c.Cookie(sessionCookie); err == nil {
+		ctx, cancel := a.opContext(c)
+		defer cancel()
+		if err := a.deps.Sessions.Logout(ctx, ck.Value, time.Now()); err != nil {
+			if e, _ := leasegate.ErrorOf(err); e.RetryAfter > 0 {
+				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+			}
+			a.log.Warn("ops page logout not recorded", zap.String("request_id", requestID(c)), zap.Error(err))
+			return a.renderLogin(c, http.StatusServiceUnavailable, logoutUnrecorded)
+		}
+	}
 	return c.Redirect(http.StatusSeeOther, "/ops/login")
 }

@@ -15,17 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/labstack/echo/v4"
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/logbuf"
-	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 const (
@@ -45,67 +41,21 @@ func loginEntries() []string {
 	}
 }
 
-func parseKeys(t *testing.T, entries ...string) []auth.Key {
-	t.Helper()
-	var keys []auth.Key
-	for _, e := range entries {
-		k, err := auth.ParseEntry(e)
-		if err != nil {
-			t.Fatalf("parsing %q: %v", e, err)
-		}
-		keys = append(keys, k)
-	}
-	return keys
-}
-
-// loginEnv is a gateway with API keys (the real auth.Keyring), user locks
-// on miniredis and the abuse log captured.
-type loginEnv struct {
-	e     *echo.Echo
-	mini  *miniredis.Miniredis
-	rdb   *redis.Client
-	ring  *auth.Keyring
-	audit *logbuf.Buffer
-	cfg   handlers.Config
-	// sessionTTL and sessionSecret configure the ops-page logins
-	// (auth.NewSessions).
-	sessionTTL    time.Duration
-	sessionSecret string
-}
-
-func newLoginEnv(t *testing.T, cfg handlers.Config) *loginEnv {
-	t.Helper()
-	m := miniredis.RunT(t)
-	m.SetTime(epoch)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ring, err := auth.New(parseKeys(t, loginEntries()...), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &loginEnv{mini: m, rdb: rdb, ring: ring, audit: &logbuf.Buffer{}, cfg: cfg}
-	env.e = env.gateway(t, ring)
-	return env
-}
-
-// gateway builds another gateway instance on the same Redis with the given
-// keyring (a second instance behind the same load balancer).
-func (env *loginEnv) gateway(t *testing.T, ring *auth.Keyring) *echo.Echo {
+// newLoginEnv is a gateway with API keys (the real auth.Keyring, the
+// ops-page logins of auth.NewSessions) and user locks flagging at the
+// second attempt, on miniredis, with the abuse log captured.
+func newLoginEnv(t *testing.T, cfg handlers.Config) *testenv.App {
 	t.Helper()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 2
-	alog := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-		zapcore.AddSync(env.audit), zapcore.InfoLevel))
-	deps := handlers.Deps{
-		Locks: redislock.NewService(redislock.New(env.rdb, redislock.Options{}), nil, 0),
-	}
-	svc := abuse.New(env.rdb, abuse.Options{Policies: pol, Log: alog})
-	deps.UserLocks, deps.Flags = svc, svc
-	if ring != nil {
-		deps.Auth = ring
-		deps.Sessions = auth.NewSessions(ring, env.sessionTTL, env.sessionSecret)
-	}
-	return handlers.New(env.cfg, deps)
+	return testenv.NewApp(t, redistest.OnMini(t), testenv.Options{
+		Config: &cfg, UserLocks: true, Policies: pol, Keys: loginEntries(), Sessions: true,
+	})
+}
+
+// sessionSecret sets the ops-page session secret of an Instance.
+func sessionSecret(secret string) func(*testenv.Options) {
+	return func(o *testenv.Options) { o.SessionSecret = secret }
 }
 
 // browser is a cookie jar for one user agent, enough for these tests.
@@ -141,9 +91,7 @@ func (b *browser) do(method, target string, form url.Values, hdr ...string) (*ht
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	rec := httptest.NewRecorder()
-	b.e.ServeHTTP(rec, req)
-	res := rec.Result()
+	res := testenv.Serve(b.e, req)
 	for _, c := range res.Cookies() {
 		if c.MaxAge < 0 {
 			delete(b.cookies, c.Name)
@@ -151,8 +99,7 @@ func (b *browser) do(method, target string, form url.Values, hdr ...string) (*ht
 			b.cookies[c.Name] = c
 		}
 	}
-	data, _ := io.ReadAll(res.Body)
-	return res, string(data)
+	return res.Response, string(res.Raw)
 }
 
 func (b *browser) csrf() string {
@@ -238,17 +185,15 @@ func apiCall(t *testing.T, e *echo.Echo, method, target, key string, cookies ...
 	for _, c := range cookies {
 		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 	}
-	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, req)
-	return rec.Code
+	return testenv.Serve(e, req).StatusCode
 }
 
 func TestOpsLogin(t *testing.T) {
 	env := newLoginEnv(t, handlers.DefaultConfig())
-	flagInTenant(t, env.e, "u-flagged")
+	flagInTenant(t, env.E, "u-flagged")
 
 	t.Run("the page sends a browser without a session to the login form", func(t *testing.T) {
-		b := newBrowser(t, env.e)
+		b := newBrowser(t, env.E)
 		res, _ := b.do("GET", "/ops/", nil)
 		wantLoginRedirect(t, res)
 		res, _ = b.do("POST", "/ops/clear", url.Values{"user_id": {"u-flagged"}})
@@ -263,10 +208,10 @@ func TestOpsLogin(t *testing.T) {
 	})
 
 	t.Run("the stylesheet needs no login, the JSON API still does", func(t *testing.T) {
-		if got := apiCall(t, env.e, "GET", "/ops/assets/ops.css", ""); got != 200 {
+		if got := apiCall(t, env.E, "GET", "/ops/assets/ops.css", ""); got != 200 {
 			t.Errorf("stylesheet: got %d, want 200", got)
 		}
-		if got := apiCall(t, env.e, "GET", "/abuse/flagged", ""); got != 401 {
+		if got := apiCall(t, env.E, "GET", "/abuse/flagged", ""); got != 401 {
 			t.Errorf("/abuse/flagged: got %d, want 401", got)
 		}
 	})
@@ -284,7 +229,7 @@ func TestOpsLogin(t *testing.T) {
 	var failText string
 	for _, tc := range refusals {
 		t.Run("a login with "+tc.name+" shows the form again and sets no session", func(t *testing.T) {
-			b := newBrowser(t, env.e)
+			b := newBrowser(t, env.E)
 			res, body := b.login(tc.key)
 			if res.StatusCode != tc.status {
 				t.Fatalf("got %d, want %d", res.StatusCode, tc.status)
@@ -316,7 +261,7 @@ func TestOpsLogin(t *testing.T) {
 	}
 
 	t.Run("a login post without the CSRF token or from another site is refused", func(t *testing.T) {
-		b := newBrowser(t, env.e)
+		b := newBrowser(t, env.E)
 		b.do("GET", "/ops/login", nil)
 		res, _ := b.do("POST", "/ops/login", url.Values{"key": {loginOpsKey}})
 		if res.StatusCode != 403 || setCookie(res, sessionName) != nil {
@@ -328,7 +273,7 @@ func TestOpsLogin(t *testing.T) {
 		}
 	})
 
-	b := newBrowser(t, env.e)
+	b := newBrowser(t, env.E)
 	csrfBefore := ""
 	t.Run("an ops key logs in with a strict session cookie", func(t *testing.T) {
 		b.do("GET", "/ops/login", nil)
@@ -381,11 +326,11 @@ func TestOpsLogin(t *testing.T) {
 			{"GET", "/locks/x"},
 			{"GET", "/metrics"},
 		} {
-			if got := apiCall(t, env.e, r.method, r.target, "", ck); got != 401 {
+			if got := apiCall(t, env.E, r.method, r.target, "", ck); got != 401 {
 				t.Errorf("%s %s with the session cookie: got %d, want 401", r.method, r.target, got)
 			}
 		}
-		if got := apiCall(t, env.e, "GET", "/abuse/flagged/u-flagged", loginOpsKey); got != 200 {
+		if got := apiCall(t, env.E, "GET", "/abuse/flagged/u-flagged", loginOpsKey); got != 200 {
 			t.Errorf("the flag after those calls: got %d, want 200 (untouched)", got)
 		}
 	})
@@ -396,7 +341,7 @@ func TestOpsLogin(t *testing.T) {
 			t.Fatalf("got %d to %q, want 303 with msg=cleared", res.StatusCode, loc)
 		}
 		var rec map[string]any
-		for _, line := range strings.Split(strings.TrimSpace(env.audit.String()), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(env.AbuseLog.String()), "\n") {
 			var m map[string]any
 			if json.Unmarshal([]byte(line), &m) == nil && m["event"] == "flags_cleared" {
 				rec = m
@@ -405,7 +350,7 @@ func TestOpsLogin(t *testing.T) {
 		if rec == nil || rec["operator"] != "oncall" || rec["tenant"] != loginTenant {
 			t.Errorf("got audit record %v, want operator oncall in tenant %s", rec, loginTenant)
 		}
-		if got := apiCall(t, env.e, "GET", "/abuse/flagged/u-flagged", loginOpsKey); got != 404 {
+		if got := apiCall(t, env.E, "GET", "/abuse/flagged/u-flagged", loginOpsKey); got != 404 {
 			t.Errorf("the flag after the clear: got %d, want 404", got)
 		}
 	})
@@ -418,11 +363,7 @@ func TestOpsLogin(t *testing.T) {
 	})
 
 	t.Run("another gateway with the same keys accepts the session", func(t *testing.T) {
-		ring2, err := auth.New(parseKeys(t, loginEntries()...), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		other := newBrowser(t, env.gateway(t, ring2))
+		other := newBrowser(t, env.Instance(t, testenv.Keyring(t, loginEntries()...), nil))
 		other.cookies = b.cookies
 		if res, _ := other.do("GET", "/ops/", nil); res.StatusCode != 200 {
 			t.Errorf("got %d, want 200", res.StatusCode)
@@ -453,10 +394,10 @@ func TestOpsLogin(t *testing.T) {
 	})
 
 	t.Run("an ops key in a Bearer header still opens the page", func(t *testing.T) {
-		if got := apiCall(t, env.e, "GET", "/ops/", loginOpsKey); got != 200 {
+		if got := apiCall(t, env.E, "GET", "/ops/", loginOpsKey); got != 200 {
 			t.Errorf("got %d, want 200", got)
 		}
-		if got := apiCall(t, env.e, "GET", "/ops/", loginClientKey); got != 403 {
+		if got := apiCall(t, env.E, "GET", "/ops/", loginClientKey); got != 403 {
 			t.Errorf("client key: got %d, want 403", got)
 		}
 	})
@@ -465,7 +406,7 @@ func TestOpsLogin(t *testing.T) {
 func TestOpsSessionRefusals(t *testing.T) {
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	now := time.Now()
-	valid := newBrowser(t, env.e).mustLogin().Value
+	valid := newBrowser(t, env.E).mustLogin().Value
 	payload, mac, _ := strings.Cut(valid, ".")
 	rawPayload, _ := base64.RawURLEncoding.DecodeString(payload)
 	flipped := []byte(mac)
@@ -491,7 +432,7 @@ func TestOpsSessionRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("the page refuses "+tc.name+" and drops the cookie", func(t *testing.T) {
-			b := newBrowser(t, env.e)
+			b := newBrowser(t, env.E)
 			b.cookies[sessionName] = &http.Cookie{Name: sessionName, Value: tc.value}
 			res, _ := b.do("GET", "/ops/", nil)
 			wantLoginRedirect(t, res)
@@ -504,7 +445,7 @@ func TestOpsSessionRefusals(t *testing.T) {
 	}
 
 	t.Run("a session built as documented is accepted (the refusals above are not format errors)", func(t *testing.T) {
-		b := newBrowser(t, env.e)
+		b := newBrowser(t, env.E)
 		b.cookies[sessionName] = &http.Cookie{Name: sessionName, Value: forgeSession("oncall", loginTenant, now.Add(time.Hour), opsKeyHash())}
 		if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
 			t.Errorf("got %d, want 200", res.StatusCode)
@@ -514,45 +455,39 @@ func TestOpsSessionRefusals(t *testing.T) {
 
 func TestOpsSessionSecret(t *testing.T) {
 	env := newLoginEnv(t, handlers.DefaultConfig())
-	env.sessionSecret = "a-session-secret-of-at-least-32-bytes!"
-	env.e = env.gateway(t, env.ring)
+	const secret = "a-session-secret-of-at-least-32-bytes!"
+	env.E = env.Instance(t, env.Ring, sessionSecret(secret))
 	now := time.Now()
 
 	t.Run("a session forged from the key file alone is refused", func(t *testing.T) {
-		b := newBrowser(t, env.e)
+		b := newBrowser(t, env.E)
 		b.cookies[sessionName] = &http.Cookie{Name: sessionName, Value: forgeSession("oncall", loginTenant, now.Add(time.Hour), opsKeyHash())}
 		res, _ := b.do("GET", "/ops/", nil)
 		wantLoginRedirect(t, res)
 	})
 	t.Run("a login works and another gateway with the same secret accepts it", func(t *testing.T) {
-		b := newBrowser(t, env.e)
+		b := newBrowser(t, env.E)
 		b.mustLogin()
 		if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
 			t.Fatalf("same gateway: got %d, want 200", res.StatusCode)
 		}
-		b.e = env.gateway(t, env.ring)
+		b.e = env.Instance(t, env.Ring, sessionSecret(secret))
 		if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
 			t.Errorf("second gateway, same secret: got %d, want 200", res.StatusCode)
 		}
 	})
-	t.Run("a gateway with another secret refuses it", func(t *testing.T) {
-		b := newBrowser(t, env.e)
-		b.mustLogin()
-		other := *env
-		other.sessionSecret = "another-session-secret-of-32-bytes-or-more"
-		b.e = other.gateway(t, env.ring)
-		res, _ := b.do("GET", "/ops/", nil)
-		wantLoginRedirect(t, res)
-	})
-	t.Run("a gateway without the secret refuses it", func(t *testing.T) {
-		b := newBrowser(t, env.e)
-		b.mustLogin()
-		other := *env
-		other.sessionSecret = ""
-		b.e = other.gateway(t, env.ring)
-		res, _ := b.do("GET", "/ops/", nil)
-		wantLoginRedirect(t, res)
-	})
+	for _, tc := range []struct{ name, secret string }{
+		{"another secret", "another-session-secret-of-32-bytes-or-more"},
+		{"no secret", ""},
+	} {
+		t.Run("a gateway with "+tc.name+" refuses it", func(t *testing.T) {
+			b := newBrowser(t, env.E)
+			b.mustLogin()
+			b.e = env.Instance(t, env.Ring, sessionSecret(tc.secret))
+			res, _ := b.do("GET", "/ops/", nil)
+			wantLoginRedirect(t, res)
+		})
+	}
 }
 
 func TestOpsSessionEndsWithItsKey(t *testing.T) {
@@ -568,12 +503,12 @@ func TestOpsSessionEndsWithItsKey(t *testing.T) {
 	for _, tc := range cases {
 		t.Run("a session ends when "+tc.name, func(t *testing.T) {
 			env := newLoginEnv(t, handlers.DefaultConfig())
-			b := newBrowser(t, env.e)
+			b := newBrowser(t, env.E)
 			b.mustLogin()
 			if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
 				t.Fatalf("before the reload: got %d, want 200", res.StatusCode)
 			}
-			if err := env.ring.Replace(parseKeys(t, tc.entries...)); err != nil {
+			if err := env.Ring.Replace(testenv.Keys(t, tc.entries...)); err != nil {
 				t.Fatal(err)
 			}
 			res, _ := b.do("GET", "/ops/", nil)
@@ -584,7 +519,7 @@ func TestOpsSessionEndsWithItsKey(t *testing.T) {
 
 func TestOpsSessionCookieIsSecure(t *testing.T) {
 	t.Run("over TLS", func(t *testing.T) {
-		b := newBrowser(t, newLoginEnv(t, handlers.DefaultConfig()).e)
+		b := newBrowser(t, newLoginEnv(t, handlers.DefaultConfig()).E)
 		b.tls = true
 		if ck := b.mustLogin(); !ck.Secure {
 			t.Errorf("got %+v, want Secure", ck)
@@ -597,8 +532,7 @@ func TestOpsSessionCookieIsSecure(t *testing.T) {
 		cfg := handlers.DefaultConfig()
 		cfg.OpsSecureCookies = true
 		env := newLoginEnv(t, cfg)
-		env.sessionTTL = 30 * time.Minute
-		b := newBrowser(t, env.gateway(t, env.ring))
+		b := newBrowser(t, env.Instance(t, env.Ring, func(o *testenv.Options) { o.SessionTTL = 30 * time.Minute }))
 		ck := b.mustLogin()
 		if !ck.Secure || ck.MaxAge != 1800 {
 			t.Errorf("got %+v, want Secure with Max-Age 1800", ck)
@@ -608,7 +542,7 @@ func TestOpsSessionCookieIsSecure(t *testing.T) {
 
 func TestOpsPageInOpenModeNeedsNoLogin(t *testing.T) {
 	env := newLoginEnv(t, handlers.DefaultConfig())
-	e := env.gateway(t, nil)
+	e := env.Instance(t, nil, nil)
 	b := newBrowser(t, e)
 	if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
 		t.Errorf("GET /ops/: got %d, want 200", res.StatusCode)

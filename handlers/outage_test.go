@@ -11,7 +11,7 @@ import (
 func TestRedisDownIsUnavailableAndNothingIsWritten(t *testing.T) {
 	h := newHarness(t)
 	held := h.acquire(t, "held", "svc-a", 30)
-	h.mini.SetError("ERR injected outage")
+	h.Backend.Mini.SetError("ERR injected outage")
 	for _, req := range []struct{ method, target, body string }{
 		{http.MethodPost, "/locks/free", `{"owner":"svc-a","ttl_seconds":30}`},
 		{http.MethodPost, "/locks/held", `{"owner":"svc-b","ttl_seconds":30}`},
@@ -22,14 +22,14 @@ func TestRedisDownIsUnavailableAndNothingIsWritten(t *testing.T) {
 		{http.MethodGet, "/readyz", ""},
 	} {
 		t.Run(req.method+" "+req.target, func(t *testing.T) {
-			res := h.do(t, req.method, req.target, req.body)
-			checkProblem(t, res, http.StatusServiceUnavailable, "unavailable")
+			res := h.Do(t, req.method, req.target, req.body)
+			res.Problem(t, http.StatusServiceUnavailable, "unavailable")
 			if got := res.Header.Get("Retry-After"); got != "1" {
 				t.Errorf("got Retry-After %q, want 1", got)
 			}
 		})
 	}
-	h.mini.SetError("")
+	h.Backend.Mini.SetError("")
 	if got := h.status(t, "free"); got != nil {
 		t.Errorf("got %+v on free, want nothing written during the outage", got)
 	}
@@ -37,7 +37,7 @@ func TestRedisDownIsUnavailableAndNothingIsWritten(t *testing.T) {
 		t.Errorf("got %+v on held, want unchanged %+v", got, held)
 	}
 	t.Run("the failure is logged, without the request's body", func(t *testing.T) {
-		logs := h.logs.String()
+		logs := h.Log.String()
 		if !strings.Contains(logs, `"msg":"request failed"`) || !strings.Contains(logs, "injected outage") {
 			t.Errorf("got logs %s, want a 'request failed' line with the Redis error", logs)
 		}
@@ -50,10 +50,10 @@ func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 	h := newHarness(t)
 	held := h.acquire(t, "held", "svc-a", 30)
 	ctx := context.Background()
-	before, _ := h.rdb.HGetAll(ctx, lockKeyOf(h, "held")).Result()
-	h.mini.SetError("ERR injected outage")
-	checkFields(t, h.do(t, http.MethodPost, "/locks/held", `{"owner":"svc-a","ttl_seconds":0}`), "ttl_seconds")
-	h.mini.SetError("")
+	before, _ := h.Backend.RDB.HGetAll(ctx, lockKeyOf(h, "held")).Result()
+	h.Backend.Mini.SetError("ERR injected outage")
+	h.Do(t, http.MethodPost, "/locks/held", `{"owner":"svc-a","ttl_seconds":0}`).Fields(t, "ttl_seconds")
+	h.Backend.Mini.SetError("")
 	for _, req := range []struct{ method, target, body string }{
 		{http.MethodPost, "/locks/held", `{"owner":"svc-a","ttl_seconds":0}`},
 		{http.MethodPost, "/locks/held", `{"owner":"svc-a","ttl_seconds":300,"x":1}`},
@@ -61,12 +61,12 @@ func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 		{http.MethodDelete, "/locks/held?owner=svc-a&token=x", ""},
 		{http.MethodDelete, "/locks/held?owner=svc-a&owner=svc-a", ""},
 	} {
-		res := h.do(t, req.method, req.target, req.body)
+		res := h.Do(t, req.method, req.target, req.body)
 		if res.StatusCode != http.StatusUnprocessableEntity {
 			t.Errorf("%s %s: got %d, want 422", req.method, req.target, res.StatusCode)
 		}
 	}
-	after, _ := h.rdb.HGetAll(ctx, lockKeyOf(h, "held")).Result()
+	after, _ := h.Backend.RDB.HGetAll(ctx, lockKeyOf(h, "held")).Result()
 	b1, _ := json.Marshal(before)
 	b2, _ := json.Marshal(after)
 	if string(b1) != string(b2) {
@@ -78,6 +78,6 @@ func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 }
 
 func lockKeyOf(h *harness, resource string) string {
-	k, _ := h.locks.Keys(resource)
+	k, _ := h.Locker.Keys(resource)
 	return k
 }

@@ -22,6 +22,14 @@
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ban                     hash    a ban
 //	<prefix>{t=<tenant>;r=abuse%3Aindex}:flagged               zset    the tenant's flags
 //	<prefix>{t=<tenant>;r=abuse%3Aindex%3A<lock>}:flagged      zset    its flags on one lock
+//	<prefix>{t=;r=ops-login%3Aaddr%3A<address>}:failures        string  failed page logins from one address
+//	<prefix>{t=<tenant>;r=ops-login%3Akey%3A<name>}:failures    string  page logins refused to one key
+//	<prefix>{t=<tenant>;r=ops-session%3A<id>}:revoked          string  a page session ended by logout
+//	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:permits            zset    a semaphore's live permits
+//	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:holders            hash    their tokens
+//	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:limit              string  the limit in force
+//	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:fence              string  the last permit token
+//	<prefix>{t=<tenant>;r=claim%3A<scope>%3A<key>}:claim        hash    a claim
 //
 // A resource named "user:<id>" shares a user's tag (and slot) but never a
 // key: the suffixes differ, and the tag holds no '}', so the suffix is
@@ -110,6 +118,28 @@ func (s Space) FlagIndex(tenant, lock string) string {
 	return s.base(tenant, name) + ":flagged"
 }
 
+// Login scopes of LoginFailures.
+const (
+	// LoginByAddress counts failed /ops/ logins per client address.
+	LoginByAddress = "addr"
+	// LoginByKey counts /ops/ logins refused to a known key, per key name.
+	LoginByKey = "key"
+)
+
+// LoginFailures is the key of the counter of failed /ops/ page logins of
+// one subject: scope LoginByAddress with a client address (tenant "": a
+// login has no tenant until a key matched), or LoginByKey with a key's
+// name (its tenant). Each counter has its own tag.
+func (s Space) LoginFailures(tenant, scope, subject string) string {
+	return s.base(tenant, "ops-login:"+scope+":"+subject) + ":failures"
+}
+
+// SessionRevoked is the key that marks the /ops/ page session id of
+// tenant ended (logged out) until the session would have expired.
+func (s Space) SessionRevoked(tenant, id string) string {
+	return s.base(tenant, "ops-session:"+id) + ":revoked"
+}
+
 // HashTag returns the Redis Cluster hash tag, braces included, under
 // which every key of (tenant, name) lives: "{t=<tenant>;r=<name>}" with
 // both parts escaped (escape). The escaping is injective, so two different
@@ -155,4 +185,38 @@ func mustEscape(c byte) bool {
 		return true
 	}
 	return c < 0x20 || c == 0x7F
+}
+
+// Semaphore returns the keys of counting semaphore name in tenant. Its
+// tag is the one of the name "sem:<name>"; the suffixes all start with
+// ":sem:", so they never meet a lock's ":lock" or ":fence".
+func (s Space) Semaphore(tenant, name string) Semaphore {
+	return Semaphore{base: s.base(tenant, "sem:"+name)}
+}
+
+// Semaphore is the keys of one counting semaphore. They share one hash
+// tag, so each script runs on one Cluster node.
+type Semaphore struct{ base string }
+
+// Permits is the key of the live permits (a sorted set: owner by
+// expires_at in ms; its size is the number of holders). It is also the
+// release message of the semaphore.
+func (k Semaphore) Permits() string { return k.base + ":sem:permits" }
+
+// Holders is the key of the permits' tokens (a hash: owner ->
+// "token:acquired_at_ms").
+func (k Semaphore) Holders() string { return k.base + ":sem:holders" }
+
+// Limit is the key of the limit in force while permits are held.
+func (k Semaphore) Limit() string { return k.base + ":sem:limit" }
+
+// Fence is the key of the last fencing token handed out.
+func (k Semaphore) Fence() string { return k.base + ":sem:fence" }
+
+// Claim returns the key of claim (scope, key) in tenant (a hash: state,
+// owner, token, times, result). Its tag is the one of the name
+// "claim:<scope>:<key>"; scopes are [A-Za-z0-9._-] (the caller checks),
+// so no scope and key pair spells another's.
+func (s Space) Claim(tenant, scope, key string) string {
+	return s.base(tenant, "claim:"+scope+":"+key) + ":claim"
 }

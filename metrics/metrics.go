@@ -38,7 +38,16 @@ type Metrics struct {
 	AbuseFlags    *prometheus.CounterVec // lock
 	AbuseBans     *prometheus.CounterVec // lock, source: policy, operator
 
-	BuildInfo *prometheus.GaugeVec // version, goversion
+	// Authentication
+	AuthRefusals *prometheus.CounterVec // via: bearer, login, session; reason
+
+	BuildInfo *prometheus.GaugeVec // version, commit, goversion
+	// Semaphores and claims (docs/metrics.md)
+	SemAcquires *prometheus.CounterVec // outcome: acquired, contended, waited, timed_out, abandoned, limit_mismatch
+	SemReleases *prometheus.CounterVec // result: released, not_found, forbidden
+	SemHolders  prometheus.Histogram   // live holders after each acquire answer
+	SemWaiters  prometheus.Gauge
+	Claims      *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
 
 	// observers caches RequestDuration's children by label values, so a
 	// request does not pay WithLabelValues' label slice, status string and
@@ -160,22 +169,52 @@ func New(reg *prometheus.Registry) *Metrics {
 			Namespace: ns, Name: "abuse_bans_total",
 			Help: "Bans placed, by lock (\"\" for operator bans) and source: policy or operator.",
 		}, []string{"lock", "source"}),
+		AuthRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "auth_refusals_total",
+			Help: "Refused authentications by via (bearer, login, session) and reason (a fixed set per via, docs/metrics.md).",
+		}, []string{"via", "reason"}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Name: "build_info",
 			Help: "Always 1; labels say which build is running.",
-		}, []string{"version", "goversion"}),
+		}, []string{"version", "commit", "goversion"}),
 	}
 	m.acquires = newLabelled(m.Acquires, "acquired", "contended", "waited", "timed_out", "abandoned")
 	m.releases = newLabelled(m.Releases, "released", "not_found", "forbidden")
 	m.renewals = newLabelled(m.Renewals, "renewed", "not_found", "forbidden")
+	m.newPrimitives()
+	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,
 		m.RedisErrors, m.RedisLatency,
-		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.BuildInfo,
+		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+func (m *Metrics) newPrimitives() {
+	m.SemAcquires = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "semaphore_acquires_total",
+		Help: "Semaphore acquire outcomes: acquired, contended (full), waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting), limit_mismatch.",
+	}, []string{"outcome"})
+	m.SemReleases = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "semaphore_releases_total",
+		Help: "Semaphore release results: released, not_found, forbidden.",
+	}, []string{"result"})
+	m.SemHolders = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: ns, Name: "semaphore_holders",
+		Help:    "Live holders of the semaphore after each acquire answer.",
+		Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000},
+	})
+	m.SemWaiters = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Name: "semaphore_waiters",
+		Help: "Semaphore acquires currently waiting (wait_ms) in this gateway.",
+	})
+	m.Claims = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "claims_total",
+		Help: "Claim events: started (the caller does the work), expired (started over a pending claim whose lease had expired), extended (same owner again), in_progress (409), completed, replayed (a done claim answered instead of running the work again, or a repeated complete), abandoned, removed (forced by an operator).",
+	}, []string{"event"})
 }
 
 // NewForTest returns Metrics on a fresh registry.

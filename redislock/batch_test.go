@@ -29,7 +29,7 @@ func newBatcher(t *testing.T, addr string) *redislock.Batcher {
 func TestBatcherGivesEachCallerItsOwnAnswer(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		l := redislock.New(newBatcher(t, e.rdb.Options().Addr), redislock.Options{Prefix: uniquePrefix(t)})
+		l := redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: uniquePrefix(t)})
 		const n = 64
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -79,10 +79,10 @@ func TestBatcherGivesEachCallerItsOwnAnswer(t *testing.T) {
 func TestBatcherLoadsTheScriptWhenRedisHasNone(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		if err := e.rdb.ScriptFlush(ctx).Err(); err != nil {
+		if err := e.RDB.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatalf("SCRIPT FLUSH: %v", err)
 		}
-		l := redislock.New(newBatcher(t, e.rdb.Options().Addr), redislock.Options{Prefix: uniquePrefix(t)})
+		l := redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: uniquePrefix(t)})
 		if r, err := l.Acquire(ctx, "r", "a", ttl); err != nil || !r.Acquired {
 			t.Fatalf("Acquire after SCRIPT FLUSH: got %+v, %v, want granted (EVAL fallback)", r, err)
 		}
@@ -125,7 +125,7 @@ func TestBatcherFailedPipelineIsUnavailableNeverAGrant(t *testing.T) {
 func TestBatcherNeverSendsACallWhoseContextEnded(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
-		l := redislock.New(newBatcher(t, e.rdb.Options().Addr), redislock.Options{Prefix: prefix})
+		l := redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: prefix})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		r, err := l.Acquire(ctx, "r", "a", ttl)
@@ -133,7 +133,7 @@ func TestBatcherNeverSendsACallWhoseContextEnded(t *testing.T) {
 			t.Fatalf("got %+v, %v, want ErrUnavailable wrapping context.Canceled", r, err)
 		}
 		lock, _ := l.Keys("r")
-		if n := e.rdb.Exists(context.Background(), lock).Val(); n != 0 {
+		if n := e.RDB.Exists(context.Background(), lock).Val(); n != 0 {
 			t.Errorf("got %d lock keys, want 0: the call was sent", n)
 		}
 	})
@@ -149,7 +149,7 @@ func TestBatcherRefusesAClientThatRetries(t *testing.T) {
 
 func TestBatcherAfterCloseFailsUnsent(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		b := newBatcher(t, e.rdb.Options().Addr)
+		b := newBatcher(t, e.RDB.Options().Addr)
 		b.Close()
 		l := redislock.New(b, redislock.Options{Prefix: uniquePrefix(t)})
 		if _, err := l.Acquire(context.Background(), "r", "a", ttl); !errors.Is(err, redislock.ErrBatcherClosed) {

@@ -67,7 +67,7 @@ func checkOneWinner(t *testing.T, l *redislock.Locker, resource string, results 
 // really are concurrent on the server.
 func bigPool(t *testing.T, e *engine) *redis.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: e.rdb.Options().Addr, PoolSize: 128})
+	rdb := redis.NewClient(&redis.Options{Addr: e.RDB.Options().Addr, PoolSize: 128})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
@@ -92,10 +92,10 @@ func TestConcurrentTakeoversOfAnExpiredLeaseHaveOneWinner(t *testing.T) {
 				if unreaped {
 					keepKey(t, e, l, "stale")
 				}
-				e.advance(t, e.stale+time.Millisecond)
+				e.Advance(t, e.stale+time.Millisecond)
 				waitNotHeld(t, l, "stale")
 				if unreaped {
-					if n := e.rdb.Exists(context.Background(), lockKey(l, "stale")).Val(); n != 1 {
+					if n := e.RDB.Exists(context.Background(), lockKey(l, "stale")).Val(); n != 1 {
 						t.Fatalf("got %d lock keys, want the expired key still there", n)
 					}
 				}

@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/leasegate/leasegate/internal/contract"
 	"github.com/leasegate/leasegate/redislock"
@@ -15,14 +16,14 @@ func TestServiceKeepsTheLockContract(t *testing.T) {
 		contract.Locks(t, func(t *testing.T) contract.LockBackend {
 			t.Helper()
 			prefix := uniquePrefix(t)
-			l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
-			w := redislock.NewWaiter(e.rdb, redislock.WaiterOptions{Channel: prefix + "released"})
+			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
-			b := contract.LockBackend{Locks: redislock.NewService(l, w, 0), Advance: e.advance}
-			if e.mini != nil {
+			b := contract.LockBackend{Locks: redislock.NewService(l, w, 0), Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
+			if e.Mini != nil {
 				b.Outage = func(t *testing.T) {
-					e.mini.SetError("LOADING redis is loading")
-					t.Cleanup(func() { e.mini.SetError("") })
+					e.Mini.SetError("LOADING redis is loading")
+					t.Cleanup(func() { e.Mini.SetError("") })
 				}
 			}
 			return b

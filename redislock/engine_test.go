@@ -8,25 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
 
-// engine is one Redis backend the behavioural tests run against: the
-// in-process miniredis (fast, with a clock the test moves) and a real
-// redis-server (real Lua, real TIME).
+// engine is one Redis backend the behavioural tests run against
+// (redistest.Backend: the in-process miniredis, fast, with a clock the test
+// moves, or a real redis-server, real Lua, real TIME), with how time
+// passes on it.
 type engine struct {
+	*redistest.Backend
 	name string
-	rdb  *redis.Client
-	// advance makes d pass on the Redis server's clock.
-	advance func(t *testing.T, d time.Duration)
-	// mini is set for the miniredis engine only.
-	mini *miniredis.Miniredis
-	// real is set for the redis-server engine only.
-	real *redistest.Server
 	// stale is the ttl of a lease whose key a test keeps (keepKey) past its
 	// expiry: keepKey must run before Redis reaps it, so on a real server
 	// it leaves room for a loaded machine.
@@ -35,47 +29,20 @@ type engine struct {
 
 // epoch is the miniredis clock's starting point: a fixed instant, so
 // tokens and timestamps are reproducible.
-var epoch = time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
+var epoch = redistest.Epoch
 
 // newMiniEngine starts a miniredis whose clock starts at epoch and moves
 // only when the test says so (SetTime for TIME, FastForward for TTLs).
 func newMiniEngine(t *testing.T) *engine {
 	t.Helper()
-	m := miniredis.RunT(t)
-	now := epoch
-	m.SetTime(now)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return &engine{
-		name:  "miniredis",
-		rdb:   rdb,
-		mini:  m,
-		stale: 50 * time.Millisecond,
-		advance: func(t *testing.T, d time.Duration) {
-			t.Helper()
-			now = now.Add(d)
-			m.SetTime(now)
-			m.FastForward(d)
-		},
-	}
+	return &engine{Backend: redistest.OnMini(t), name: "miniredis", stale: 50 * time.Millisecond}
 }
 
 // newRealEngine starts a redis-server on a free port. Time passes for
-// real: advance polls the server's TIME until d has gone by.
+// real: Advance polls the server's TIME until d has gone by.
 func newRealEngine(t *testing.T, args ...string) *engine {
 	t.Helper()
-	srv := redistest.Start(t, args...)
-	rdb := srv.Client(t)
-	return &engine{
-		name:  "redis-server",
-		rdb:   rdb,
-		real:  srv,
-		stale: 500 * time.Millisecond,
-		advance: func(t *testing.T, d time.Duration) {
-			t.Helper()
-			waitRedisTime(t, rdb, redisNow(t, rdb).Add(d))
-		},
-	}
+	return &engine{Backend: redistest.OnRedis(t, args...), name: "redis-server", stale: 500 * time.Millisecond}
 }
 
 // engines returns every backend; each test runs its behaviour on all.
@@ -99,19 +66,6 @@ func redisNow(t *testing.T, rdb *redis.Client) time.Time {
 		t.Fatalf("TIME: %v", err)
 	}
 	return now
-}
-
-// waitRedisTime polls the server's clock (never the test's) until it has
-// reached target, failing after a generous deadline.
-func waitRedisTime(t *testing.T, rdb *redis.Client, target time.Time) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for redisNow(t, rdb).Before(target) {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis clock did not reach %v within 10s", target)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 var prefixSeq atomic.Int64

@@ -32,17 +32,17 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		inc := &increasing{t: t}
-		l := redislock.New(e.rdb, redislock.Options{Prefix: prefix})
+		l := redislock.New(e.RDB, redislock.Options{Prefix: prefix})
 		for i := 0; i < 5; i++ {
 			inc.add("acquire after release", mustAcquire(t, l, "r", "svc-a", ttl).Token)
 			mustRelease(t, l, "r", "svc-a")
 		}
 		for i := 0; i < 3; i++ {
 			inc.add("acquire after expiry", mustAcquire(t, l, "r", "svc-b", 50*time.Millisecond).Token)
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 		}
 		// A gateway restart: a new client and a new Locker on the same Redis.
-		rdb2 := redis.NewClient(&redis.Options{Addr: e.rdb.Options().Addr})
+		rdb2 := redis.NewClient(&redis.Options{Addr: e.RDB.Options().Addr})
 		t.Cleanup(func() { _ = rdb2.Close() })
 		l2 := redislock.New(rdb2, redislock.Options{Prefix: prefix})
 		inc.add("acquire on a restarted gateway", mustAcquire(t, l2, "r", "svc-c", ttl).Token)
@@ -53,7 +53,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 
 func TestFencingTokensAreAtLeastTheRedisClockInMicroseconds(t *testing.T) {
 	e := newMiniEngine(t)
-	l := newLocker(t, e.rdb, redislock.Options{})
+	l := newLocker(t, e.RDB, redislock.Options{})
 	lk := mustAcquire(t, l, "r", "svc-a", ttl)
 	if want := epoch.UnixMicro(); lk.Token != want {
 		t.Errorf("got first token %d, want Redis TIME in µs %d", lk.Token, want)
@@ -67,10 +67,10 @@ func TestFencingTokensAreAtLeastTheRedisClockInMicroseconds(t *testing.T) {
 
 func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t *testing.T) {
 	e := newMiniEngine(t)
-	l := newLocker(t, e.rdb, redislock.Options{})
+	l := newLocker(t, e.RDB, redislock.Options{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
-	e.mini.SetTime(epoch.Add(-time.Hour)) // NTP steps the Redis host's clock back an hour
+	e.Mini.SetTime(epoch.Add(-time.Hour)) // NTP steps the Redis host's clock back an hour
 	if got := mustAcquire(t, l, "r", "svc-b", ttl).Token; got != first.Token+1 {
 		t.Errorf("got token %d, want last+1 = %d", got, first.Token+1)
 	}
@@ -78,14 +78,14 @@ func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t
 
 func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) {
 	e := newMiniEngine(t)
-	l := newLocker(t, e.rdb, redislock.Options{FenceRetention: time.Minute})
+	l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Minute})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
-	if got := e.rdb.PTTL(context.Background(), fenceKey(l, "r")).Val(); got != ttl+time.Minute {
+	if got := e.RDB.PTTL(context.Background(), fenceKey(l, "r")).Val(); got != ttl+time.Minute {
 		t.Errorf("got fence key PTTL %v, want lease ttl + retention = %v", got, ttl+time.Minute)
 	}
-	e.advance(t, ttl+time.Minute)
-	if n := e.rdb.Exists(context.Background(), fenceKey(l, "r")).Val(); n != 0 {
+	e.Advance(t, ttl+time.Minute)
+	if n := e.RDB.Exists(context.Background(), fenceKey(l, "r")).Val(); n != 0 {
 		t.Fatalf("got %d fence keys after the retention, want 0", n)
 	}
 	if got := mustAcquire(t, l, "r", "svc-b", ttl).Token; got <= first.Token {
@@ -98,13 +98,13 @@ func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) 
 // by more than the time since the last token, a token can repeat or fall.
 func TestFencingLimitATokenCanFallWhenTheClockStepsBackAfterTheFenceKeyIsGone(t *testing.T) {
 	e := newMiniEngine(t)
-	l := newLocker(t, e.rdb, redislock.Options{})
+	l := newLocker(t, e.RDB, redislock.Options{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
-	if err := e.rdb.Del(context.Background(), fenceKey(l, "r")).Err(); err != nil {
+	if err := e.RDB.Del(context.Background(), fenceKey(l, "r")).Err(); err != nil {
 		t.Fatalf("DEL fence: %v", err)
 	}
-	e.mini.SetTime(epoch.Add(-time.Hour))
+	e.Mini.SetTime(epoch.Add(-time.Hour))
 	if got := mustAcquire(t, l, "r", "svc-b", ttl).Token; got >= first.Token {
 		t.Errorf("got token %d, want below %d: the limit in docs/fencing.md no longer holds, update the docs", got, first.Token)
 	}

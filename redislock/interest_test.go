@@ -15,13 +15,13 @@ import (
 func firstMessage(t *testing.T, e *engine, ch string, act func()) string {
 	t.Helper()
 	ctx := context.Background()
-	sub := e.rdb.Subscribe(ctx, ch)
+	sub := e.RDB.Subscribe(ctx, ch)
 	t.Cleanup(func() { _ = sub.Close() })
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatalf("SUBSCRIBE: %v", err)
 	}
 	act()
-	if err := e.rdb.Publish(ctx, ch, "marker").Err(); err != nil {
+	if err := e.RDB.Publish(ctx, ch, "marker").Err(); err != nil {
 		t.Fatalf("PUBLISH: %v", err)
 	}
 	msg, err := sub.ReceiveMessage(ctx)
@@ -36,7 +36,7 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
 		ch := prefix + "released"
-		l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix, ReleaseChannel: ch, PublishOnlyToWaiters: true})
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch, PublishOnlyToWaiters: true})
 		cycle := func() {
 			mustAcquire(t, l, "r", "a", ttl)
 			if got, err := l.Release(ctx, "r", "a", 0); err != nil || got != redislock.Released {
@@ -56,7 +56,7 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 		if got := firstMessage(t, e, ch, cycle); got != "marker" {
 			t.Errorf("the waiter left: got %q published first, want nothing before the marker", got)
 		}
-		if n, err := e.rdb.Keys(ctx, prefix+"*:waiters").Result(); err != nil || len(n) != 0 {
+		if n, err := e.RDB.Keys(ctx, prefix+"*:waiters").Result(); err != nil || len(n) != 0 {
 			t.Errorf("got waiters keys %v, %v after the last waiter left, want none", n, err)
 		}
 	})
@@ -85,21 +85,21 @@ func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *t
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
 		rctx, free := redislock.Register(ctx, "w0", time.Hour)
 		if r, err := l.Acquire(rctx, "free", "a", time.Minute); err != nil || !r.Acquired || free.Registered() {
 			t.Fatalf("granted try: got %+v, %v, registered %v; want granted, not registered", r, err, free.Registered())
 		}
 		registerWaiter(t, l, "r", "w1", time.Hour)
 		registerWaiter(t, l, "r", "w2", time.Minute)
-		keys, _ := e.rdb.Keys(ctx, prefix+"*:waiters").Result()
+		keys, _ := e.RDB.Keys(ctx, prefix+"*:waiters").Result()
 		if len(keys) != 1 {
 			t.Fatalf("got waiters keys %v, want 1", keys)
 		}
-		if got := e.rdb.PTTL(ctx, keys[0]).Val(); got <= time.Minute {
+		if got := e.RDB.PTTL(ctx, keys[0]).Val(); got <= time.Minute {
 			t.Errorf("got PTTL %v, want the longer waiter's hour kept", got)
 		}
-		if got := e.rdb.HLen(ctx, keys[0]).Val(); got != 2 {
+		if got := e.RDB.HLen(ctx, keys[0]).Val(); got != 2 {
 			t.Errorf("got %d waiters, want 2", got)
 		}
 	})
@@ -113,8 +113,8 @@ func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		ch := prefix + "released"
-		l := redislock.New(e.rdb, redislock.Options{Prefix: prefix, ReleaseChannel: ch, PublishOnlyToWaiters: true})
-		w := redislock.NewWaiter(e.rdb, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
+		l := redislock.New(e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch, PublishOnlyToWaiters: true})
+		w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
 		t.Cleanup(w.Close)
 		waitActive(t, w)
 		svc := redislock.NewService(l, w, time.Second)

@@ -17,10 +17,10 @@ func TestAcquire(t *testing.T) {
 		ctx := context.Background()
 
 		t.Run("a free resource is granted with a token and Redis-clock times", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
-			before := redisNow(t, e.rdb).Truncate(time.Millisecond)
+			l := newLocker(t, e.RDB, redislock.Options{})
+			before := redisNow(t, e.RDB).Truncate(time.Millisecond)
 			lk := mustAcquire(t, l, "free", "svc-a", ttl)
-			after := redisNow(t, e.rdb)
+			after := redisNow(t, e.RDB)
 			if lk.Resource != "free" || lk.Owner != "svc-a" {
 				t.Errorf("got resource %q owner %q, want %q %q", lk.Resource, lk.Owner, "free", "svc-a")
 			}
@@ -43,7 +43,7 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("another owner is refused and told how long the lease has left", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			held := mustAcquire(t, l, "busy", "svc-a", ttl)
 			res, err := l.Acquire(ctx, "busy", "svc-b", ttl)
 			if err != nil {
@@ -65,9 +65,9 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("the same owner re-acquiring keeps its token and moves the expiry", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			first := mustAcquire(t, l, "again", "svc-a", ttl)
-			e.advance(t, 5*time.Millisecond)
+			e.Advance(t, 5*time.Millisecond)
 			second := mustAcquire(t, l, "again", "svc-a", 2*ttl)
 			if second.Token != first.Token {
 				t.Errorf("got token %d, want the same token %d", second.Token, first.Token)
@@ -82,16 +82,16 @@ func TestAcquire(t *testing.T) {
 			if err != nil || st != second {
 				t.Errorf("got status %+v, %v; want %+v", st, err, second)
 			}
-			pttl, err := e.rdb.PTTL(ctx, lockKey(l, "again")).Result()
+			pttl, err := e.RDB.PTTL(ctx, lockKey(l, "again")).Result()
 			if err != nil || pttl <= ttl {
 				t.Errorf("got lock key PTTL %v (%v), want above %v: Redis must reap it at the new expiry, not the old", pttl, err, ttl)
 			}
 		})
 
 		t.Run("an expired lease is taken over by anyone with a new, higher token", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			old := mustAcquire(t, l, "stale", "svc-a", 50*time.Millisecond)
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 			lk := mustAcquire(t, l, "stale", "svc-b", ttl)
 			if lk.Token <= old.Token {
 				t.Errorf("got token %d, want above the expired lease's %d", lk.Token, old.Token)
@@ -102,9 +102,9 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("the same owner whose lease expired gets a new token, not its old one", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			old := mustAcquire(t, l, "lapsed", "svc-a", 50*time.Millisecond)
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 			lk := mustAcquire(t, l, "lapsed", "svc-a", ttl)
 			if lk.Token <= old.Token {
 				t.Errorf("got token %d, want above %d: a lapsed lease is a new holder", lk.Token, old.Token)
@@ -112,10 +112,10 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("an expired lease Redis has not reaped yet is still free", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			old := mustAcquire(t, l, "unreaped", "svc-a", e.stale)
 			keepKey(t, e, l, "unreaped")
-			e.advance(t, e.stale+time.Millisecond)
+			e.Advance(t, e.stale+time.Millisecond)
 			lk := mustAcquire(t, l, "unreaped", "svc-b", ttl)
 			if lk.Token <= old.Token {
 				t.Errorf("got token %d, want above %d", lk.Token, old.Token)
@@ -123,10 +123,10 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("Redis reaps the lock key at expires_at and the fence key a retention later", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{FenceRetention: time.Hour})
+			l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Hour})
 			mustAcquire(t, l, "ttl", "svc-a", ttl)
-			lockTTL := e.rdb.PTTL(ctx, lockKey(l, "ttl")).Val()
-			fenceTTL := e.rdb.PTTL(ctx, fenceKey(l, "ttl")).Val()
+			lockTTL := e.RDB.PTTL(ctx, lockKey(l, "ttl")).Val()
+			fenceTTL := e.RDB.PTTL(ctx, fenceKey(l, "ttl")).Val()
 			if lockTTL <= ttl-time.Second || lockTTL > ttl {
 				t.Errorf("got lock key PTTL %v, want about %v", lockTTL, ttl)
 			}
@@ -136,18 +136,18 @@ func TestAcquire(t *testing.T) {
 			if _, err := l.Renew(ctx, "ttl", "svc-a", 0, 2*ttl); err != nil {
 				t.Fatalf("Renew: %v", err)
 			}
-			fenceTTL = e.rdb.PTTL(ctx, fenceKey(l, "ttl")).Val()
+			fenceTTL = e.RDB.PTTL(ctx, fenceKey(l, "ttl")).Val()
 			if fenceTTL <= 2*ttl+time.Hour-time.Second || fenceTTL > 2*ttl+time.Hour {
 				t.Errorf("after renew: got fence key PTTL %v, want about %v", fenceTTL, 2*ttl+time.Hour)
 			}
 		})
 
 		t.Run("a ttl under one millisecond is refused before Redis is called", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			if _, err := l.Acquire(ctx, "tiny", "svc-a", time.Microsecond); err == nil {
 				t.Fatalf("got no error for a 1µs ttl, want one")
 			}
-			if n := e.rdb.Exists(ctx, lockKey(l, "tiny")).Val(); n != 0 {
+			if n := e.RDB.Exists(ctx, lockKey(l, "tiny")).Val(); n != 0 {
 				t.Errorf("got %d lock keys, want 0", n)
 			}
 		})
@@ -186,7 +186,7 @@ func TestRelease(t *testing.T) {
 				setup: func(t *testing.T, l *redislock.Locker) int64 {
 					mustAcquire(t, l, "r", "svc-a", e.stale)
 					keepKey(t, e, l, "r")
-					e.advance(t, e.stale+time.Millisecond)
+					e.Advance(t, e.stale+time.Millisecond)
 					return 0
 				},
 				owner: "svc-a", want: redislock.NotFound,
@@ -216,7 +216,7 @@ func TestRelease(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				l := newLocker(t, e.rdb, redislock.Options{})
+				l := newLocker(t, e.RDB, redislock.Options{})
 				token := tc.setup(t, l)
 				before, _ := l.Status(ctx, "r")
 				got, err := l.Release(ctx, "r", tc.owner, token)
@@ -243,8 +243,8 @@ func TestReleasePublishesOnTheReleaseChannel(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		channel := uniquePrefix(t) + "released"
-		l := newLocker(t, e.rdb, redislock.Options{ReleaseChannel: channel})
-		sub := e.rdb.Subscribe(ctx, channel)
+		l := newLocker(t, e.RDB, redislock.Options{ReleaseChannel: channel})
+		sub := e.RDB.Subscribe(ctx, channel)
 		t.Cleanup(func() { _ = sub.Close() })
 		if _, err := sub.Receive(ctx); err != nil {
 			t.Fatalf("subscribe: %v", err)
@@ -268,10 +268,10 @@ func TestRenew(t *testing.T) {
 		ctx := context.Background()
 
 		t.Run("the owner's renewal keeps the token and moves the expiry to now plus ttl", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			lk := mustAcquire(t, l, "r", "svc-a", ttl)
-			e.advance(t, 10*time.Millisecond)
-			before := redisNow(t, e.rdb).Truncate(time.Millisecond)
+			e.Advance(t, 10*time.Millisecond)
+			before := redisNow(t, e.RDB).Truncate(time.Millisecond)
 			got, err := l.Renew(ctx, "r", "svc-a", 0, 2*ttl)
 			if err != nil {
 				t.Fatalf("Renew: %v", err)
@@ -288,7 +288,7 @@ func TestRenew(t *testing.T) {
 		})
 
 		t.Run("a renewal with the matching token succeeds", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			lk := mustAcquire(t, l, "r", "svc-a", ttl)
 			if _, err := l.Renew(ctx, "r", "svc-a", lk.Token, ttl); err != nil {
 				t.Fatalf("Renew with token %d: %v", lk.Token, err)
@@ -296,12 +296,12 @@ func TestRenew(t *testing.T) {
 		})
 
 		t.Run("a short renewal lets the lease expire at the new, earlier time", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			mustAcquire(t, l, "r", "svc-a", ttl)
 			if _, err := l.Renew(ctx, "r", "svc-a", 0, 50*time.Millisecond); err != nil {
 				t.Fatalf("Renew: %v", err)
 			}
-			e.advance(t, 51*time.Millisecond)
+			e.Advance(t, 51*time.Millisecond)
 			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("got %v, want ErrNotHeld", err)
 			}
@@ -319,7 +319,7 @@ func TestRenew(t *testing.T) {
 			{"an expired lease is never renewed, even by its owner", func(t *testing.T, l *redislock.Locker) int64 {
 				mustAcquire(t, l, "r", "svc-a", e.stale)
 				keepKey(t, e, l, "r")
-				e.advance(t, e.stale+time.Millisecond)
+				e.Advance(t, e.stale+time.Millisecond)
 				return 0
 			}, "svc-a", redislock.ErrNotHeld, false},
 			{"another owner may not renew", func(t *testing.T, l *redislock.Locker) int64 {
@@ -332,7 +332,7 @@ func TestRenew(t *testing.T) {
 		}
 		for _, tc := range refused {
 			t.Run(tc.name, func(t *testing.T) {
-				l := newLocker(t, e.rdb, redislock.Options{})
+				l := newLocker(t, e.RDB, redislock.Options{})
 				token := tc.setup(t, l)
 				before, _ := l.Status(ctx, "r")
 				_, err := l.Renew(ctx, "r", tc.owner, token, 2*ttl)
@@ -351,7 +351,7 @@ func TestRenew(t *testing.T) {
 		}
 
 		t.Run("a renewal under a microsecond ttl is refused", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			mustAcquire(t, l, "r", "svc-a", ttl)
 			if _, err := l.Renew(ctx, "r", "svc-a", 0, time.Microsecond); err == nil {
 				t.Fatalf("got no error, want one")
@@ -365,36 +365,36 @@ func TestStatus(t *testing.T) {
 		ctx := context.Background()
 
 		t.Run("a resource never locked is not held", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			if _, err := l.Status(ctx, "never"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("got %v, want ErrNotHeld", err)
 			}
 		})
 
 		t.Run("an expired lease is hidden even while its key still exists", func(t *testing.T) {
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			mustAcquire(t, l, "r", "svc-a", e.stale)
 			keepKey(t, e, l, "r")
-			e.advance(t, e.stale+time.Millisecond)
+			e.Advance(t, e.stale+time.Millisecond)
 			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("got %v, want ErrNotHeld for an expired lease", err)
 			}
-			if n := e.rdb.Exists(ctx, lockKey(l, "r")).Val(); n != 1 {
+			if n := e.RDB.Exists(ctx, lockKey(l, "r")).Val(); n != 1 {
 				t.Fatalf("got %d lock keys, want the unreaped key still there (the test relies on it)", n)
 			}
 		})
 
 		t.Run("a lease is shown until the millisecond it expires", func(t *testing.T) {
-			if e.mini == nil {
+			if e.Mini == nil {
 				t.Skip("needs a clock the test controls")
 			}
-			l := newLocker(t, e.rdb, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Options{})
 			lk := mustAcquire(t, l, "r", "svc-a", time.Second)
-			e.advance(t, 999*time.Millisecond)
+			e.Advance(t, 999*time.Millisecond)
 			if st, err := l.Status(ctx, "r"); err != nil || st != lk {
 				t.Errorf("1ms before expiry: got %+v, %v; want %+v", st, err, lk)
 			}
-			e.advance(t, time.Millisecond)
+			e.Advance(t, time.Millisecond)
 			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
 				t.Errorf("at expires_at: got %v, want ErrNotHeld", err)
 			}
@@ -405,7 +405,7 @@ func TestStatus(t *testing.T) {
 func TestTenantsAreSeparateNamespaces(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		base := newLocker(t, e.rdb, redislock.Options{})
+		base := newLocker(t, e.RDB, redislock.Options{})
 		a, b := base.Tenant("acme"), base.Tenant("globex")
 		mustAcquire(t, a, "shared-name", "svc-a", ttl)
 		lk := mustAcquire(t, b, "shared-name", "svc-b", ttl)
@@ -426,7 +426,7 @@ func TestTenantsAreSeparateNamespaces(t *testing.T) {
 // lag). The scripts must then judge expiry by expires_at alone.
 func keepKey(t *testing.T, e *engine, l *redislock.Locker, resource string) {
 	t.Helper()
-	if ok, err := e.rdb.Persist(context.Background(), lockKey(l, resource)).Result(); err != nil || !ok {
+	if ok, err := e.RDB.Persist(context.Background(), lockKey(l, resource)).Result(); err != nil || !ok {
 		t.Fatalf("PERSIST %s: %v, %v", lockKey(l, resource), ok, err)
 	}
 }
@@ -451,7 +451,7 @@ func TestOddResourceNamesAreIndependentLocks(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.rdb, redislock.Options{Prefix: prefix})
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
 		locks := map[string]redislock.Lock{}
 		for i, name := range names {
 			locks[name] = mustAcquire(t, l, name, fmt.Sprintf("owner-%d", i), ttl)
@@ -476,7 +476,7 @@ func TestOddResourceNamesAreIndependentLocks(t *testing.T) {
 				t.Errorf("Status(%q) (owner-%d) after releasing {a}: got %v, want still held", name, i, err)
 			}
 		}
-		keys, err := e.rdb.Keys(ctx, prefix+"*:lock").Result()
+		keys, err := e.RDB.Keys(ctx, prefix+"*:lock").Result()
 		if err != nil || len(keys) != len(names)-1 {
 			t.Errorf("got %d lock keys (%v), want %d, one per held resource: %q", len(keys), err, len(names)-1, keys)
 		}

@@ -39,19 +39,19 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 
 	t.Run("on miniredis answering every command with an error", func(t *testing.T) {
 		e := newMiniEngine(t)
-		l := newLocker(t, e.rdb, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Options{})
 		held := mustAcquire(t, l, "r", "svc-a", ttl)
-		e.mini.SetError("ERR injected outage")
+		e.Mini.SetError("ERR injected outage")
 		for _, op := range ops {
 			if err := op.call(l); !errors.Is(err, redislock.ErrUnavailable) {
 				t.Errorf("%s: got %v, want ErrUnavailable", op.name, err)
 			}
 		}
-		e.mini.SetError("")
+		e.Mini.SetError("")
 		if st, err := l.Status(ctx, "r"); err != nil || st != held {
 			t.Errorf("after the outage: got %+v, %v; want the lease unchanged %+v", st, err, held)
 		}
-		if n := e.rdb.Exists(ctx, lockKey(l, "never-written")).Val(); n != 0 {
+		if n := e.RDB.Exists(ctx, lockKey(l, "never-written")).Val(); n != 0 {
 			t.Errorf("got %d keys, want 0", n)
 		}
 	})
@@ -59,11 +59,11 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 	t.Run("on a redis-server that has been killed", func(t *testing.T) {
 		e := newRealEngine(t)
 		// No retries: the test is about the answer, not go-redis's backoff.
-		rdb := redis.NewClient(&redis.Options{Addr: e.real.Addr(), MaxRetries: -1})
+		rdb := redis.NewClient(&redis.Options{Addr: e.Server.Addr(), MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
 		l := newLocker(t, rdb, redislock.Options{})
 		mustAcquire(t, l, "r", "svc-a", ttl)
-		e.real.Kill()
+		e.Server.Kill()
 		for _, op := range ops {
 			if err := op.call(l); !errors.Is(err, redislock.ErrUnavailable) {
 				t.Errorf("%s: got %v, want ErrUnavailable", op.name, err)
@@ -73,7 +73,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 
 	t.Run("on a context that times out", func(t *testing.T) {
 		e := newMiniEngine(t)
-		l := newLocker(t, e.rdb, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Options{})
 		dctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
 		defer cancel()
 		res, err := l.Acquire(dctx, "r", "svc-a", ttl)
@@ -83,7 +83,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 		if res.Acquired {
 			t.Errorf("got Acquired true, want false")
 		}
-		if n := e.rdb.Exists(ctx, lockKey(l, "r")).Val(); n != 0 {
+		if n := e.RDB.Exists(ctx, lockKey(l, "r")).Val(); n != 0 {
 			t.Errorf("got %d lock keys, want 0", n)
 		}
 	})
@@ -93,9 +93,9 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 // never seen them (or was restarted, or had SCRIPT FLUSH) still works.
 func TestScriptsLoadThemselvesAfterScriptFlush(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		l := newLocker(t, e.rdb, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Options{})
 		mustAcquire(t, l, "r", "svc-a", ttl)
-		if err := e.rdb.ScriptFlush(context.Background()).Err(); err != nil {
+		if err := e.RDB.ScriptFlush(context.Background()).Err(); err != nil {
 			t.Fatalf("SCRIPT FLUSH: %v", err)
 		}
 		mustRelease(t, l, "r", "svc-a")

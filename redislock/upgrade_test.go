@@ -16,19 +16,19 @@ import (
 func TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		l := newLocker(t, e.rdb, redislock.Options{Prefix: uniquePrefix(t)})
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: uniquePrefix(t)})
 		lock, fence := l.Keys("r")
-		now := redisNow(t, e.rdb)
+		now := redisNow(t, e.RDB)
 		exp := now.Add(time.Minute).UnixMilli()
 		// A token far above the clock: the next one must still exceed it.
 		old := now.UnixMicro() + 1_000_000_000_000
 		oldTok := strconv.FormatInt(old, 10)
-		if err := e.rdb.HSet(ctx, lock, "owner", "old-owner", "token", oldTok,
+		if err := e.RDB.HSet(ctx, lock, "owner", "old-owner", "token", oldTok,
 			"acquired_at", strconv.FormatInt(now.UnixMilli(), 10), "expires_at", strconv.FormatInt(exp, 10)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		e.rdb.PExpireAt(ctx, lock, time.UnixMilli(exp))
-		e.rdb.Set(ctx, fence, oldTok, 0)
+		e.RDB.PExpireAt(ctx, lock, time.UnixMilli(exp))
+		e.RDB.Set(ctx, fence, oldTok, 0)
 
 		st, err := l.Status(ctx, "r")
 		if err != nil || st.Owner != "old-owner" || st.Token != old || st.ExpiresAt.UnixMilli() != exp {
@@ -47,10 +47,10 @@ func TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere(t *testing.T) {
 		if err != nil || !r.Acquired || r.Lock.Token != old+1 {
 			t.Fatalf("Acquire after the old lease: got %+v, %v, want granted with token %d", r, err, old+1)
 		}
-		if n := e.rdb.HLen(ctx, lock).Val(); n != 4 {
+		if n := e.RDB.HLen(ctx, lock).Val(); n != 4 {
 			t.Errorf("got %d fields in the new lease, want 4", n)
 		}
-		if got := e.rdb.Get(ctx, fence).Val(); got != strconv.FormatInt(old+1, 10) {
+		if got := e.RDB.Get(ctx, fence).Val(); got != strconv.FormatInt(old+1, 10) {
 			t.Errorf("got fence %s, want %d", got, old+1)
 		}
 	})

@@ -45,6 +45,10 @@ const (
 	DefaultOpTimeout      = 5 * time.Second
 )
 
+// stillDownEvery is how often an outage of the subscription is logged
+// again while it lasts (every retry is logged at debug level).
+const stillDownEvery = time.Minute
+
 // WaiterOptions configure a Waiter. Zero values take the defaults.
 type WaiterOptions struct {
 	// Channel is the release channel (Options.ReleaseChannel of the
@@ -60,7 +64,10 @@ type WaiterOptions struct {
 	// PINGed; no answer within another interval counts as a dead
 	// connection, which is reopened.
 	HealthInterval time.Duration
-	// Log receives subscription errors. Nil logs nothing.
+	// Log receives subscription errors: a warning when the subscription
+	// is lost (or cannot be opened), again at most once a minute while it
+	// stays down, each retry at debug level, and an info record when it
+	// is back. Nil logs nothing.
 	Log *zap.Logger
 }
 
@@ -81,6 +88,15 @@ type Waiter struct {
 
 	shutdown chan struct{} // closed by Close
 	done     chan struct{} // closed when the subscription loop has ended
+	// ctx is the subscription's, cancelled by Close so that a dial to an
+	// unreachable Redis does not hold Close up.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// The outage being logged; touched only by the subscription loop.
+	downSince time.Time // zero while the subscription is up (or never failed)
+	retries   int
+	warnedAt  time.Time
 }
 
 // queue is the FIFO of one lock key's waiters.
@@ -120,6 +136,7 @@ func NewWaiter(sub Subscriber, opts WaiterOptions) *Waiter {
 		shutdown: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 	if w.log == nil {
 		w.log = zap.NewNop()
 	}
@@ -142,6 +159,7 @@ func (w *Waiter) Close() {
 	}
 	w.closed = true
 	close(w.shutdown)
+	w.cancel()
 	ps := w.ps
 	w.mu.Unlock()
 	if ps != nil {
@@ -191,7 +209,7 @@ func (w *Waiter) run() {
 	defer close(w.done)
 	backoff := 50 * time.Millisecond
 	for {
-		ps := w.sub.Subscribe(context.Background(), w.opts.Channel)
+		ps := w.sub.Subscribe(w.ctx, w.opts.Channel)
 		w.mu.Lock()
 		if w.closed {
 			w.mu.Unlock()
@@ -216,8 +234,7 @@ func (w *Waiter) run() {
 		if closed {
 			return
 		}
-		w.log.Warn("release subscription lost; waiters poll until it is back",
-			zap.String("channel", w.opts.Channel), zap.Error(err))
+		w.logDown(confirmed, err)
 		if confirmed {
 			backoff = 50 * time.Millisecond
 		}
@@ -233,7 +250,7 @@ func (w *Waiter) run() {
 // consume reads the subscription until it fails. confirmed says whether it
 // was ever confirmed active.
 func (w *Waiter) consume(ps *redis.PubSub) (confirmed bool, err error) {
-	ctx := context.Background()
+	ctx := w.ctx
 	pinged := false
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, w.opts.HealthInterval)
@@ -264,10 +281,42 @@ func (w *Waiter) consume(ps *redis.PubSub) (confirmed bool, err error) {
 // setActive marks the subscription live and wakes every head: releases
 // published while it was not active were not delivered.
 func (w *Waiter) setActive() {
+	if !w.downSince.IsZero() {
+		w.log.Info("release subscription is back; waiters are woken by releases again",
+			zap.String("channel", w.opts.Channel), zap.Duration("down_for", time.Since(w.downSince)),
+			zap.Int("retries", w.retries))
+		w.downSince, w.retries = time.Time{}, 0
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.active = true
 	w.wakeHeadsLocked()
+}
+
+// logDown logs a failed subscription: a warning at the start of an
+// outage (lost, or never opened), then each retry at debug level and a
+// warning at most every stillDownEvery, so an unreachable Redis does not
+// fill the log with one line per retry.
+func (w *Waiter) logDown(confirmed bool, err error) {
+	now := time.Now()
+	ch := zap.String("channel", w.opts.Channel)
+	switch {
+	case confirmed || w.downSince.IsZero():
+		msg := "release subscription lost; waiters poll until it is back"
+		if !confirmed {
+			msg = "could not open the release subscription; waiters poll until it is open"
+		}
+		w.downSince, w.retries, w.warnedAt = now, 0, now
+		w.log.Warn(msg, ch, zap.Error(err))
+	case now.Sub(w.warnedAt) >= stillDownEvery:
+		w.retries++
+		w.warnedAt = now
+		w.log.Warn("release subscription still down; waiters poll until it is back", ch,
+			zap.Duration("down_for", now.Sub(w.downSince)), zap.Int("retries", w.retries), zap.Error(err))
+	default:
+		w.retries++
+		w.log.Debug("release subscription: retrying", ch, zap.Int("retries", w.retries), zap.Error(err))
+	}
 }
 
 // wakeHeadsLocked wakes the head of every queue; w.mu must be held.
@@ -370,9 +419,15 @@ type WaitRequest struct {
 	TTL      time.Duration
 	// Wait is the longest the caller waits for the lease; 0 tries once.
 	Wait time.Duration
-	// OpTimeout bounds each Redis call (default DefaultOpTimeout).
+	// OpTimeout bounds each Redis call (default DefaultOpTimeout). During
+	// a wait a call also ends with the wait (see Acquire).
 	OpTimeout time.Duration
 }
+
+// minFirstCall is the least time the first Redis call of a wait gets,
+// even when the wait is shorter: a wait_ms of a few milliseconds on a
+// healthy but busy Redis still gets its one try instead of a 503.
+const minFirstCall = 100 * time.Millisecond
 
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
 // req.Wait while another owner holds it. It returns the contended result
@@ -380,25 +435,46 @@ type WaitRequest struct {
 // as soon as ctx is done (the caller went away). A Redis error ends the
 // wait at once with ErrUnavailable: a lease is never reported granted
 // after an error.
+//
+// The answer comes when the wait is over, also when Redis hangs: each
+// Redis call of the wait gets at most min(OpTimeout, what is left of the
+// wait) (the first call at least minFirstCall), so the client must honour
+// context deadlines (go-redis: ContextTimeoutEnabled). A call that the end
+// of the wait cuts short answers contended if Redis has answered anything
+// in this wait, and ErrUnavailable if it never has.
 func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (AcquireResult, error) {
 	if req.OpTimeout <= 0 {
 		req.OpTimeout = DefaultOpTimeout
 	}
-	try := func() (AcquireResult, error) {
-		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
+	try := func(d time.Duration) (AcquireResult, error) {
+		octx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		return l.Acquire(octx, req.Resource, req.Owner, req.TTL)
 	}
 	if req.Wait <= 0 {
-		res, err := try()
+		res, err := try(req.OpTimeout)
 		return res, err
 	}
+	end := time.Now().Add(req.Wait)
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
+	// heard: Redis has answered a call of this wait.
+	heard := false
+	// budget is the time the next Redis call of the wait may take.
+	budget := func() time.Duration {
+		d := time.Until(end)
+		if !heard {
+			d = max(d, minFirstCall)
+		}
+		return min(d, req.OpTimeout)
+	}
+	// cutByTheEnd: a call failed because the wait ran out under it, not
+	// because the caller went away.
+	cutByTheEnd := func() bool { return ctx.Err() == nil && !time.Now().Before(end) }
 
 	wt, ok := w.enqueue(l.ReleaseMessage(req.Resource))
 	if !ok {
-		res, err := try()
+		res, err := try(budget())
 		return res, err
 	}
 	defer w.dequeue(wt)
@@ -424,12 +500,18 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	if !w.isHead(wt) {
 		// Not first in line: wait our turn, unless the lease is already
 		// ours (a same-owner re-acquire answers at once, as without wait).
-		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
+		octx, cancel := context.WithTimeout(ctx, budget())
 		lk, err := l.Status(octx, req.Resource)
 		cancel()
+		if err == nil || errors.Is(err, ErrNotHeld) {
+			heard = true
+		}
 		switch {
 		case err == nil && lk.Owner == req.Owner:
-			res, err := try()
+			res, err := try(budget())
+			if err != nil && cutByTheEnd() {
+				return contended(), nil
+			}
 			if err != nil || res.Acquired {
 				return res, err
 			}
@@ -451,10 +533,18 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	for {
 		var retry <-chan time.Time
 		if w.isHead(wt) {
-			res, err := try()
+			if heard && time.Until(end) <= 0 {
+				// Woken as the wait ended: no new call it has no time for.
+				return contended(), nil
+			}
+			res, err := try(budget())
 			if err != nil {
+				if heard && cutByTheEnd() {
+					return contended(), nil
+				}
 				return AcquireResult{Waited: !first}, err
 			}
+			heard = true
 			if res.Acquired {
 				res.Waited = !first
 				return res, nil

@@ -93,14 +93,14 @@ func TestWaiterPollsAfterTheSubscriptionIsLost(t *testing.T) {
 			res, err := w.Acquire(context.Background(), l, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
 			got <- waitOutcome{res: res, err: err, at: time.Now()}
 		}()
-		eventually(t, 5*time.Second, "waiter queued", func() bool { return w.Queued(l, "job") == 1 })
+		eventually(t, 10*time.Second, "waiter queued", func() bool { return w.Queued(l, "job") == 1 })
 
 		sub.cut()
-		eventually(t, 5*time.Second, "subscription lost", func() bool { return !w.Active() })
+		eventually(t, 10*time.Second, "subscription lost", func() bool { return !w.Active() })
 		if rr, err := l.Release(context.Background(), "job", "holder", 0); err != nil || rr != redislock.Released {
 			t.Fatalf("release: got %v, %v; want released", rr, err)
 		}
-		o := receive(t, got, 8*time.Second)
+		o := receive(t, got, 30*time.Second)
 		if o.err != nil || !o.res.Acquired {
 			t.Fatalf("got %+v, %v; want acquired by polling after the subscription was lost", o.res, o.err)
 		}

@@ -16,5 +16,15 @@ func ByName() map[string]*redis.Script {
 		"user_attempt": UserAttempt,
 		"ban":          Ban,
 		"unindex":      Unindex,
+
+		"sem_acquire":    SemAcquire,
+		"sem_release":    SemRelease,
+		"sem_renew":      SemRenew,
+		"sem_status":     SemStatus,
+		"claim":          Claim,
+		"claim_complete": ClaimComplete,
+		"claim_abandon":  ClaimAbandon,
+		"claim_status":   ClaimStatus,
+		"claim_remove":   ClaimRemove,
 	}
 }

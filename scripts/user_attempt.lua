@@ -2,12 +2,14 @@
 -- with the abuse counter, flagging and policy bans, atomically.
 --
 -- Every key belongs to one (tenant, user) and shares its hash tag.
--- KEYS[1] counter   (hash: n, start, exp; PEXPIREAT = exp) for (lock, user)
+-- KEYS[1] counter   (hash: n, start, exp, flagged; PEXPIREAT = exp) for (lock, user);
+--                   flagged = "1" once the window has flagged the user
 -- KEYS[2] ban       (hash: until, reason, by, source, lock, created; PEXPIREAT = until)
 -- KEYS[3] flag      (hash: user, lock, times, peak, first, last, window_start, window_end)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
 -- ARGV[1] ttl in milliseconds (> 0): the window, from the first attempt
--- ARGV[2] max_attempts (>= 1): the attempt that reaches it flags the user
+-- ARGV[2] max_attempts (>= 1): the first attempt of a window at or above it
+--         flags the user
 -- ARGV[3] enforce bans: "1" refuse banned users and place policy bans, "0" never (shadow, allowlist)
 -- ARGV[4] may flag: "1" normally, "0" for allowlisted users
 -- ARGV[5] ban after K flagged windows (0 = never ban by policy)
@@ -18,8 +20,11 @@
 --
 -- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms}
 --          counted: n is this attempt's number in the window (1 = the lock
---          was acquired); flagged_now is 1 for exactly the attempt that
---          reached max_attempts; times_flagged is the flag record's count
+--          was acquired); flagged_now is 1 for exactly one attempt per
+--          window: the first whose n is at or above max_attempts (>=, not
+--          ==: a count carried over from the PHP class, or a threshold
+--          lowered mid-window, is already past it); times_flagged is the
+--          flag record's count
 --          (0 when not flagged now); ban_until_ms is the policy ban placed
 --          by this attempt (0 = none).
 --        {-1, ban_until_ms, now_ms}
@@ -61,7 +66,10 @@ elseif ty ~= 'none' and ty ~= 'hash' then
   ty = 'none'
 end
 
+-- already: this window has flagged the user before (an operator may have
+-- cleared the record since; that does not bring it back).
 local n, start, exp
+local already = false
 if ty == 'hash' then
   local cur = redis.call('HMGET', KEYS[1], 'start', 'exp')
   local cexp = tonumber(cur[2] or '')
@@ -78,7 +86,14 @@ if ty == 'hash' then
       start = now
       exp = now + ttl
       redis.call('HSET', KEYS[1], 'start', s(start), 'exp', s(exp))
+      redis.call('HDEL', KEYS[1], 'flagged')
       redis.call('PEXPIREAT', KEYS[1], exp)
+    elseif redis.call('HGET', KEYS[1], 'flagged') == '1' then
+      already = true
+    elseif redis.call('HGET', KEYS[3], 'window_start') == s(start) then
+      -- Flagged by a gateway from before the mark: its flag record names
+      -- this window.
+      already = true
     end
   end
 end
@@ -94,8 +109,9 @@ local flagged_now = 0
 local times = 0
 local ban_until = 0
 if may_flag and n >= max_attempts then
-  if n == max_attempts then
+  if not already then
     flagged_now = 1
+    redis.call('HSET', KEYS[1], 'flagged', '1')
     times = redis.call('HINCRBY', KEYS[3], 'times', 1)
     if times == 1 then
       redis.call('HSET', KEYS[3], 'user', ARGV[8], 'lock', ARGV[9], 'first', s(now))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -20,7 +21,7 @@ func TestRedisACLRunsUserLocksAndTheOpsReview(t *testing.T) {
 	s := newServer(t, cfg)
 
 	for i := range 5 {
-		if code := do(t, s, http.MethodPost, "/user-locks/login/acl-user", ""); code != http.StatusOK {
+		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/user-locks/login/acl-user", "").StatusCode; code != http.StatusOK {
 			t.Fatalf("attempt %d: got %d, want 200", i+1, code)
 		}
 	}
@@ -37,7 +38,7 @@ func TestRedisACLRunsUserLocksAndTheOpsReview(t *testing.T) {
 		{http.MethodDelete, "/user-locks/login/acl-user", "", http.StatusNoContent},
 	}
 	for _, st := range steps {
-		if code := do(t, s, st.method, st.path, st.body); code != st.want {
+		if code := testenv.Do(t, s.Handler(), st.method, st.path, st.body).StatusCode; code != st.want {
 			t.Errorf("%s %s as the ACL user: got %d, want %d", st.method, st.path, code, st.want)
 		}
 	}

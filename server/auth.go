@@ -31,16 +31,17 @@ const (
 func (s *Server) loadKeys() error {
 	keys, err := auth.Load(s.cfg.APIKeysFile, s.cfg.APIKeys)
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	s.warnIfKeyFileOpen()
 	if len(keys) == 0 && (s.cfg.APIKeysFile != "" || strings.TrimSpace(s.cfg.APIKeys) != "") {
 		// Keys were configured and none was found: never fall back to
 		// open mode (as a reload never does).
-		return fmt.Errorf("server: no API keys found in --api-keys-file %q or --api-keys: refusing to start open; add key entries (see docs/auth.md), or give neither setting for open mode", s.cfg.APIKeysFile)
+		return fmt.Errorf("%w: no API keys found in --api-keys-file %q or --api-keys: refusing to start open; add key entries (see docs/auth.md), or give neither setting for open mode", ErrConfig, s.cfg.APIKeysFile)
 	}
 	if len(keys) == 0 {
 		if !isLoopback(s.cfg.Addr) && !s.cfg.InsecureOpen {
-			return fmt.Errorf("server: no API keys configured (--api-keys-file, --api-keys): refusing to serve %q, which is not a loopback address, without authentication; configure keys (see docs/auth.md) or pass --insecure-open", s.cfg.Addr)
+			return fmt.Errorf("%w: no API keys configured (--api-keys-file, --api-keys): refusing to serve %q, which is not a loopback address, without authentication; configure keys (see docs/auth.md) or pass --insecure-open", ErrConfig, s.cfg.Addr)
 		}
 		s.log.Warn("no API keys configured: the gateway is OPEN, every caller is an operator of the default tenant; development only (see docs/auth.md)",
 			zap.String("addr", s.cfg.Addr), zap.Bool("insecure_open", s.cfg.InsecureOpen))
@@ -48,12 +49,30 @@ func (s *Server) loadKeys() error {
 	}
 	kr, err := auth.New(keys, s.log.Named("auth"))
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s.keyring = kr
 	s.log.Info("API keys loaded: every route but /healthz and /readyz needs a key",
 		zap.Int("keys", kr.Len()), zap.String("metrics_auth", s.cfg.MetricsAuth))
 	return nil
+}
+
+// warnIfKeyFileOpen warns, as ssh does for a private key, when the key
+// file is readable or writable by group or others. It holds only hashes,
+// but without --ops-session-secret those hashes sign /ops/ page sessions
+// (docs/auth.md), and whoever can write it can add a key.
+func (s *Server) warnIfKeyFileOpen() {
+	if s.cfg.APIKeysFile == "" {
+		return
+	}
+	fi, err := os.Stat(s.cfg.APIKeysFile)
+	if err != nil {
+		return // auth.Load has read it; a race with a rename is not worth a warning
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		s.log.Warn("the API key file is accessible by group or others: whoever reads it can forge /ops/ sessions unless --ops-session-secret is set, whoever writes it can add a key; chmod 600 it (docs/auth.md)",
+			zap.String("file", s.cfg.APIKeysFile), zap.String("mode", fmt.Sprintf("%04o", perm)))
+	}
 }
 
 // ErrOpenMode: keys cannot be reloaded into a gateway started without
@@ -74,6 +93,7 @@ func (s *Server) ReloadKeys() error {
 	if err := s.keyring.Replace(keys); err != nil {
 		return fmt.Errorf("server: reload keys: %w", err)
 	}
+	s.warnIfKeyFileOpen()
 	s.log.Info("API keys reloaded", zap.Int("keys", len(keys)))
 	return nil
 }

@@ -55,6 +55,11 @@ type RedisConfig struct {
 	MinReplicas int
 	// MinReplicasTimeout bounds that wait.
 	MinReplicasTimeout time.Duration
+
+	// AllowEviction accepts a Redis that may evict keys (maxmemory with a
+	// maxmemory-policy other than noeviction): the gateway then starts and
+	// is ready with a warning instead of refusing. See docs/deployment.md.
+	AllowEviction bool
 }
 
 // DefaultMinReplicasTimeout is the default of --min-replicas-timeout.
@@ -150,7 +155,15 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			return nil, err
 		}
 		opts.TLSConfig = tc
-		opts.ReadTimeout = r.readTimeout(opts.ReadTimeout)
+		to := c.clientTimeouts()
+		opts.Dialer = redialer(tc, to.attempt)
+		opts.DialerRetries = 1 // the redialer retries, until the context ends
+		// A timeout given in the URL (?read_timeout=...) is the operator's.
+		opts.DialTimeout = keep(opts.DialTimeout, to.window)
+		opts.ReadTimeout = keep(opts.ReadTimeout, to.read)
+		opts.WriteTimeout = keep(opts.WriteTimeout, to.write)
+		opts.PoolTimeout = keep(opts.PoolTimeout, to.pool)
+		opts.ContextTimeoutEnabled = true
 		opts.MaxRetries = noRetries
 		return redis.NewClient(opts), nil
 	case "sentinel":
@@ -158,29 +171,44 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
+		to := c.clientTimeouts()
+		// No redialer: go-redis dials the Sentinels with the same Dialer,
+		// one after the other, and one that kept dialling a Sentinel that
+		// is down would keep the others from being asked.
 		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:       r.SentinelMaster,
-			SentinelAddrs:    r.SentinelAddrs,
-			SentinelUsername: r.SentinelUsername,
-			SentinelPassword: r.SentinelPassword,
-			Username:         r.Username,
-			Password:         r.Password,
-			TLSConfig:        tc,
-			ReadTimeout:      r.readTimeout(0),
-			MaxRetries:       noRetries,
+			MasterName:            r.SentinelMaster,
+			SentinelAddrs:         r.SentinelAddrs,
+			SentinelUsername:      r.SentinelUsername,
+			SentinelPassword:      r.SentinelPassword,
+			Username:              r.Username,
+			Password:              r.Password,
+			TLSConfig:             tc,
+			DialTimeout:           to.attempt,
+			ReadTimeout:           to.read,
+			WriteTimeout:          to.write,
+			PoolTimeout:           to.pool,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            noRetries,
 		}), nil
 	case "cluster":
 		tc, err := r.tlsConfig(nil)
 		if err != nil {
 			return nil, err
 		}
+		to := c.clientTimeouts()
 		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:       r.ClusterAddrs,
-			Username:    r.Username,
-			Password:    r.Password,
-			TLSConfig:   tc,
-			ReadTimeout: r.readTimeout(0),
-			MaxRetries:  noRetries,
+			Addrs:                 r.ClusterAddrs,
+			Username:              r.Username,
+			Password:              r.Password,
+			TLSConfig:             tc,
+			Dialer:                redialer(tc, to.attempt),
+			DialerRetries:         1,
+			DialTimeout:           to.window,
+			ReadTimeout:           to.read,
+			WriteTimeout:          to.write,
+			PoolTimeout:           to.pool,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            noRetries,
 			// The cluster client's own loop re-sends on a lost connection
 			// too; with no redirects a MOVED or ASK is an error (503) that
 			// reloads the slot map, and the caller's retry goes to the
@@ -200,16 +228,45 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 // finds nothing means the first one worked (docs/api.md).
 const noRetries = -1
 
-// readTimeout leaves room for WAIT in a pipeline, which is read with the
-// connection's read timeout (go-redis's default is 3s).
-func (r RedisConfig) readTimeout(cur time.Duration) time.Duration {
-	if cur <= 0 {
-		cur = 3 * time.Second
+// clientTimeouts are the go-redis client's own timeouts. They follow
+// --request-timeout: no Redis call of a request can usefully take longer
+// than the request, and go-redis's defaults (5 s, or 3 s here before) held
+// a request on a hung Redis past it. The client also honours each call's
+// context deadline (ContextTimeoutEnabled), which is how a waiting acquire
+// bounds its calls by what is left of wait_ms (redislock.Waiter).
+type clientTimeouts struct {
+	// attempt bounds one connection attempt (TCP connect, TLS handshake).
+	attempt time.Duration
+	// window is go-redis's DialTimeout where the redialer dials: how long
+	// a dial without a deadline of its own keeps trying (redial.go).
+	window            time.Duration
+	read, write, pool time.Duration
+}
+
+func (c Config) clientTimeouts() clientTimeouts {
+	rt := c.HTTP.RequestTimeout
+	if rt <= 0 {
+		rt = defaultRedisTimeout
 	}
-	if need := r.MinReplicasTimeout + time.Second; r.MinReplicas > 0 && need > cur {
-		return need
+	read := rt
+	// Leave room for WAIT in a pipeline, which is read with the
+	// connection's read timeout.
+	if need := c.Redis.MinReplicasTimeout + time.Second; c.Redis.MinReplicas > 0 && need > read {
+		read = need
 	}
-	return cur
+	return clientTimeouts{attempt: rt, window: max(rt, minDialWindow), read: read, write: rt, pool: rt}
+}
+
+// defaultRedisTimeout is --request-timeout's default, for a
+// Config not made by DefaultConfig.
+const defaultRedisTimeout = 5 * time.Second
+
+// keep returns cur when it is set (a URL parameter), else def.
+func keep(cur, def time.Duration) time.Duration {
+	if cur != 0 {
+		return cur
+	}
+	return def
 }
 
 // tlsConfig returns the TLS settings to use, or nil for plain TCP. base is

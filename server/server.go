@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -26,10 +25,12 @@ import (
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
+	"github.com/leasegate/leasegate/semaphore"
 )
 
 // Version is the build's version, set with -ldflags "-X github.com/leasegate/leasegate/server.Version=v1.2.3".
@@ -44,6 +45,10 @@ type Config struct {
 	RedisURL string
 	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (server/redis.go).
 	Redis RedisConfig
+	// EmbeddedRedisAddr is where the embedded Redis listens when RedisURL
+	// and the other Redis settings are empty (default 127.0.0.1:0, a free
+	// port); loopback only (server/embedded.go).
+	EmbeddedRedisAddr string
 	// KeyPrefix starts every Redis key (default "lg:").
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
@@ -103,6 +108,7 @@ func DefaultConfig() Config {
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
 		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout},
+		EmbeddedRedisAddr: DefaultEmbeddedRedisAddr,
 		HTTP:              handlers.DefaultConfig(),
 		OpsSessionTTL:     auth.DefaultSessionTTL,
 		AbusePolicies:     abuse.DefaultPolicies(),
@@ -177,6 +183,9 @@ type Server struct {
 	keyring *auth.Keyring
 	waiter  *redislock.Waiter
 	batcher *redislock.Batcher
+	// guard checks the Redis deployment (redischeck.go); nil on the
+	// embedded Redis.
+	guard *redisGuard
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -189,7 +198,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		log = zap.NewNop()
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("server: config: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cfg.HTTP.MetricsPublic = cfg.MetricsAuth == MetricsAuthNone
 	s := &Server{cfg: cfg, log: log}
@@ -201,11 +210,16 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.metrics = metrics.New(prometheus.NewRegistry())
-	s.metrics.BuildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
+	bi := Build()
+	s.metrics.BuildInfo.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
 	instrument(s.rdb, s.metrics.RedisHook(scripts.ByName()))
+	if err := s.checkRedis(); err != nil {
+		s.closeRedis()
+		return nil, err
+	}
 	// Releases are published on one channel; one subscription per
 	// process wakes the waiting acquires (docs/waiting.md).
 	releaseChannel := cfg.KeyPrefix + "released"
@@ -245,14 +259,28 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Locks:     redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout),
 		UserLocks: abuseSvc,
 		Flags:     abuseSvc,
-		Ready:     func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		Ready:     s.ready,
 		Log:       log,
 
 		IPExtractor: ipx,
 	}
+	// Semaphores wait on the locks' Waiter and release channel; forced
+	// claim removals go to the abuse log (docs/claims.md).
+	deps.Semaphores = semaphore.New(s.rdb, s.waiter, semaphore.Options{
+		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
+		ReleaseChannel: releaseChannel, OpTimeout: cfg.HTTP.RequestTimeout,
+	})
+	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: NewAbuseLogger(abuseLog).Named("claims")})
 	if s.keyring != nil {
 		deps.Auth = s.keyring
-		deps.Sessions = auth.NewSessions(s.keyring, cfg.OpsSessionTTL, cfg.OpsSessionSecret)
+		s.keyring.CountRefusals(func(via, reason string) {
+			s.metrics.AuthRefusals.WithLabelValues(via, reason).Inc()
+		})
+		// Login failures and logouts live in Redis, shared by every gateway.
+		deps.Sessions = auth.NewSessionsWith(s.keyring, auth.SessionOptions{
+			TTL: cfg.OpsSessionTTL, Secret: cfg.OpsSessionSecret,
+			Redis: s.rdb, Prefix: cfg.KeyPrefix,
+		})
 	}
 	s.e = handlers.New(cfg.HTTP, deps)
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -290,19 +318,9 @@ func NewAbuseLogger(w io.Writer) *zap.Logger {
 func (s *Server) connect() error {
 	if s.cfg.redisMode() == "embedded" {
 		if !isLoopback(s.cfg.Addr) {
-			return fmt.Errorf("server: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", s.cfg.Addr)
+			return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
 		}
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			return fmt.Errorf("server: start embedded redis: %w", err)
-		}
-		s.mini = m
-		s.stopEmbedded = make(chan struct{})
-		go advanceClock(m, s.stopEmbedded)
-		s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: noRetries})
-		s.log.Warn("no --redis-url given: using an embedded in-memory Redis; state is lost at exit and cannot be shared by several gateways (development only)",
-			zap.String("embedded_redis", m.Addr()))
-		return nil
+		return s.startEmbedded()
 	}
 	rdb, err := NewRedisClient(s.cfg)
 	if err != nil {

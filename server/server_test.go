@@ -235,11 +235,7 @@ func TestServerOnARealRedis(t *testing.T) {
 	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = srv.URL()
 	cfg.KeyPrefix = "servertest:"
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	s := newServer(t, cfg)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 
@@ -275,11 +271,7 @@ func TestServerOnARealRedis(t *testing.T) {
 func TestEmbeddedRedisExpiresLeases(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Addr = "127.0.0.1:0"
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	s := newServer(t, cfg)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	res, err := http.Post(ts.URL+"/locks/short", "application/json", strings.NewReader(`{"owner":"svc-a","ttl_seconds":1}`))

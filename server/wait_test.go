@@ -49,10 +49,10 @@ func TestShutdownAnswersWaiters(t *testing.T) {
 			answers <- v
 		}()
 	}
-	end := time.Now().Add(5 * time.Second)
+	end := time.Now().Add(10 * time.Second)
 	for !strings.Contains(metricsText(t, base), "leasegate_lock_waiters 3") {
 		if time.Now().After(end) {
-			t.Fatal("3 waiters not seen in /metrics after 5s")
+			t.Fatal("3 waiters not seen in /metrics after 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -67,8 +67,10 @@ func TestShutdownAnswersWaiters(t *testing.T) {
 			if v["status"] != 200 || v["acquired"] != false {
 				t.Errorf("got %v, want 200 contended", v)
 			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("a waiter was not answered within 2s of shutdown")
+		case <-time.After(15 * time.Second):
+			// A hang guard: the waits run 25s, so an answer before this
+			// came from the shutdown, not from a timed-out wait.
+			t.Fatal("a waiter was not answered within 15s of shutdown")
 		}
 	}
 	t.Logf("shutdown answered %d waiters in %v", n, time.Since(start))

@@ -20,7 +20,7 @@ const abuseUsage = `Usage:
   leasegate abuse list [--lock NAME] [--limit N] [--cursor C] [--all]
   leasegate abuse show USER_ID
   leasegate abuse clear USER_ID                 clear the user's flags and any ban
-  leasegate abuse ban USER_ID --for 1h [--reason TEXT]
+  leasegate abuse ban USER_ID --for DURATION [--reason TEXT]   --for is required
   leasegate abuse unban USER_ID
 
 Every subcommand takes --url (LEASEGATE_URL, default http://127.0.0.1:8080),
@@ -92,7 +92,7 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fs.StringVar(&cursor, "cursor", "", "continue after a previous page")
 		fs.BoolVar(&all, "all", false, "follow the cursor to the last page")
 	case "ban":
-		fs.DurationVar(&banFor, "for", time.Hour, "how long the ban lasts (whole seconds, up to 8760h)")
+		fs.DurationVar(&banFor, "for", 0, "how long the ban lasts: required, whole seconds from 1s to 8760h (e.g. 1h, 24h)")
 		fs.StringVar(&reason, "reason", "", "why (kept with the ban and in the audit record)")
 	case "show", "clear", "unban":
 	case "help", "-h", "--help":
@@ -133,6 +133,9 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		return out.done(pos[0], "cleared", "cleared the flags and any ban of "+printable(pos[0]))
 	case "ban":
+		if banFor == 0 {
+			return usageError{errors.New("abuse ban needs --for DURATION (e.g. --for 1h): a ban has no default length")}
+		}
 		if banFor < time.Second || banFor%time.Second != 0 {
 			return usageError{fmt.Errorf("--for %v: must be whole seconds, at least 1s", banFor)}
 		}

@@ -31,8 +31,8 @@ func TestServeAuthSettings(t *testing.T) {
 	entry := "svc:client:shop:" + auth.HashKey("cmd-test-key-0123456789")
 	t.Run("no keys on a public address is refused, naming --insecure-open", func(t *testing.T) {
 		code, out := serveOnce(t, nil, "--addr", "0.0.0.0:0")
-		if code != 1 || !strings.Contains(out, "--insecure-open") {
-			t.Errorf("got exit %d, output %q; want 1 naming --insecure-open", code, out)
+		if code != 2 || !strings.Contains(out, "--insecure-open") {
+			t.Errorf("got exit %d, output %q; want 2 naming --insecure-open", code, out)
 		}
 	})
 	t.Run("LEASEGATE_INSECURE_OPEN=true allows it, with a warning", func(t *testing.T) {
@@ -49,20 +49,20 @@ func TestServeAuthSettings(t *testing.T) {
 	})
 	t.Run("a plain key where its hash belongs stops the start", func(t *testing.T) {
 		code, out := serveOnce(t, nil, "--api-keys", "svc:client:shop:cmd-test-key-0123456789")
-		if code != 1 || !strings.Contains(out, "not the key itself") {
-			t.Errorf("got exit %d, output %q; want 1 explaining the hash", code, out)
+		if code != 2 || !strings.Contains(out, "not the key itself") {
+			t.Errorf("got exit %d, output %q; want 2 explaining the hash", code, out)
 		}
 	})
 	t.Run("a bad --trusted-proxies entry stops the start", func(t *testing.T) {
 		code, out := serveOnce(t, nil, "--trusted-proxies", "10.0.0.0/8,nonsense")
-		if code != 1 || !strings.Contains(out, "nonsense") {
-			t.Errorf("got exit %d, output %q; want 1 naming the entry", code, out)
+		if code != 2 || !strings.Contains(out, "nonsense") {
+			t.Errorf("got exit %d, output %q; want 2 naming the entry", code, out)
 		}
 	})
 	t.Run("a bad --metrics-auth stops the start", func(t *testing.T) {
 		code, out := serveOnce(t, nil, "--metrics-auth", "everyone")
-		if code != 1 || !strings.Contains(out, "metrics-auth") {
-			t.Errorf("got exit %d, output %q; want 1", code, out)
+		if code != 2 || !strings.Contains(out, "metrics-auth") {
+			t.Errorf("got exit %d, output %q; want 2", code, out)
 		}
 	})
 }

@@ -16,6 +16,27 @@ func envName(flagName string) string {
 // parseFlags applies the environment to every flag of fs, then the
 // command line, so a flag beats its variable. Bad values in either are
 // usage errors naming where they came from.
+// parseCommand parses the flags of a sub-command that takes no
+// arguments: usage is printed before the flag list on -h or a bad flag,
+// and validate (the config's own check, a closure so that it sees the
+// parsed values) turns its error into a usage error (exit status 2).
+func parseCommand(fs *flag.FlagSet, usage string, args []string, getenv func(string) string, stderr io.Writer, validate func() error) error {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, getenv, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if err := validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var envErr error
@@ -25,7 +46,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if err := fs.Set(f.Name, v); err != nil {
-				envErr = usageError{fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)}
+				envErr = usageError{fmt.Errorf("%s=%q: invalid value for --%s: %w", envName(f.Name), v, f.Name, err)}
 			}
 		}
 	})

@@ -8,16 +8,22 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
+	"strings"
 	"time"
 )
 
 // cmdHealthcheck asks a running gateway whether it is healthy and sets the
 // exit status: 0 for a 2xx answer, 1 otherwise. It exists for container
-// health checks (the image has no curl). By default it asks /readyz at the
-// address LEASEGATE_ADDR names, with 0.0.0.0 or :: read as loopback.
+// health checks (the image has no curl). --url (LEASEGATE_URL) is the
+// gateway's base URL, as for every other client-side command, and
+// /readyz is appended to it; a URL that already names /readyz or
+// /healthz is used as it is (what --url meant before). Without --url it
+// asks the address LEASEGATE_ADDR names, with 0.0.0.0 or :: read as
+// loopback.
 func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("leasegate healthcheck", flag.ContinueOnError)
-	url := fs.String("url", defaultHealthURL(getenv("LEASEGATE_ADDR")), "URL to GET; healthy when it answers 2xx (default from LEASEGATE_ADDR)")
+	base := fs.String("url", defaultHealthBase(getenv("LEASEGATE_ADDR")), "base URL of the gateway; healthy when its /readyz answers 2xx (default from LEASEGATE_ADDR)")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	if err := parseFlags(fs, args, getenv, stderr); err != nil {
 		return err
@@ -28,9 +34,13 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *timeout <= 0 {
 		return usageError{errors.New("--timeout must be positive")}
 	}
+	url, err := healthURL(*base)
+	if err != nil {
+		return usageError{fmt.Errorf("--url: %w", err)}
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return usageError{fmt.Errorf("--url: %w", err)}
 	}
@@ -41,23 +51,45 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return exitError{code: 1, msg: fmt.Sprintf("unhealthy: %s answered %s", *url, resp.Status)}
+		return exitError{code: 1, msg: fmt.Sprintf("unhealthy: %s answered %s", url, resp.Status)}
 	}
-	fmt.Fprintf(stdout, "healthy: %s answered %s\n", *url, resp.Status)
+	fmt.Fprintf(stdout, "healthy: %s answered %s\n", url, resp.Status)
 	return nil
 }
 
-// defaultHealthURL is /readyz on the gateway's own listen address.
-func defaultHealthURL(addr string) string {
+// defaultHealthBase is the base URL of the gateway's own listen address.
+func defaultHealthBase(addr string) string {
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "http://" + addr + "/readyz"
+		return "http://" + addr
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/readyz"
+	return "http://" + net.JoinHostPort(host, port)
 }
+
+// healthURL is /readyz under the base URL base. A base that already ends
+// in /readyz or /healthz is kept, so health checks written when --url was
+// the probe's own URL keep working.
+func healthURL(base string) (string, error) {
+	u, err := neturl.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("%q is not an http:// or https:// base URL", base)
+	}
+	if p := strings.TrimSuffix(u.Path, "/"); strings.HasSuffix(p, "/readyz") || strings.HasSuffix(p, "/healthz") {
+		return base, nil
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/readyz"
+	u.RawPath = ""
+	return u.String(), nil
+}
+
+// defaultHealthURL is what a healthcheck without --url asks.
+func defaultHealthURL(addr string) string { return defaultHealthBase(addr) + "/readyz" }

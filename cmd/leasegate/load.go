@@ -39,18 +39,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	cfg := loadgen.DefaultConfig()
 	var jsonOut bool
 	fs := loadFlagSet(&cfg, &jsonOut)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, loadUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args, getenv, stderr); err != nil {
+	if err := parseCommand(fs, loadUsage, args, getenv, stderr, func() error { return cfg.Validate() }); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageError{err}
 	}
 
 	rep, err := loadgen.Run(ctx, cfg)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -135,7 +137,9 @@ func TestLockContention(t *testing.T) {
 
 	t.Run("with --wait runs the command once the holder releases", func(t *testing.T) {
 		r, done := runLock(context.Background(), env, "--wait", "10s", "busy", "--", "sh", "-c", "echo ran")
-		time.Sleep(100 * time.Millisecond) // either order passes
+		// Release once the CLI's acquire is queued, read back from the
+		// waiters gauge, so the wake-up path is the one exercised.
+		waitMetric(t, g.url, "leasegate_lock_waiters 1")
 		if err := c.Release(context.Background(), holder); err != nil {
 			t.Fatal(err)
 		}
@@ -155,13 +159,7 @@ func TestLockLeaseLossSignalsTheCommand(t *testing.T) {
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	r, done := runLock(context.Background(), env, "--ttl", "2s", "--lost-signal", "USR1", "--kill-after", "5s", "fragile", "--",
 		"sh", "-c", `trap 'echo got-usr1; exit 0' USR1; echo started; while :; do sleep 0.05; done`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(r.stdout.String(), "started") {
-		if time.Now().After(deadline) {
-			t.Fatalf("command did not start; stderr %q", r.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	r.waitStarted(t)
 	key, _ := g.l.Keys("fragile")
 	if err := g.s.Redis().Del(context.Background(), key).Err(); err != nil {
 		t.Fatal(err)
@@ -189,17 +187,20 @@ func TestLockForwardsTerminationToTheCommand(t *testing.T) {
 	defer cancel()
 	r, done := runLock(ctx, env, "--ttl", "1s", "--owner", "long-job", "interrupted", "--",
 		"sh", "-c", `trap 'echo got-term; exit 143' TERM; echo started; while :; do sleep 0.05; done`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(r.stdout.String(), "started") {
-		if time.Now().After(deadline) {
-			t.Fatalf("command did not start; stderr %q", r.stderr.String())
+	r.waitStarted(t)
+	// The lease outlives its 1s TTL while the command runs: read back
+	// every 50ms for 2.5s, each reading held by long-job (real time must
+	// pass: the keep-alive runs on it).
+	started := time.Now()
+	for {
+		st, err := client.New(g.url).Status(context.Background(), "interrupted")
+		if err != nil || st.Owner != "long-job" {
+			t.Fatalf("while running after %v: got %+v, %v; want held by long-job", time.Since(started), st, err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	// The lease outlives its 1s TTL while the command runs.
-	time.Sleep(2500 * time.Millisecond)
-	if st, err := client.New(g.url).Status(context.Background(), "interrupted"); err != nil || st.Owner != "long-job" {
-		t.Fatalf("while running after 2.5s: got %+v, %v; want held by long-job", st, err)
+		if time.Since(started) >= 2500*time.Millisecond {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	cancel()
 	select {
@@ -227,5 +228,40 @@ func TestLockUsage(t *testing.T) {
 		if r.code != 2 {
 			t.Errorf("args %q: got exit %d, want 2 (usage)", args, r.code)
 		}
+	}
+}
+
+// waitMetric reads the gateway's /metrics until it has line; 10 s only
+// guards a hang.
+func waitMetric(t *testing.T, base, line string) {
+	t.Helper()
+	end := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if strings.Contains(string(b), line) {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%q not in /metrics after 10s", line)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStarted waits until the command has printed "started"; 10 s only
+// guards a hang.
+func (r *lockRun) waitStarted(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.stdout.String(), "started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("command did not start; stderr %q", r.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -5,8 +5,12 @@
 //	leasegate keys hash [flags]  hash (or --generate) an API key
 //	leasegate lock [flags] RESOURCE -- CMD [ARGS...]
 //	                             run CMD while holding a lock
+//	leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]
+//	                             run CMD holding one of N permits
 //	leasegate healthcheck        exit 0 when the gateway answers /readyz
 //	leasegate load [flags]       drive a (loopback) gateway with a bounded load
+//	leasegate bench [flags]      the gateway's lock cycle side by side with go-redis
+//	leasegate version            print version, commit and Go version (also --version)
 //
 // Every flag of every subcommand can also be set through the environment:
 // --redis-url is LEASEGATE_REDIS_URL, and so on (flags win).
@@ -20,7 +24,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/leasegate/leasegate/server"
 )
 
 func main() {
@@ -39,9 +46,14 @@ Usage:
   leasegate lock [flags] RESOURCE -- CMD [ARGS...]
                                  run CMD holding the lock on RESOURCE, with its
                                  fencing token in LEASEGATE_TOKEN
+  leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]
+                                 run CMD holding one of the N permits of NAME
   leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
   leasegate load [flags]         drive a loopback gateway with a bounded load; print
                                  throughput, latency percentiles and a fencing check
+  leasegate bench [flags]        lock cycles through an in-process gateway side by side
+                                 with the same steps done directly with go-redis
+  leasegate version              print the version, commit and Go version (also --version)
   leasegate help                 this text
 
 Run "leasegate COMMAND -h" for a command's flags. Every flag can also be set
@@ -65,10 +77,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdKeys(args[1:], stdin, stdout, stderr)
 	case "lock":
 		err = cmdLock(ctx, args[1:], stdin, stdout, stderr, getenv)
+	case "semaphore":
+		err = cmdSemaphore(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "healthcheck":
 		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "load":
 		err = cmdLoad(ctx, args[1:], stdout, stderr, getenv)
+	case "bench":
+		err = cmdBench(ctx, args[1:], stdout, stderr, getenv)
+	case "version", "--version", "-version":
+		err = cmdVersion(args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -104,14 +122,20 @@ func exitCode(err error, stderr io.Writer) int {
 	var ee exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "leasegate:", ee.msg)
+			fmt.Fprintln(stderr, message(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "leasegate:", err)
+	fmt.Fprintln(stderr, message(err.Error()))
 	var ue usageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || errors.Is(err, server.ErrConfig) {
 		return 2
 	}
 	return 1
+}
+
+// message is msg with the program name in front, once: errors from the
+// client package already start with "leasegate: ".
+func message(msg string) string {
+	return "leasegate: " + strings.TrimPrefix(msg, "leasegate: ")
 }

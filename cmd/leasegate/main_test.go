@@ -58,6 +58,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		kv := map[string]string{
 			"LEASEGATE_ADDR":                "127.0.0.1:9999",
 			"LEASEGATE_REDIS_URL":           "redis://10.0.0.1:6380/2",
+			"LEASEGATE_EMBEDDED_REDIS_ADDR": "127.0.0.1:6390",
 			"LEASEGATE_KEY_PREFIX":          "env:",
 			"LEASEGATE_FENCE_RETENTION":     "48h",
 			"LEASEGATE_MAX_TTL":             "1h",
@@ -97,6 +98,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MIN_REPLICAS":                   "2",
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
 			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
+			"LEASEGATE_ALLOW_EVICTION":                 "true",
 
 			"LEASEGATE_ABUSE_POLICY_FILE":    "/etc/leasegate/policies.json",
 			"LEASEGATE_ABUSE_MAX_ATTEMPTS":   "9",
@@ -110,6 +112,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want := server.DefaultConfig()
 		want.Addr = "127.0.0.1:9999"
 		want.RedisURL = "redis://10.0.0.1:6380/2"
+		want.EmbeddedRedisAddr = "127.0.0.1:6390"
 		want.KeyPrefix = "env:"
 		want.FenceRetention = 48 * time.Hour
 		want.HTTP.MaxTTL = time.Hour
@@ -146,6 +149,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.MinReplicas = 2
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
 		want.NoAutoPipeline = true
+		want.Redis.AllowEviction = true
 		wantAbuse := abuseFlags{
 			policyFile:    "/etc/leasegate/policies.json",
 			maxAttempts:   9,
@@ -218,8 +222,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"an unknown flag exits 2", []string{"serve", "--nope"}, nil, 2, "nope", ""},
 		{"a stray argument exits 2", []string{"serve", "extra"}, nil, 2, "no arguments", ""},
 		{"a bad log level exits 2", []string{"serve", "--log-level", "loud"}, nil, 2, "log-level", ""},
-		{"a non-loopback addr without Redis exits 1", []string{"serve", "--addr", "0.0.0.0:0"}, nil, 1, "loopback", ""},
-		{"an invalid config exits 1", []string{"serve", "--addr", "127.0.0.1:0", "--max-ttl", "1ms"}, nil, 1, "max-ttl", ""},
+		{"a non-loopback addr without Redis exits 2", []string{"serve", "--addr", "0.0.0.0:0"}, nil, 2, "loopback", ""},
+		{"an invalid config exits 2", []string{"serve", "--addr", "127.0.0.1:0", "--max-ttl", "1ms"}, nil, 2, "max-ttl", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

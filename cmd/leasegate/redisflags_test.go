@@ -65,8 +65,8 @@ func TestRedisFlags(t *testing.T) {
 		env := map[string]string{"LEASEGATE_REDIS_CLUSTER_ADDRS": "127.0.0.1:1"}
 		code := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--redis-url", "redis://127.0.0.1:1"}, nil, io.Discard, &stderr,
 			func(k string) string { return env[k] })
-		if code != 1 || !strings.Contains(stderr.String(), "only one of") {
-			t.Fatalf("got exit %d (%s), want 1 naming the conflict", code, stderr.String())
+		if code != 2 || !strings.Contains(stderr.String(), "only one of") {
+			t.Fatalf("got exit %d (%s), want 2 naming the conflict", code, stderr.String())
 		}
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/server"
@@ -92,8 +93,9 @@ func runPHP(t *testing.T, php string, env []string, args ...string) (string, err
 // loaded), so a failure names the part of the contract that broke.
 func TestPHPClient(t *testing.T) {
 	php := phpBinary(t)
+	url := startGateway(t, "test", "")
 	env := []string{
-		"LEASEGATE_URL=" + startGateway(t, "test", ""),
+		"LEASEGATE_URL=" + url,
 		// A gateway whose Redis is not there: every lock call is a 503
 		// (without go-redis's retries, so each one fails fast).
 		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+closedPort(t)+"?max_retries=-1"),
@@ -134,6 +136,45 @@ func TestPHPClient(t *testing.T) {
 				}
 				t.Logf("%s", out)
 			})
+		}
+	}
+
+	// Every run clears the users it flagged or banned.
+	page, err := client.New(url).ListFlagged(context.Background(), client.ListFlaggedOptions{Limit: 500})
+	if err != nil {
+		t.Fatalf("list flagged users after the PHP runs: %v", err)
+	}
+	for _, f := range page.Items {
+		t.Errorf("the PHP runs left user %q flagged on lock %q (times %d, banned until %v)", f.UserID, f.Lock, f.TimesFlagged, f.BannedUntil)
+	}
+}
+
+// TestPHPRunnerRefusesUnknownArguments: getopt() skips what it does not
+// know, so "--gruop=bans" used to run every group; now it is exit 2.
+func TestPHPRunnerRefusesUnknownArguments(t *testing.T) {
+	php := phpBinary(t)
+	env := []string{"LEASEGATE_URL=http://" + closedPort(t)}
+	for _, args := range [][]string{
+		{"--gruop=bans"},
+		{"--group=offline", "--verbose"},
+		{"offline"},
+		{"--group"},
+		{"--group="},
+		{"-x"},
+	} {
+		out, err := runPHP(t, php, env, args...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("php tests/run.php %q: got %v, want exit 2\n%s", args, err, out)
+			continue
+		}
+		if !strings.Contains(out, "usage: php tests/run.php") || strings.Contains(out, "== ") {
+			t.Errorf("php tests/run.php %q: want the usage and no group run, got:\n%s", args, out)
+		}
+	}
+	for _, args := range [][]string{{"--group", "offline"}, {"--group=offline", "--transport=stream"}, {"--help"}} {
+		if out, err := runPHP(t, php, env, args...); err != nil {
+			t.Errorf("php tests/run.php %q: got %v, want success\n%s", args, err, out)
 		}
 	}
 }

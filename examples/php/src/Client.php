@@ -10,8 +10,9 @@ use LeaseGate\Transport\StreamTransport;
 use LeaseGate\Transport\Transport;
 
 /**
- * Client of a leasegate gateway: resource locks with fencing tokens and
- * per-user locks (the old Lock class's counters).
+ * Client of a leasegate gateway: resource locks with fencing tokens,
+ * per-user locks (the old Lock class's counters), counting semaphores and
+ * claims with once() (Primitives).
  *
  * Every method makes one HTTP request and never retries on its own, so an
  * acquire is never sent twice behind your back. Errors are exceptions:
@@ -29,6 +30,8 @@ use LeaseGate\Transport\Transport;
  */
 final class Client
 {
+    use Primitives;
+
     public const DEFAULT_URL = 'http://127.0.0.1:8080';
 
     private readonly string $baseUrl;
@@ -214,7 +217,7 @@ final class Client
      * @param ?array<string, mixed> $body
      * @param ?array<string, string> $query
      */
-    private function call(string $method, string $path, ?array $body = null, ?array $query = null, float $extraTimeout = 0.0): mixed
+    private function call(string $method, string $path, ?array $body = null, ?array $query = null, float $extraTimeout = 0.0, ?int &$status = null): mixed
     {
         $url = $this->baseUrl . $path;
         if ($query !== null && $query !== []) {
@@ -234,6 +237,7 @@ final class Client
             $headers['Content-Type'] = 'application/json';
         }
         $response = $this->transport->send($method, $url, $headers, $payload, $this->timeout + $extraTimeout);
+        $status = $response->status;
         return self::decode($method, $path, $response);
     }
 

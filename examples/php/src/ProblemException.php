@@ -28,6 +28,8 @@ class ProblemException extends LeaseGateException
         'abnormal-usage-detected' => AbnormalUsageException::class,
         'unavailable' => UnavailableException::class,
         'internal' => InternalException::class,
+        'limit-mismatch' => LimitMismatchException::class,
+        'claim-in-progress' => ClaimInProgressException::class,
     ];
 
     /** status => slug, for answers without a problem body (a proxy's 502 page, say) */

@@ -9,6 +9,14 @@ declare(strict_types=1);
 //   php tests/run.php --group=resource-locks  one group
 //   php tests/run.php --transport=stream      one transport
 //   php tests/run.php --list | --transports   what there is
+//   php tests/run.php --help                  this text
+//
+// Any other argument is refused (exit 2), so a typo never runs every
+// group while looking like one. Users the checks flag or ban are cleared
+// from the gateway's flagged registry (DELETE /abuse/flagged/{user}) when
+// the run ends, pass or fail, so they do not stay there for the retention
+// period (--abuse-flag-retention, 30 days by default); that needs an ops
+// key, or a gateway in open mode.
 //
 // Env: LEASEGATE_URL (a gateway on the embedded or a real Redis, default
 // http://127.0.0.1:8080), LEASEGATE_DOWN_URL (a gateway whose Redis is
@@ -19,6 +27,7 @@ declare(strict_types=1);
 require __DIR__ . '/../autoload.php';
 require __DIR__ . '/harness.php';
 require __DIR__ . '/FakeTransport.php';
+require __DIR__ . '/primitives.php';
 
 use LeaseGate\AbnormalUsageException;
 use LeaseGate\AcquireResult;
@@ -52,6 +61,16 @@ final class Ctx
         /** unique per run, so reruns against one gateway never share keys */
         public readonly string $prefix,
     ) {
+    }
+
+    /** @var array<string, true> users this run flagged or banned: cleared at the end */
+    public static array $toClear = [];
+
+    /** Remember that $user ends up in the flagged registry (flags or a ban). */
+    public function willClear(string $user): string
+    {
+        self::$toClear[$user] = true;
+        return $user;
     }
 
     public function transport(): Transport
@@ -92,6 +111,8 @@ function groups(): array
         'user-locks' => ['Client::addUserLock/clearUserLock and the drop-in Lock class', 'group_user_locks'],
         'user-locks-unavailable' => ['user locks with Redis down: exception, never "acquired"', 'group_user_locks_unavailable'],
         'bans' => ['a banned user: AbnormalUsageException with retryAfter, Lock returns false', 'group_bans'],
+        'semaphores' => ['permits up to the limit, full answers, limit-mismatch, renew, release (403 vs 404)', 'group_semaphores'],
+        'claims' => ['once() runs the work once, stores and replays its result, abandons on failure, waits out a dead worker', 'group_claims'],
     ];
 }
 
@@ -514,7 +535,7 @@ function group_user_locks(Ctx $ctx): void
 {
     $c = $ctx->client();
     $name = 'php.daily-task_1';
-    $user = $ctx->name('user1');
+    $user = $ctx->willClear($ctx->name('user1')); // flagged on its 5th attempt
 
     $first = $c->addUserLock($name, $user);
     eq([$first->acquired, $first->attempts, $first->flagged], [true, 1, false], 'first attempt acquires');
@@ -594,7 +615,7 @@ function group_user_locks_unavailable(Ctx $ctx): void
 function group_bans(Ctx $ctx): void
 {
     $c = $ctx->client();
-    $user = $ctx->name('banned');
+    $user = $ctx->willClear($ctx->name('banned'));
     $c->request('POST', '/abuse/bans/' . rawurlencode($user), ['seconds' => 60, 'reason' => 'php client test']);
 
     $e = throws(AbnormalUsageException::class, fn () => $c->addUserLock('php.ban', $user), 'banned user gets 429');
@@ -619,17 +640,63 @@ function transports(): array
     return CurlTransport::available() ? ['stream', 'curl'] : ['stream'];
 }
 
-$opts = getopt('', ['list', 'transports', 'group:', 'transport:']);
-if (isset($opts['list'])) {
+const USAGE = <<<'TXT'
+usage: php tests/run.php [--group=NAME]... [--transport=NAME]... | --list | --transports | --help
+  --group=NAME      run only this group (repeatable; see --list)
+  --transport=NAME  run only with this transport (repeatable; see --transports)
+Env: LEASEGATE_URL, LEASEGATE_API_KEY, LEASEGATE_DOWN_URL, LEASEGATE_DEAD_URL.
+
+TXT;
+
+/**
+ * The command line, strictly: unlike getopt(), which skips what it does
+ * not know, anything unknown is an error.
+ *
+ * @param list<string> $args
+ * @return array{list: bool, transports: bool, help: bool, group: list<string>, transport: list<string>}
+ */
+function parse_args(array $args): array
+{
+    $o = ['list' => false, 'transports' => false, 'help' => false, 'group' => [], 'transport' => []];
+    for ($i = 0; $i < count($args); $i++) {
+        $a = $args[$i];
+        if (in_array($a, ['--list', '--transports', '--help', '-h'], true)) {
+            $o[$a === '-h' ? 'help' : substr($a, 2)] = true;
+            continue;
+        }
+        if (preg_match('/^--(group|transport)(?:=(.*))?$/s', $a, $m) === 1) {
+            $v = $m[2] ?? ($args[++$i] ?? null);
+            if ($v === null || $v === '') {
+                throw new \InvalidArgumentException("--$m[1] needs a value");
+            }
+            $o[$m[1]][] = $v;
+            continue;
+        }
+        throw new \InvalidArgumentException(sprintf('unknown argument %s', json_encode($a, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE)));
+    }
+    return $o;
+}
+
+try {
+    $opts = parse_args(array_slice($argv, 1));
+} catch (\InvalidArgumentException $e) {
+    fwrite(STDERR, 'run.php: ' . $e->getMessage() . "\n" . USAGE);
+    exit(2);
+}
+if ($opts['help']) {
+    echo USAGE;
+    exit(0);
+}
+if ($opts['list']) {
     echo implode("\n", array_keys(groups())), "\n";
     exit(0);
 }
-if (isset($opts['transports'])) {
+if ($opts['transports']) {
     echo implode("\n", transports()), "\n";
     exit(0);
 }
-$selected = isset($opts['group']) ? (array) $opts['group'] : array_keys(groups());
-$selectedTransports = isset($opts['transport']) ? (array) $opts['transport'] : transports();
+$selected = $opts['group'] !== [] ? $opts['group'] : array_keys(groups());
+$selectedTransports = $opts['transport'] !== [] ? $opts['transport'] : transports();
 foreach ($selected as $g) {
     if (!isset(groups()[$g])) {
         fwrite(STDERR, "unknown group $g; try --list\n");
@@ -641,6 +708,29 @@ foreach ($selectedTransports as $t) {
         fwrite(STDERR, "transport $t is not available here; try --transports\n");
         exit(2);
     }
+}
+
+/**
+ * Clears every user the run flagged or banned from the flagged registry
+ * (flags and any ban); 404 means there was nothing left. Returns the
+ * number of users it could not clear.
+ */
+function clear_flagged(string $url): int
+{
+    $c = new Client($url);
+    $left = 0;
+    foreach (array_keys(Ctx::$toClear) as $user) {
+        try {
+            $c->request('DELETE', '/abuse/flagged/' . rawurlencode($user));
+        } catch (NotFoundException) {
+            // nothing there (the group never got as far as flagging)
+        } catch (LeaseGateException $e) {
+            fwrite(STDERR, sprintf("cleanup: could not clear flagged user %s: %s\n", $user, $e->getMessage()));
+            $left++;
+        }
+    }
+    Ctx::$toClear = [];
+    return $left;
 }
 
 $env = static function (string $name): ?string {
@@ -664,6 +754,10 @@ foreach ($selectedTransports as $t) {
             $failedGroups[] = "$g ($t)";
         }
     }
+}
+$notCleared = clear_flagged($env('LEASEGATE_URL') ?? Client::DEFAULT_URL);
+if ($notCleared > 0) {
+    $failedGroups[] = "cleanup ($notCleared users left flagged)";
 }
 printf(
     "\n%s: %d checks, %d failed%s\n",

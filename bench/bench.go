@@ -1,0 +1,252 @@
+// Package bench measures the gateway's lock cycle side by side with the
+// go-redis floor, in one run, on one Redis, at one concurrency.
+//
+// A cycle is "take a lock on a free resource, then release it". The floor
+// does it directly with go-redis (SET key owner NX PX ttl, then EVALSHA of
+// a compare-and-delete script); the gateway phase does it as two HTTP
+// requests (POST /locks/{r}, DELETE /locks/{r}) to a gateway built by
+// server.New in this process, listening on 127.0.0.1:0 and driven over
+// real loopback TCP with a keep-alive client. Each round runs the floor,
+// then the gateway, for the same duration; the report gives the median of
+// the rounds and the gateway/floor ratio of each round's own pair, so a
+// noisy machine slows both sides of a ratio alike.
+//
+// `leasegate bench` (cmd/leasegate) parses flags into a Config and calls
+// Run. docs/benchmarks.md records its figures.
+package bench
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed unlock.lua
+var unlockSrc string
+
+// unlock is the floor's release: compare-and-delete (unlock.lua).
+var unlock = redis.NewScript(unlockSrc)
+
+// Limits: a run is bounded and stops by itself.
+const (
+	MaxDuration    = 5 * time.Minute
+	MaxRounds      = 15
+	MaxConcurrency = 4096
+)
+
+// Config is one benchmark run.
+type Config struct {
+	// Concurrency is the number of clients doing cycles at the same time,
+	// in both phases.
+	Concurrency int
+	// Duration is how long each phase of each round is measured.
+	Duration time.Duration
+	// Warmup runs each phase unmeasured for this long before it is
+	// measured (connections, script cache, JIT-free but cache-warm).
+	Warmup time.Duration
+	// Rounds of floor+gateway; the report shows the median.
+	Rounds int
+	// TTL of every lock taken (whole seconds for the gateway).
+	TTL time.Duration
+
+	// RedisURL is a loopback Redis to use; empty starts RedisServer on a
+	// free loopback port with --save "" --appendonly no, stopped at the end.
+	// A Redis of one's own must be otherwise idle (its INFO counters are
+	// read) and keeps the gateway's fence keys until they expire (24 h).
+	RedisURL string
+	// RedisServer is the redis-server binary (looked up on PATH).
+	RedisServer string
+
+	// GatewayLogLevel is the gateway's log level ("info": one access-log
+	// line per request, as `leasegate serve` does by default); the lines
+	// are encoded and written to GatewayLog (nil: discarded).
+	GatewayLogLevel string
+	GatewayLog      io.Writer
+
+	// Etcd asks for the etcd phase; it is skipped, with a note in the
+	// report, when no etcd binary is on PATH (and is not implemented yet).
+	Etcd bool
+
+	// CPUProfile, when not nil, receives a pprof CPU profile of the
+	// gateway phase of the last round. Driver goroutines carry the label
+	// role=driver, so `go tool pprof -tagignore role=driver` is the
+	// gateway alone.
+	CPUProfile io.Writer
+	// MemProfile, when not nil, receives the allocs profile at the end
+	// of the run (every phase; the drivers' stacks go through this
+	// package or net/http.(*persistConn), see docs/benchmarks.md).
+	MemProfile io.Writer
+}
+
+// DefaultConfig returns the defaults of `leasegate bench`.
+func DefaultConfig() Config {
+	return Config{
+		Concurrency:     64,
+		Duration:        10 * time.Second,
+		Warmup:          time.Second,
+		Rounds:          3,
+		TTL:             30 * time.Second,
+		RedisServer:     "redis-server",
+		GatewayLogLevel: "info",
+	}
+}
+
+// Validate checks the bounds.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
+		errs = append(errs, fmt.Errorf("concurrency must be 1..%d, got %d", MaxConcurrency, c.Concurrency))
+	}
+	if c.Duration <= 0 || c.Duration > MaxDuration {
+		errs = append(errs, fmt.Errorf("duration must be positive and at most %v, got %v", MaxDuration, c.Duration))
+	}
+	if c.Warmup < 0 || c.Warmup > MaxDuration {
+		errs = append(errs, fmt.Errorf("warmup must be 0..%v, got %v", MaxDuration, c.Warmup))
+	}
+	if c.Rounds < 1 || c.Rounds > MaxRounds {
+		errs = append(errs, fmt.Errorf("rounds must be 1..%d, got %d", MaxRounds, c.Rounds))
+	}
+	if c.TTL < time.Second || c.TTL%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("ttl must be whole seconds, at least 1s, got %v", c.TTL))
+	}
+	if c.RedisURL != "" {
+		if err := checkLoopbackRedis(c.RedisURL); err != nil {
+			errs = append(errs, err)
+		}
+	} else if c.RedisServer == "" {
+		errs = append(errs, errors.New("redis-server binary or redis-url needed"))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs every round and returns the report. It stops early, with the
+// rounds done so far, when ctx ends.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	redisURL := cfg.RedisURL
+	if redisURL == "" {
+		p, err := startRedis(ctx, cfg.RedisServer)
+		if err != nil {
+			return nil, err
+		}
+		defer p.stop()
+		redisURL = p.url()
+	}
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("bench: redis-url: %w", err)
+	}
+	// The stats client is the benchmark's own, apart from both phases.
+	stats := redis.NewClient(opt)
+	defer stats.Close()
+	version, err := redisVersion(ctx, stats)
+	if err != nil {
+		return nil, err
+	}
+
+	runID := fmt.Sprintf("%x", time.Now().UnixNano())
+	rep := &Report{
+		Concurrency:  cfg.Concurrency,
+		Duration:     cfg.Duration,
+		GoVersion:    runtime.Version(),
+		GOMAXPROCS:   runtime.GOMAXPROCS(0),
+		NumCPU:       runtime.NumCPU(),
+		RedisVersion: version,
+	}
+	if cfg.Etcd {
+		if _, err := exec.LookPath("etcd"); err != nil {
+			rep.Notes = append(rep.Notes, "etcd phase skipped: no etcd binary on PATH")
+		} else {
+			rep.Notes = append(rep.Notes, "etcd phase skipped: not implemented yet")
+		}
+	}
+
+	floor := newFloor(opt, cfg, runID)
+	defer floor.close()
+	gw, err := startGateway(redisURL, cfg, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.close()
+
+	if rep.Scripts, err = scriptCommands(ctx, stats, floor, gw); err != nil {
+		return nil, err
+	}
+
+	for r := 0; r < cfg.Rounds && ctx.Err() == nil; r++ {
+		var rd Round
+		if rd.Floor, err = runPhase(ctx, stats, cfg, floor, nil); err != nil {
+			if ctx.Err() != nil {
+				break // interrupted: report the rounds done
+			}
+			return nil, err
+		}
+		var prof io.Writer
+		if r == cfg.Rounds-1 {
+			prof = cfg.CPUProfile
+		}
+		if rd.Gateway, err = runPhase(ctx, stats, cfg, gw, prof); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return nil, err
+		}
+		if rd.Floor.CyclesPerSec > 0 {
+			rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
+		}
+		rep.Rounds = append(rep.Rounds, rd)
+	}
+	if len(rep.Rounds) == 0 {
+		return nil, fmt.Errorf("bench: no round finished: %w", ctx.Err())
+	}
+	if len(rep.Rounds) < cfg.Rounds {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("interrupted: %d of %d rounds done", len(rep.Rounds), cfg.Rounds))
+	}
+	rep.summarize()
+	if cfg.MemProfile != nil {
+		runtime.GC()
+		if err := pprof.Lookup("allocs").WriteTo(cfg.MemProfile, 0); err != nil {
+			return rep, fmt.Errorf("bench: memprofile: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+func redisVersion(ctx context.Context, rdb *redis.Client) (string, error) {
+	txt, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "", fmt.Errorf("bench: redis: %w", err)
+	}
+	for line := range strings.Lines(txt) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v, nil
+		}
+	}
+	return "unknown", nil
+}
+
+// median of xs (the mean of the middle two for an even count); 0 when empty.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

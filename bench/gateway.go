@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/server"
+)
+
+// gateway is a gateway built by server.New in this process on
+// 127.0.0.1:0, driven over loopback HTTP with a keep-alive client: one
+// cycle is POST /locks/{r} then DELETE /locks/{r}.
+type gateway struct {
+	srv    *server.Server
+	served chan error
+	hc     *http.Client
+	// Per worker: the lock URL and the two request bodies.
+	urls     []string
+	acquires [][]byte
+	releases [][]byte
+}
+
+func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
+	log, err := gatewayLogger(cfg.GatewayLogLevel, cfg.GatewayLog)
+	if err != nil {
+		return nil, err
+	}
+	scfg := server.DefaultConfig()
+	scfg.Addr = "127.0.0.1:0"
+	scfg.RedisURL = redisURL
+	scfg.AbuseLog = io.Discard
+	s, err := server.New(scfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("bench: gateway: %w", err)
+	}
+	g := &gateway{srv: s, served: make(chan error, 1)}
+	go func() { g.served <- s.Serve() }()
+
+	g.hc = &http.Client{
+		Timeout: time.Minute,
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConns:        cfg.Concurrency,
+			MaxIdleConnsPerHost: cfg.Concurrency,
+			IdleConnTimeout:     time.Minute,
+		},
+	}
+	base := "http://" + s.Addr() + "/locks/bench-" + runID + "-"
+	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
+	for i := range cfg.Concurrency {
+		owner := "bench-owner-" + strconv.Itoa(i)
+		g.urls = append(g.urls, base+strconv.Itoa(i))
+		g.acquires = append(g.acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+`}`))
+		g.releases = append(g.releases, []byte(`{"owner":"`+owner+`"}`))
+	}
+	return g, nil
+}
+
+// gatewayLogger is `leasegate serve`'s logger (JSON lines at level) on w.
+func gatewayLogger(level string, w io.Writer) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("bench: gateway log level: %w", err)
+	}
+	if w == nil {
+		w = io.Discard
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.TimeKey = "ts"
+	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
+}
+
+func (g *gateway) name() string { return "gateway" }
+
+// sends: the gateway's lock cycle is two scripts.
+func (g *gateway) sends() []string { return []string{"evalsha", "eval"} }
+
+func (g *gateway) close() {
+	g.hc.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = g.srv.Shutdown(ctx)
+	<-g.served
+}
+
+var granted = []byte(`"acquired":true`)
+
+func (g *gateway) acquire(ctx context.Context, i int) error {
+	body, err := g.send(ctx, http.MethodPost, i, g.acquires[i], http.StatusOK)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(body, granted) {
+		return fmt.Errorf("acquire: not granted: %s", body)
+	}
+	return nil
+}
+
+func (g *gateway) release(ctx context.Context, i int) error {
+	_, err := g.send(ctx, http.MethodDelete, i, g.releases[i], http.StatusNoContent)
+	return err
+}
+
+func (g *gateway) cycle(ctx context.Context, i int) error {
+	if err := g.acquire(ctx, i); err != nil {
+		return err
+	}
+	return g.release(ctx, i)
+}
+
+func (g *gateway) send(ctx context.Context, method string, i int, body []byte, want int) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, g.urls[i], bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		return nil, errors.New(method + " " + req.URL.Path + ": got " + resp.Status + " " + string(data) + ", want " + strconv.Itoa(want))
+	}
+	return data, nil
+}

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisProcess is the redis-server a run starts for itself.
+type redisProcess struct {
+	cmd  *exec.Cmd
+	dir  string
+	addr string
+	done chan struct{}
+}
+
+// startRedis starts bin on a free loopback port with no persistence and
+// waits until it answers PING.
+func startRedis(ctx context.Context, bin string) (*redisProcess, error) {
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s not found (install it, or pass a loopback -redis-url): %w", bin, err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "leasegate-bench-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	p := &redisProcess{dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
+	p.cmd = exec.Command(path,
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--dir", dir,
+		"--save", "",
+		"--appendonly", "no",
+		"--daemonize", "no",
+		"--logfile", "",
+		"--loglevel", "warning",
+	)
+	p.cmd.Dir = dir
+	if err := p.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("bench: start %s: %w", path, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := rdb.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			p.stop()
+			return nil, fmt.Errorf("bench: redis-server exited at start (port %d taken?)", port)
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("bench: redis-server on %s did not answer PING: %w", p.addr, err)
+		}
+	}
+}
+
+func (p *redisProcess) url() string { return "redis://" + p.addr }
+
+// stop kills the server (it keeps no data) and removes its directory.
+func (p *redisProcess) stop() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	_ = os.RemoveAll(p.dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("bench: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// checkLoopbackRedis refuses a Redis URL whose host is not a loopback
+// address: the benchmark loads the server it talks to.
+func checkLoopbackRedis(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("bench: redis-url: %w", err)
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("bench: redis-url host %q is not a loopback address", host)
+	}
+	return nil
+}
+
+// redisStats is what INFO says about the server's work so far.
+type redisStats struct {
+	cpu time.Duration // used_cpu_sys + used_cpu_user
+	// calls and usec per command name (lower case, "evalsha", "time", ...).
+	calls map[string]int64
+	usec  map[string]int64
+}
+
+func readRedisStats(ctx context.Context, rdb *redis.Client) (redisStats, error) {
+	txt, err := rdb.Info(ctx, "cpu", "commandstats").Result()
+	if err != nil {
+		return redisStats{}, fmt.Errorf("bench: INFO: %w", err)
+	}
+	return parseInfo(txt)
+}
+
+// parseInfo reads used_cpu_sys, used_cpu_user and the cmdstat_* lines of
+// an INFO reply.
+func parseInfo(txt string) (redisStats, error) {
+	st := redisStats{calls: map[string]int64{}, usec: map[string]int64{}}
+	var sawCPU int
+	sc := bufio.NewScanner(strings.NewReader(txt))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "used_cpu_sys" || k == "used_cpu_user":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return st, fmt.Errorf("bench: INFO %s=%q: %w", k, v, err)
+			}
+			st.cpu += time.Duration(f * float64(time.Second))
+			sawCPU++
+		case strings.HasPrefix(k, "cmdstat_"):
+			name := strings.TrimPrefix(k, "cmdstat_")
+			for _, field := range strings.Split(v, ",") {
+				fk, fv, _ := strings.Cut(field, "=")
+				n, err := strconv.ParseInt(fv, 10, 64)
+				if err != nil {
+					continue // usec_per_call is a float; not needed
+				}
+				switch fk {
+				case "calls":
+					st.calls[name] = n
+				case "usec":
+					st.usec[name] = n
+				}
+			}
+		}
+	}
+	if sawCPU != 2 {
+		return st, errors.New("bench: INFO has no used_cpu_sys/used_cpu_user")
+	}
+	return st, nil
+}
+
+// setupCommands are left out of the per-cycle counts: the benchmark's own
+// (INFO between phases) and those of a new connection or of the gateway's
+// start (its waiter subscribes to the release channel once).
+var setupCommands = map[string]bool{
+	"info": true, "ping": true, "hello": true, "client|setinfo": true, "client": true,
+	"subscribe": true, "psubscribe": true, "ssubscribe": true,
+}
+
+// sub is b - a: the work done between two readings.
+func (b redisStats) sub(a redisStats) redisStats {
+	d := redisStats{cpu: b.cpu - a.cpu, calls: map[string]int64{}, usec: map[string]int64{}}
+	for k, n := range b.calls {
+		if setupCommands[k] {
+			continue
+		}
+		if n -= a.calls[k]; n != 0 {
+			d.calls[k] = n
+			d.usec[k] = b.usec[k] - a.usec[k]
+		}
+	}
+	return d
+}

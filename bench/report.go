@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Report is the outcome of a run. Times per cycle are in microseconds,
+// latencies in milliseconds.
+type Report struct {
+	Concurrency  int           `json:"concurrency"`
+	Duration     time.Duration `json:"duration_ns"`
+	GoVersion    string        `json:"go_version"`
+	GOMAXPROCS   int           `json:"gomaxprocs"`
+	NumCPU       int           `json:"num_cpu"`
+	RedisVersion string        `json:"redis_version"`
+
+	// Floor and Gateway are the medians over the rounds, field by field;
+	// Ratio is the median of each round's gateway/floor cycles/s.
+	Floor   Phase   `json:"floor"`
+	Gateway Phase   `json:"gateway"`
+	Ratio   float64 `json:"ratio"`
+	Rounds  []Round `json:"rounds"`
+
+	// Scripts: the Redis commands (as INFO commandstats counts them,
+	// commands inside a script included) of each half of one cycle, done
+	// alone: "floor acquire", "gateway release", ...
+	Scripts map[string]map[string]int64 `json:"scripts"`
+	Notes   []string                    `json:"notes,omitempty"`
+}
+
+// Round is one floor phase and the gateway phase right after it.
+type Round struct {
+	Floor   Phase   `json:"floor"`
+	Gateway Phase   `json:"gateway"`
+	Ratio   float64 `json:"ratio"`
+}
+
+// Phase is what one phase measured.
+type Phase struct {
+	Name         string  `json:"name"`
+	Cycles       int64   `json:"cycles"`
+	Errors       int64   `json:"errors"`
+	FirstError   string  `json:"first_error,omitempty"`
+	Seconds      float64 `json:"seconds"`
+	CyclesPerSec float64 `json:"cycles_per_sec"`
+	P50ms        float64 `json:"p50_ms"`
+	P99ms        float64 `json:"p99_ms"`
+
+	// RedisCPUus is Redis's used_cpu_sys+used_cpu_user per cycle (I/O,
+	// parsing and the event loop included); RedisCmdUs the time inside the
+	// commands the phase sends (commandstats usec; a script's includes the
+	// commands it calls); RedisCalls and RedisUsec the commandstats calls
+	// and usec per cycle by command, commands called by scripts included.
+	RedisCPUus float64            `json:"redis_cpu_us_per_cycle"`
+	RedisCmdUs float64            `json:"redis_cmd_us_per_cycle"`
+	RedisCalls map[string]float64 `json:"redis_calls_per_cycle"`
+	RedisUsec  map[string]float64 `json:"redis_usec_per_cycle"`
+
+	// ProcessCPUus is this process's CPU (getrusage) per cycle: the
+	// driver alone in the floor phase; driver and gateway together in the
+	// gateway phase. AllocsPerCycle and BytesPerCycle are the process's
+	// heap allocations, counted the same way.
+	ProcessCPUus   float64 `json:"process_cpu_us_per_cycle"`
+	AllocsPerCycle float64 `json:"allocs_per_cycle"`
+	BytesPerCycle  float64 `json:"bytes_per_cycle"`
+	GCCycles       uint32  `json:"gc_cycles"`
+}
+
+// summarize fills Floor, Gateway and Ratio from the rounds.
+func (r *Report) summarize() {
+	pick := func(f func(Round) Phase) Phase {
+		var ps []Phase
+		for _, rd := range r.Rounds {
+			ps = append(ps, f(rd))
+		}
+		return medianPhase(ps)
+	}
+	r.Floor = pick(func(rd Round) Phase { return rd.Floor })
+	r.Gateway = pick(func(rd Round) Phase { return rd.Gateway })
+	var ratios []float64
+	for _, rd := range r.Rounds {
+		ratios = append(ratios, rd.Ratio)
+	}
+	r.Ratio = median(ratios)
+}
+
+// medianPhase: every number is the median of that number over ps; errors
+// and cycles are summed, the calls are the last round's (they do not vary).
+func medianPhase(ps []Phase) Phase {
+	m := func(f func(Phase) float64) float64 {
+		var xs []float64
+		for _, p := range ps {
+			xs = append(xs, f(p))
+		}
+		return median(xs)
+	}
+	last := ps[len(ps)-1]
+	out := Phase{
+		Name:           last.Name,
+		Seconds:        m(func(p Phase) float64 { return p.Seconds }),
+		CyclesPerSec:   m(func(p Phase) float64 { return p.CyclesPerSec }),
+		P50ms:          m(func(p Phase) float64 { return p.P50ms }),
+		P99ms:          m(func(p Phase) float64 { return p.P99ms }),
+		RedisCPUus:     m(func(p Phase) float64 { return p.RedisCPUus }),
+		RedisCmdUs:     m(func(p Phase) float64 { return p.RedisCmdUs }),
+		RedisCalls:     last.RedisCalls,
+		RedisUsec:      last.RedisUsec,
+		ProcessCPUus:   m(func(p Phase) float64 { return p.ProcessCPUus }),
+		AllocsPerCycle: m(func(p Phase) float64 { return p.AllocsPerCycle }),
+		BytesPerCycle:  m(func(p Phase) float64 { return p.BytesPerCycle }),
+	}
+	for _, p := range ps {
+		out.Cycles += p.Cycles
+		out.Errors += p.Errors
+		out.GCCycles += p.GCCycles
+		if out.FirstError == "" {
+			out.FirstError = p.FirstError
+		}
+	}
+	return out
+}
+
+// Print writes the report as text tables.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "leasegate bench: %d clients, %v per phase, %d round(s), median shown\n", r.Concurrency, r.Duration, len(r.Rounds))
+	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %d CPUs, redis-server %s\n\n", r.GoVersion, r.GOMAXPROCS, r.NumCPU, r.RedisVersion)
+	fmt.Fprintf(w, "%-8s %10s %8s %8s %8s %10s %10s %10s %10s %9s %9s %7s\n",
+		"phase", "cycles/s", "p50 ms", "p99 ms", "ratio", "redis cpu", "redis cmd", "redis cmds", "proc cpu", "allocs", "bytes", "errors")
+	row := func(p Phase, ratio float64) {
+		var calls float64
+		for _, n := range p.RedisCalls {
+			calls += n
+		}
+		fmt.Fprintf(w, "%-8s %10.0f %8.2f %8.2f %8.2f %8.1fµs %8.1fµs %10.1f %8.1fµs %9.0f %9.0f %7d\n",
+			p.Name, p.CyclesPerSec, p.P50ms, p.P99ms, ratio, p.RedisCPUus, p.RedisCmdUs, calls, p.ProcessCPUus, p.AllocsPerCycle, p.BytesPerCycle, p.Errors)
+	}
+	row(r.Floor, 1)
+	row(r.Gateway, r.Ratio)
+	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
+	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
+
+	if len(r.Rounds) > 1 {
+		fmt.Fprintln(w, "\nrounds (cycles/s floor / gateway = ratio):")
+		for i, rd := range r.Rounds {
+			fmt.Fprintf(w, "  %d: %.0f / %.0f = %.3f\n", i+1, rd.Floor.CyclesPerSec, rd.Gateway.CyclesPerSec, rd.Ratio)
+		}
+	}
+	fmt.Fprintln(w, "\nredis commands per cycle (commandstats calls; then usec, a script's including its commands'):")
+	for _, p := range []Phase{r.Floor, r.Gateway} {
+		fmt.Fprintf(w, "  %-8s %s\n", p.Name, formatCalls(p.RedisCalls))
+		fmt.Fprintf(w, "  %-8s %s\n", "", formatCalls(p.RedisUsec))
+	}
+	fmt.Fprintln(w, "redis commands of one half-cycle, done alone:")
+	for _, k := range slices.Sorted(maps.Keys(r.Scripts)) {
+		calls := map[string]float64{}
+		for c, n := range r.Scripts[k] {
+			calls[c] = float64(n)
+		}
+		fmt.Fprintf(w, "  %-16s %s\n", k, formatCalls(calls))
+	}
+	for _, p := range []Phase{r.Floor, r.Gateway} {
+		if p.FirstError != "" {
+			fmt.Fprintf(w, "%s: first error: %s\n", p.Name, p.FirstError)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+func formatCalls(calls map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(calls)) {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", k, calls[k]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,225 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/leasegate/leasegate"
+)
+
+// Counting semaphores (docs/semaphores.md): POST, GET and DELETE
+// /semaphores/{name}, POST /semaphores/{name}/renew.
+
+// permitJSON is PERMIT in the contract.
+type permitJSON struct {
+	Name       string `json:"name"`
+	Owner      string `json:"owner"`
+	Token      int64  `json:"token"`
+	AcquiredAt string `json:"acquired_at"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+func toPermitJSON(p leasegate.Permit) permitJSON {
+	return permitJSON{
+		Name: p.Name, Owner: p.Owner, Token: p.Token,
+		AcquiredAt: leasegate.FormatTime(p.AcquiredAt),
+		ExpiresAt:  leasegate.FormatTime(p.ExpiresAt),
+	}
+}
+
+type semAcquiredJSON struct {
+	Acquired bool       `json:"acquired"`
+	Permit   permitJSON `json:"permit"`
+	Holders  int        `json:"holders"`
+	Limit    int        `json:"limit"`
+}
+
+type semContendedJSON struct {
+	Acquired     bool  `json:"acquired"`
+	Holders      int   `json:"holders"`
+	Limit        int   `json:"limit"`
+	RetryAfterMS int64 `json:"retry_after_ms"`
+}
+
+type semStateJSON struct {
+	Name    string       `json:"name"`
+	Limit   int          `json:"limit"`
+	Holders []permitJSON `json:"holders"`
+}
+
+type permitHeldJSON struct {
+	Permit permitJSON `json:"permit"`
+}
+
+// nameParam reads path parameter param and checks it with the rules of a
+// lock's resource, naming param in the errors.
+func nameParam(c echo.Context, ck *checker, param string) string {
+	v, err := pathParam(c, param)
+	if err != nil {
+		ck.fail(param, "bad percent-encoding")
+		return ""
+	}
+	var rules checker
+	rules.resource(v)
+	for _, e := range rules.errs {
+		ck.fail(param, e.Message)
+	}
+	return v
+}
+
+func (a *API) semAcquire(c echo.Context) error {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body, "owner", "ttl_seconds", "limit", "wait_ms")
+	if err != nil {
+		return err
+	}
+	var ck checker
+	req := leasegate.SemaphoreRequest{Name: nameParam(c, &ck, "name")}
+	if s, ok := ck.stringField(fields, "owner", true); ok {
+		req.Owner = ck.owner("owner", s)
+	}
+	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
+	req.TTL = time.Duration(ttl) * time.Second
+	limit, _ := ck.intField(fields, "limit", 1, leasegate.MaxSemaphoreLimit, true)
+	req.Limit = int(limit)
+	wait, _ := ck.intField(fields, "wait_ms", 0, a.cfg.MaxWait.Milliseconds(), false)
+	req.Wait = time.Duration(wait) * time.Millisecond
+	if err := ck.err(); err != nil {
+		return err
+	}
+	var res leasegate.SemaphoreResult
+	if req.Wait > 0 {
+		a.m.SemWaiters.Inc()
+		res, err = a.deps.Semaphores.Acquire(c.Request().Context(), tenantOf(c), req)
+		a.m.SemWaiters.Dec()
+		if err != nil && c.Request().Context().Err() != nil {
+			a.m.SemAcquires.WithLabelValues("abandoned").Inc()
+			return clientGone()
+		}
+	} else {
+		ctx, cancel := a.opContext(c)
+		res, err = a.deps.Semaphores.Acquire(ctx, tenantOf(c), req)
+		cancel()
+	}
+	if errors.Is(err, leasegate.ErrLimitMismatch) {
+		a.m.SemAcquires.WithLabelValues("limit_mismatch").Inc()
+	}
+	if err != nil {
+		return err
+	}
+	a.m.SemHolders.Observe(float64(res.Holders))
+	if !res.Acquired {
+		outcome := "contended"
+		if res.Waited {
+			outcome = "timed_out"
+		}
+		a.m.SemAcquires.WithLabelValues(outcome).Inc()
+		return sendJSON(c, http.StatusOK, semContendedJSON{
+			Holders: res.Holders, Limit: res.Limit, RetryAfterMS: max(res.RetryAfter.Milliseconds(), 0),
+		})
+	}
+	outcome := "acquired"
+	if res.Waited {
+		outcome = "waited"
+	}
+	a.m.SemAcquires.WithLabelValues(outcome).Inc()
+	return sendJSON(c, http.StatusOK, semAcquiredJSON{Acquired: true, Permit: toPermitJSON(res.Permit), Holders: res.Holders, Limit: res.Limit})
+}
+
+func (a *API) semStatus(c echo.Context) error {
+	var ck checker
+	name := nameParam(c, &ck, "name")
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	st, err := a.deps.Semaphores.Status(ctx, tenantOf(c), name)
+	if err != nil {
+		return err
+	}
+	out := semStateJSON{Name: st.Name, Limit: st.Limit, Holders: make([]permitJSON, 0, len(st.Holders))}
+	for _, p := range st.Holders {
+		out.Holders = append(out.Holders, toPermitJSON(p))
+	}
+	return sendJSON(c, http.StatusOK, out)
+}
+
+func (a *API) semRelease(c echo.Context) error {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body, "owner", "token")
+	if err != nil {
+		return err
+	}
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return problem(leasegate.CodeMalformed, "malformed query string: "+err.Error())
+	}
+	var ck checker
+	name := nameParam(c, &ck, "name")
+	for k := range q {
+		if k != "owner" && k != "token" {
+			ck.fail(k, "unknown query parameter")
+		}
+	}
+	owner := a.ownerFromBodyOrQuery(&ck, fields, q)
+	token := tokenFromBodyOrQuery(&ck, fields, q)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	res, err := a.deps.Semaphores.Release(ctx, tenantOf(c), name, owner, token)
+	if err != nil {
+		return err
+	}
+	a.m.SemReleases.WithLabelValues(res.String()).Inc()
+	switch res {
+	case leasegate.Released:
+		return c.NoContent(http.StatusNoContent)
+	case leasegate.NotFound:
+		return leasegate.ErrSemaphoreNotHeld
+	case leasegate.Forbidden:
+		return leasegate.ErrSemaphoreForbidden
+	}
+	return fmt.Errorf("handlers: unknown release result %v", res)
+}
+
+func (a *API) semRenew(c echo.Context) error {
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body, "owner", "ttl_seconds")
+	if err != nil {
+		return err
+	}
+	var ck checker
+	name := nameParam(c, &ck, "name")
+	owner := ""
+	if s, ok := ck.stringField(fields, "owner", true); ok {
+		owner = ck.owner("owner", s)
+	}
+	ttl, _ := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), true)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	p, err := a.deps.Semaphores.Renew(ctx, tenantOf(c), name, owner, time.Duration(ttl)*time.Second)
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, http.StatusOK, permitHeldJSON{Permit: toPermitJSON(p)})
+}

@@ -1,0 +1,141 @@
+package redislock
+
+import (
+	"context"
+	"time"
+)
+
+// Waiting for something other than a lock (a semaphore's slot, say) on
+// the same machinery as waiting acquires: the same subscription, the same
+// FIFO queue per key, the same wake-ups on release messages, on every
+// (re)confirmation of the subscription and at expiry. Only the attempt
+// differs, so the caller passes it in.
+
+// WaitTry is one attempt. done reports success (the wait ends); when not
+// done, retryAfter is how long, by the store's clock, until the thing
+// waited for frees itself (an expiry), so the head re-tries then.
+type WaitTry func(ctx context.Context) (done bool, retryAfter time.Duration, err error)
+
+// WaitOptions are one WaitFor.
+type WaitOptions struct {
+	// Key is the queue: the message its releases publish on the Waiter's
+	// channel (e.g. a semaphore's permits key).
+	Key string
+	// Wait is the longest the caller waits; 0 tries once.
+	Wait time.Duration
+	// OpTimeout bounds each try (default DefaultOpTimeout).
+	OpTimeout time.Duration
+	// Mine, when set, is asked once by a waiter that is not first in line:
+	// true lets it try at once (the caller already holds what it asks
+	// for, so trying takes nothing from those ahead of it).
+	Mine func(ctx context.Context) (bool, error)
+}
+
+// WaitFor runs try in opts.Key's FIFO queue: only the head tries, and it
+// re-tries when woken by a release of the key, when the subscription is
+// (re)confirmed, at the expiry try reported, or every PollInterval while
+// the subscription is down. It returns done from the last try; waited
+// says the wait went past a first try. It ends without done when
+// opts.Wait passes or the Waiter closes (err nil), and with ctx's error
+// when ctx is done; a try's error ends it at once.
+func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (done, waited bool, err error) {
+	if opts.OpTimeout <= 0 {
+		opts.OpTimeout = DefaultOpTimeout
+	}
+	bounded := func() (bool, time.Duration, error) {
+		octx, cancel := context.WithTimeout(ctx, opts.OpTimeout)
+		defer cancel()
+		return try(octx)
+	}
+	if opts.Wait <= 0 {
+		done, _, err := bounded()
+		return done, false, err
+	}
+	deadline := time.NewTimer(opts.Wait)
+	defer deadline.Stop()
+
+	wt, ok := w.enqueue(opts.Key)
+	if !ok {
+		done, _, err := bounded()
+		return done, false, err
+	}
+	defer w.dequeue(wt)
+
+	first := true
+	if !w.isHead(wt) {
+		if opts.Mine != nil {
+			octx, cancel := context.WithTimeout(ctx, opts.OpTimeout)
+			mine, err := opts.Mine(octx)
+			cancel()
+			if err != nil {
+				return false, false, err
+			}
+			if mine {
+				done, _, err := bounded()
+				if err != nil || done {
+					return done, false, err
+				}
+			}
+		}
+		first = false
+	}
+
+	var sleep *time.Timer
+	defer func() {
+		if sleep != nil {
+			sleep.Stop()
+		}
+	}()
+	for {
+		var retry <-chan time.Time
+		if w.isHead(wt) {
+			done, retryAfter, err := bounded()
+			if err != nil || done {
+				return done, !first, err
+			}
+			first = false
+			d := retryAfter + w.opts.ExpiryMargin
+			if !w.Active() {
+				d = min(d, w.opts.PollInterval)
+			}
+			if sleep == nil {
+				sleep = time.NewTimer(d)
+			} else {
+				sleep.Reset(d)
+			}
+			retry = sleep.C
+		}
+		if !wt.parked {
+			w.park(wt)
+		}
+		select {
+		case <-wt.wake:
+		case <-retry:
+		case <-deadline.C:
+			return false, true, nil
+		case <-w.shutdown:
+			return false, true, nil
+		case <-ctx.Done():
+			return false, true, ctx.Err()
+		}
+		if sleep != nil {
+			sleep.Stop()
+		}
+	}
+}
+
+// QueuedOn is the number of waiters on key that have made their first
+// check and are waiting (Queued, for a WaitFor key).
+func (w *Waiter) QueuedOn(key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	if q := w.queues[key]; q != nil {
+		for e := q.l.Front(); e != nil; e = e.Next() {
+			if e.Value.(*waiter).parked {
+				n++
+			}
+		}
+	}
+	return n
+}

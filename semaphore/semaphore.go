@@ -1,0 +1,304 @@
+// Package semaphore is leasegate's counting semaphores on Redis: up to a
+// limit of holders at once on one name, each with its own leased permit
+// and fencing token, each operation one atomic Lua script
+// (docs/semaphores.md). Waiting acquires run on the lock engine's Waiter
+// (redislock.Waiter.WaitFor): the same subscription, FIFO queues and
+// wake-ups.
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/keyspace"
+	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/scripts"
+)
+
+// ErrBadReply: a script answered in a shape it never documents.
+var ErrBadReply = errors.New("semaphore: unexpected script reply")
+
+// Options configure a Service.
+type Options struct {
+	// Prefix starts every key. Default keyspace.DefaultPrefix.
+	Prefix string
+	// FenceRetention is how long a name's fence outlives its last permit
+	// (default redislock.DefaultFenceRetention).
+	FenceRetention time.Duration
+	// ReleaseChannel, when set, is where releases are published so that
+	// waiters wake (the Waiter's channel).
+	ReleaseChannel string
+	// OpTimeout bounds each Redis call of a waiting acquire (default
+	// redislock.DefaultOpTimeout).
+	OpTimeout time.Duration
+}
+
+// Service is leasegate.SemaphoreService on Redis. It is safe for
+// concurrent use.
+type Service struct {
+	rdb    redis.Scripter
+	opts   Options
+	keys   keyspace.Space
+	waiter *redislock.Waiter
+}
+
+var _ leasegate.SemaphoreService = (*Service)(nil)
+
+// New returns a Service on rdb; waiting acquires go through w (nil: a
+// Waiter without a subscription, which notices releases by polling).
+func New(rdb redis.Scripter, w *redislock.Waiter, opts Options) *Service {
+	if opts.FenceRetention <= 0 {
+		opts.FenceRetention = redislock.DefaultFenceRetention
+	}
+	if opts.OpTimeout <= 0 {
+		opts.OpTimeout = redislock.DefaultOpTimeout
+	}
+	if w == nil {
+		w = redislock.NewWaiter(nil, redislock.WaiterOptions{})
+	}
+	return &Service{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, waiter: w}
+}
+
+// Keys returns the keys of name in tenant.
+func (s *Service) Keys(tenant, name string) keyspace.Semaphore {
+	return s.keys.Semaphore(tenant, name)
+}
+
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w", leasegate.ErrUnavailable, err)
+}
+
+func badReply(op string, v any) error {
+	return fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
+}
+
+// Acquire implements leasegate.SemaphoreService.
+func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.SemaphoreRequest) (leasegate.SemaphoreResult, error) {
+	if req.TTL.Milliseconds() <= 0 {
+		return leasegate.SemaphoreResult{}, fmt.Errorf("semaphore: ttl %v must be at least 1ms", req.TTL)
+	}
+	if req.Limit < 1 || req.Limit > leasegate.MaxSemaphoreLimit {
+		return leasegate.SemaphoreResult{}, fmt.Errorf("semaphore: limit %d is not in 1..%d", req.Limit, leasegate.MaxSemaphoreLimit)
+	}
+	k := s.Keys(tenant, req.Name)
+	if req.Wait <= 0 {
+		return s.acquire(ctx, k, req)
+	}
+	var last leasegate.SemaphoreResult
+	tried := false
+	done, waited, err := s.waiter.WaitFor(ctx, redislock.WaitOptions{
+		Key: k.Permits(), Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
+		Mine: func(ctx context.Context) (bool, error) {
+			st, err := s.status(ctx, k, req.Name)
+			if errors.Is(err, leasegate.ErrSemaphoreNotHeld) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			for _, p := range st.Holders {
+				if p.Owner == req.Owner {
+					return true, nil
+				}
+			}
+			last = leasegate.SemaphoreResult{Holders: len(st.Holders), Limit: st.Limit}
+			return false, nil
+		},
+	}, func(ctx context.Context) (bool, time.Duration, error) {
+		res, err := s.acquire(ctx, k, req)
+		if err != nil {
+			return false, 0, err
+		}
+		last, tried = res, true
+		return res.Acquired, res.RetryAfter, nil
+	})
+	if err != nil {
+		return leasegate.SemaphoreResult{Waited: waited}, err
+	}
+	res := last
+	if !done {
+		res.Acquired = false
+		res.Permit = leasegate.Permit{}
+		if !tried && res.Limit == 0 {
+			res.Limit = req.Limit
+		}
+	}
+	res.Waited = waited
+	return res, nil
+}
+
+func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasegate.SemaphoreRequest) (leasegate.SemaphoreResult, error) {
+	v, err := scripts.SemAcquire.Run(ctx, s.rdb,
+		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
+		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds()).Result()
+	if err != nil {
+		return leasegate.SemaphoreResult{}, unavailable(err)
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+	}
+	flag, ok := arr[0].(int64)
+	if !ok {
+		return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+	}
+	switch {
+	case flag == 1 && len(arr) == 6:
+		p, err := decodePermit(req.Name, req.Owner, arr[1:4])
+		holders, ok1 := arr[4].(int64)
+		limit, ok2 := arr[5].(int64)
+		if err != nil || !ok1 || !ok2 {
+			return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+		}
+		return leasegate.SemaphoreResult{Acquired: true, Permit: p, Holders: int(holders), Limit: int(limit)}, nil
+	case flag == 0 && len(arr) == 4:
+		holders, ok1 := arr[1].(int64)
+		limit, ok2 := arr[2].(int64)
+		retry, err := parseInt(arr[3])
+		if !ok1 || !ok2 || err != nil {
+			return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+		}
+		return leasegate.SemaphoreResult{Holders: int(holders), Limit: int(limit), RetryAfter: time.Duration(retry) * time.Millisecond}, nil
+	case flag == -1 && len(arr) == 3:
+		inForce, err := parseInt(arr[1])
+		holders, ok := arr[2].(int64)
+		if err != nil || !ok {
+			return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+		}
+		return leasegate.SemaphoreResult{}, leasegate.Detailed(leasegate.ErrLimitMismatch,
+			fmt.Sprintf("limit %d differs from the limit in force, %d, while %d permits are held", req.Limit, inForce, holders), 0)
+	}
+	return leasegate.SemaphoreResult{}, badReply("sem_acquire", v)
+}
+
+// Status implements leasegate.SemaphoreService.
+func (s *Service) Status(ctx context.Context, tenant, name string) (leasegate.SemaphoreState, error) {
+	return s.status(ctx, s.Keys(tenant, name), name)
+}
+
+func (s *Service) status(ctx context.Context, k keyspace.Semaphore, name string) (leasegate.SemaphoreState, error) {
+	v, err := scripts.SemStatus.Run(ctx, s.rdb, []string{k.Permits(), k.Holders(), k.Limit()}).Result()
+	if err != nil {
+		return leasegate.SemaphoreState{}, unavailable(err)
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return leasegate.SemaphoreState{}, badReply("sem_status", v)
+	}
+	flag, ok := arr[0].(int64)
+	switch {
+	case ok && flag == 0 && len(arr) == 1:
+		return leasegate.SemaphoreState{}, leasegate.ErrSemaphoreNotHeld
+	case ok && flag == 1 && len(arr) >= 2 && (len(arr)-2)%4 == 0:
+	default:
+		return leasegate.SemaphoreState{}, badReply("sem_status", v)
+	}
+	limit, err := parseInt(arr[1])
+	if err != nil {
+		return leasegate.SemaphoreState{}, badReply("sem_status", v)
+	}
+	st := leasegate.SemaphoreState{Name: name, Limit: int(limit)}
+	for i := 2; i < len(arr); i += 4 {
+		owner, ok := arr[i].(string)
+		if !ok {
+			return leasegate.SemaphoreState{}, badReply("sem_status", v)
+		}
+		p, err := decodePermit(name, owner, arr[i+1:i+4])
+		if err != nil {
+			return leasegate.SemaphoreState{}, err
+		}
+		st.Holders = append(st.Holders, p)
+	}
+	if len(st.Holders) == 0 {
+		return leasegate.SemaphoreState{}, leasegate.ErrSemaphoreNotHeld
+	}
+	return st, nil
+}
+
+// Renew implements leasegate.SemaphoreService.
+func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl time.Duration) (leasegate.Permit, error) {
+	if ttl.Milliseconds() <= 0 {
+		return leasegate.Permit{}, fmt.Errorf("semaphore: ttl %v must be at least 1ms", ttl)
+	}
+	k := s.Keys(tenant, name)
+	v, err := scripts.SemRenew.Run(ctx, s.rdb,
+		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
+		owner, ttl.Milliseconds(), s.opts.FenceRetention.Milliseconds()).Result()
+	if err != nil {
+		return leasegate.Permit{}, unavailable(err)
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return leasegate.Permit{}, badReply("sem_renew", v)
+	}
+	flag, ok := arr[0].(int64)
+	switch {
+	case ok && flag == 0 && len(arr) == 1:
+		return leasegate.Permit{}, leasegate.ErrSemaphoreNotHeld
+	case ok && flag == -1 && len(arr) == 1:
+		return leasegate.Permit{}, leasegate.ErrSemaphoreForbidden
+	case ok && flag == 1 && len(arr) == 4:
+		return decodePermit(name, owner, arr[1:4])
+	}
+	return leasegate.Permit{}, badReply("sem_renew", v)
+}
+
+// Release implements leasegate.SemaphoreService.
+func (s *Service) Release(ctx context.Context, tenant, name, owner string, token int64) (leasegate.ReleaseResult, error) {
+	k := s.Keys(tenant, name)
+	tok := ""
+	if token != 0 {
+		tok = strconv.FormatInt(token, 10)
+	}
+	msg := ""
+	if s.opts.ReleaseChannel != "" {
+		msg = k.Permits()
+	}
+	v, err := scripts.SemRelease.Run(ctx, s.rdb, []string{k.Permits(), k.Holders()},
+		owner, tok, s.opts.ReleaseChannel, msg).Result()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, badReply("sem_release", v)
+	}
+	switch n {
+	case 1:
+		return leasegate.Released, nil
+	case 0:
+		return leasegate.NotFound, nil
+	case -1:
+		return leasegate.Forbidden, nil
+	}
+	return 0, badReply("sem_release", v)
+}
+
+func parseInt(v any) (int64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("%w: %T is no decimal string", ErrBadReply, v)
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// decodePermit reads {token, acquired_at_ms, expires_at_ms}.
+func decodePermit(name, owner string, f []any) (leasegate.Permit, error) {
+	tok, err1 := parseInt(f[0])
+	acq, err2 := parseInt(f[1])
+	exp, err3 := parseInt(f[2])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return leasegate.Permit{}, fmt.Errorf("%w: %v", ErrBadReply, err)
+	}
+	return leasegate.Permit{
+		Name: name, Owner: owner, Token: tok,
+		AcquiredAt: time.UnixMilli(acq).UTC(),
+		ExpiresAt:  time.UnixMilli(exp).UTC(),
+	}, nil
+}
