@@ -66,6 +66,9 @@ type Options struct {
 	MinReplicas int
 	// ReplicaTimeout bounds that WAIT (default DefaultReplicaTimeout).
 	ReplicaTimeout time.Duration
+	// Index says how grants enter the tenant's lock index, which the
+	// listing pages (operator.go); default IndexAuto.
+	Index IndexMode
 }
 
 // DefaultReplicaTimeout is the WAIT timeout when MinReplicas is set and
@@ -90,6 +93,7 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
+	opts.Index = indexMode(opts.Index, rdb)
 	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}}
 }
 
@@ -150,6 +154,7 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
 		args = append(args, reg.id, reg.ttl.Milliseconds())
 	}
+	keys, args = l.indexInScript(resource, keys, args)
 	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
 		return AcquireResult{}, unavailable(err)
@@ -176,12 +181,15 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 		l.undoAcquire(ctx, resource, owner, lk.Token)
 		return AcquireResult{}, acked
 	}
+	if res.Acquired && arr[2] == arr[5] {
+		l.indexSecondStep(ctx, resource)
+	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(lk.ExpiresAt.UnixMilli()-now) * time.Millisecond
-		if len(keys) == 3 {
+		if reg != nil && l.opts.PublishOnlyToWaiters {
 			reg.registered.Store(true)
 		}
-	} else if len(keys) == 3 {
+	} else if reg != nil && l.opts.PublishOnlyToWaiters {
 		// The grant took the entry out in the same script run.
 		reg.registered.Store(false)
 	}

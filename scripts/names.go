@@ -13,6 +13,10 @@ func ByName() map[string]*redis.Script {
 		"status":   Status,
 		"interest": Interest,
 
+		"force_release": ForceRelease,
+		"index_add":     IndexAdd,
+		"watch":         Watch,
+
 		"user_attempt": UserAttempt,
 		"ban":          Ban,
 		"unindex":      Unindex,
