@@ -34,6 +34,9 @@ type Config struct {
 	// HTTP requests (a gateway behind a TLS-terminating proxy). Over TLS
 	// they are always Secure.
 	OpsSecureCookies bool
+	// EventsHeartbeat is how often an event stream sends a comment when
+	// idle (default DefaultEventsHeartbeat).
+	EventsHeartbeat time.Duration
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -58,6 +61,10 @@ type Deps struct {
 	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
 	Semaphores leasegate.SemaphoreService
 	Claims     leasegate.ClaimService
+	// Operator serves the listing, forced releases and lock events; Audit
+	// the audit trail (operator.go). Nil leaves their routes out.
+	Operator leasegate.LockOperator
+	Audit    leasegate.AuditLog
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -120,6 +127,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.GET("/locks/:resource", a.status, client...)
 	e.DELETE("/locks/:resource", a.release, client...)
 	e.POST("/locks/:resource/renew", a.renew, client...)
+	a.registerOperator(e, client, ops)
 
 	if deps.UserLocks != nil {
 		e.POST("/user-locks/:name/:user_id", a.userLockAttempt, client...)

@@ -102,6 +102,7 @@ func (a *API) parseAcquire(c echo.Context) (acquireRequest, error) {
 }
 
 func (a *API) acquire(c echo.Context) error {
+	start := time.Now()
 	req, err := a.parseAcquire(c)
 	if err != nil {
 		return err
@@ -131,6 +132,7 @@ func (a *API) acquire(c echo.Context) error {
 			outcome = "timed_out"
 		}
 		a.m.AcquireOutcome(outcome).Inc()
+		a.m.ObserveAcquire(req.resource, outcome, time.Since(start))
 		return sendContended(c, req.resource, max(res.RetryAfter.Milliseconds(), 0))
 	}
 	outcome := "acquired"
@@ -138,6 +140,7 @@ func (a *API) acquire(c echo.Context) error {
 		outcome = "waited"
 	}
 	a.m.AcquireOutcome(outcome).Inc()
+	a.m.ObserveAcquire(req.resource, outcome, time.Since(start))
 	return sendAcquired(c, res.Lock)
 }
 
@@ -160,6 +163,11 @@ func (a *API) status(c echo.Context) error {
 }
 
 func (a *API) release(c echo.Context) error {
+	if raw := c.Request().URL.RawQuery; raw != "" && strings.Contains(raw, "force") {
+		if q, err := url.ParseQuery(raw); err == nil && q.Get("force") == "true" {
+			return a.forceRelease(c, q)
+		}
+	}
 	body, err := readBody(c, a.cfg.BodyLimit)
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package redislock
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -75,4 +77,45 @@ func (l *Locker) indexSecondStep(ctx context.Context, resource string) {
 	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.keys.LockIndex(l.tenant)}, resource).Err(); err != nil {
 		indexFailures.Add(1)
 	}
+}
+
+// releaseExtras adds to a release.lua call the index (IndexInScript) and
+// the request for the hold time (Options.OnRelease).
+func (l *Locker) releaseExtras(resource string, keys []string, args []interface{}) ([]string, []interface{}) {
+	inScript := l.opts.Index == IndexInScript
+	if !inScript && l.opts.OnRelease == nil {
+		return keys, args
+	}
+	hold, index := "", ""
+	if l.opts.OnRelease != nil {
+		hold = "hold"
+	}
+	if inScript {
+		index = "index"
+		keys = append(keys, l.keys.LockIndex(l.tenant))
+	}
+	return keys, append(args, hold, index, resource)
+}
+
+// releasedHold decodes release.lua's {1, acquired_at_ms, now_ms} and
+// reports the hold time.
+func (l *Locker) releasedHold(resource string, arr []interface{}) (int64, bool) {
+	if len(arr) != 3 {
+		return 0, false
+	}
+	flag, ok1 := arr[0].(int64)
+	acq, ok2 := arr[1].(string)
+	now, ok3 := arr[2].(string)
+	if !ok1 || !ok2 || !ok3 || flag != 1 {
+		return 0, false
+	}
+	a, err1 := strconv.ParseInt(acq, 10, 64)
+	n, err2 := strconv.ParseInt(now, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	if l.opts.OnRelease != nil && a > 0 {
+		l.opts.OnRelease(l.tenant, resource, time.Duration(n-a)*time.Millisecond)
+	}
+	return 1, true
 }

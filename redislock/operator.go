@@ -39,6 +39,11 @@ type OperatorOptions struct {
 	// ForcedTTL is how long the forced key of a force-released lease
 	// lives, for watchers (default 1 min).
 	ForcedTTL time.Duration
+	// OnExpired, when set, is told of each lease that ended without a
+	// release: an index entry a listing or sweep prunes. Releases take
+	// their entry out only with IndexInScript, so it is called only then
+	// (not on Redis Cluster).
+	OnExpired func(tenant, resource string)
 	// MaxListRounds bounds the index reads of one listing page when stale
 	// entries are met (default 10): the page may then be short, with a
 	// cursor.
@@ -213,8 +218,11 @@ func (o *Operator) prune(ctx context.Context, tenant string, names []string) err
 	}
 	var back []redis.Z
 	for i, n := range names {
-		if exists[i].Val() == 1 {
+		switch {
+		case exists[i].Val() == 1:
 			back = append(back, redis.Z{Member: n})
+		case o.opts.OnExpired != nil && o.locks.opts.Index == IndexInScript:
+			o.opts.OnExpired(tenant, n)
 		}
 	}
 	if len(back) > 0 {
@@ -267,9 +275,14 @@ func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, _ string,
 	if o.locks.opts.PublishOnlyToWaiters {
 		only = "1"
 	}
-	v, err := scripts.ForceRelease.Run(ctx, o.rdb, []string{k.Lock(), k.Fence(), k.Waiters(), k.Forced()},
-		o.locks.opts.ReleaseChannel, k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
-		o.opts.ForcedTTL.Milliseconds()).Result()
+	keys := []string{k.Lock(), k.Fence(), k.Waiters(), k.Forced()}
+	args := []interface{}{o.locks.opts.ReleaseChannel, k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
+		o.opts.ForcedTTL.Milliseconds()}
+	if o.locks.opts.Index == IndexInScript {
+		keys = append(keys, o.locks.keys.LockIndex(tenant))
+		args = append(args, resource)
+	}
+	v, err := scripts.ForceRelease.Run(ctx, o.rdb, keys, args...).Result()
 	if err != nil {
 		return leasegate.Lock{}, unavailable(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,22 +134,28 @@ func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
 		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		var expired atomic.Int64
+		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{OnExpired: func(string, string) { expired.Add(1) }})
 		for i := 0; i < 20; i++ {
-			mustAcquire(t, l, fmt.Sprint("s", i), "o", ttl)
-			mustRelease(t, l, fmt.Sprint("s", i), "o")
+			mustAcquire(t, l, fmt.Sprint("s", i), "o", e.stale)
 		}
+		mustAcquire(t, l, "released", "o", ttl)
+		mustRelease(t, l, "released", "o")
 		mustAcquire(t, l, "live", "o", ttl)
 		idx := keyspace.Space{Prefix: prefix}.LockIndex("")
 		if n := e.RDB.ZCard(ctx, idx).Val(); n != 21 {
-			t.Fatalf("index has %d entries, want 21 (releases leave theirs)", n)
+			t.Fatalf("index has %d entries, want 21 (a release takes its own out, expiries leave theirs)", n)
 		}
+		e.Advance(t, e.stale+time.Millisecond)
 		removed, err := o.Sweep(ctx, "", 7)
 		if err != nil || removed != 20 {
 			t.Errorf("Sweep: got %d, %v; want 20 removed", removed, err)
 		}
 		if got := e.RDB.ZRange(ctx, idx, 0, -1).Val(); fmt.Sprint(got) != "[live]" {
 			t.Errorf("index after the sweep: %v, want [live]", got)
+		}
+		if n := expired.Load(); n != 20 {
+			t.Errorf("OnExpired told of %d expiries, want 20", n)
 		}
 	})
 }

@@ -69,6 +69,9 @@ type Options struct {
 	// Index says how grants enter the tenant's lock index, which the
 	// listing pages (operator.go); default IndexAuto.
 	Index IndexMode
+	// OnRelease, when set, is told how long each released lease was held
+	// (by the Redis clock), for the contention metrics.
+	OnRelease func(tenant, resource string, held time.Duration)
 }
 
 // DefaultReplicaTimeout is the WAIT timeout when MinReplicas is set and
@@ -242,12 +245,16 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 	if l.opts.PublishOnlyToWaiters && msg != "" {
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
 	}
-	v, err := scripts.Release.Run(ctx, l.rdb, keys,
-		owner, tokenArg(token), l.opts.ReleaseChannel, msg).Result()
+	args := []interface{}{owner, tokenArg(token), l.opts.ReleaseChannel, msg}
+	keys, args = l.releaseExtras(resource, keys, args)
+	v, err := scripts.Release.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
 		return 0, unavailable(err)
 	}
 	n, ok := v.(int64)
+	if arr, isArr := v.([]interface{}); isArr {
+		n, ok = l.releasedHold(resource, arr)
+	}
 	if !ok {
 		return 0, fmt.Errorf("%w: release: %v", ErrBadReply, v)
 	}

@@ -148,6 +148,9 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-o.waiter.shutdown:
+			// The gateway shuts down: the stream ends, the client reconnects.
+			return nil
 		case <-refresh.C:
 			if err := interest(); err != nil && ctx.Err() == nil {
 				return unavailable(err)

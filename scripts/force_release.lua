@@ -9,6 +9,8 @@
 -- ARGV[3] fence retention in milliseconds
 -- ARGV[4] '1': publish only while KEYS[3] exists (Options.PublishOnlyToWaiters)
 -- ARGV[5] how long KEYS[4] lives, in milliseconds
+-- KEYS[5] the tenant's lock index, optional (not on Redis Cluster), with
+--         ARGV[6] the resource: taken out of the index
 --
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, owner, now_ms}  the lease that ended
 --        {0}                                                      no live lease
@@ -30,6 +32,9 @@ elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
 end
 redis.call('SET', KEYS[4], cur[2], 'PX', ARGV[5])
+if KEYS[5] then
+  redis.call('ZREM', KEYS[5], ARGV[6])
+end
 if ARGV[1] ~= '' and (ARGV[4] ~= '1' or redis.call('EXISTS', KEYS[3]) == 1) then
   redis.call('PUBLISH', ARGV[1], ARGV[2])
 end

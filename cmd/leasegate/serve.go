@@ -38,6 +38,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown may take")
 	fs.StringVar(logLevel, "log-level", *logLevel, "debug, info, warn or error")
 	authFlags(fs, cfg)
+	operatorFlags(fs, cfg)
 	af := &abuseFlags{}
 	af.bind(fs)
 	return af
