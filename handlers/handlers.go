@@ -154,6 +154,10 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		a.registerOps(e, authn)
 	}
 
+	if deps.Operator != nil {
+		a.registerOpsLocks(e, authn)
+	}
+
 	metricsMW := ops
 	if cfg.MetricsPublic {
 		metricsMW = nil

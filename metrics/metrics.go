@@ -57,6 +57,8 @@ type Metrics struct {
 	LockForceReleases *prometheus.CounterVec   // class
 	LockExpiries      *prometheus.CounterVec   // class
 	lockClasses       atomic.Pointer[classes]
+	activityOnce      sync.Once
+	activity          *Activity
 
 	// observers caches RequestDuration's children by label values, so a
 	// request does not pay WithLabelValues' label slice, status string and

@@ -86,12 +86,26 @@ func (s *Server) sweepIndexes(ctx context.Context) {
 	}
 }
 
+// sampleActivity feeds the per-minute charts of the /ops/ Locks view
+// (metrics.Activity) every 10 s until ctx ends.
+func (s *Server) sampleActivity(ctx context.Context) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		s.metrics.Activity().Sample(time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // auditKeyReload records a key reload in the audit trail of every tenant
 // of the new keys.
-func (s *Server) auditKeyReload(ctx context.Context, keys int) {
+func (s *Server) auditKeyReload(ctx context.Context) {
 	for _, tenant := range s.tenants() {
 		audit.Recorder{Log: s.audit, Errors: s.log.Named("audit")}.Record(ctx, tenant,
 			leasegate.AuditKeyReload, "api-keys", "SIGHUP or ReloadKeys", leasegate.RequestMeta{Operator: "signal"})
 	}
-	_ = keys
 }

@@ -455,6 +455,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	defer stopHUP()
 	s.reloadKeysOnSIGHUP(hupCtx)
 	go s.sweepIndexes(hupCtx)
+	go s.sampleActivity(hupCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	select {
