@@ -84,7 +84,9 @@ var opsLocksMessages = map[string]opsFlash{
 // registerOpsLocks adds the views (with an Operator) to the page.
 func (a *API) registerOpsLocks(e *echo.Echo, authn echo.MiddlewareFunc) {
 	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
-	e.GET("/ops/assets/locks.css", a.opsLocksAsset)
+	// Behind the page's authentication: unlike ops.css, the login form
+	// does not need it.
+	e.GET("/ops/assets/locks.css", a.opsLocksAsset, page...)
 	e.GET("/ops/locks", a.opsLocks, page...)
 	e.POST("/ops/locks/release", a.opsForceRelease, page...)
 	if a.deps.Audit != nil {

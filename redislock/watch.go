@@ -89,6 +89,9 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 		return scripts.Watch.Run(c, o.rdb, []string{k.Waiters()}, id, o.opts.InterestTTL.Milliseconds()).Err()
 	}
 	if err := interest(); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return unavailable(err)
 	}
 	defer func() {
