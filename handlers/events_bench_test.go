@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
@@ -19,7 +20,8 @@ import (
 //
 //	go test -run '^$' -bench EventStreamMemory -benchtime 500x ./handlers/
 func BenchmarkEventStreamMemory(b *testing.B) {
-	app := testenv.NewApp(b, redistest.OnRedis(b), testenv.Options{Prefix: "lg:", Wait: true})
+	// The production poll (1 s), not the tests' 20 ms.
+	app := testenv.NewApp(b, redistest.OnRedis(b), testenv.Options{Prefix: "lg:", Wait: true, WatchPoll: time.Second})
 	srv := httptest.NewServer(app.E)
 	b.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")

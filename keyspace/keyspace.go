@@ -30,6 +30,9 @@
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:limit              string  the limit in force
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:fence              string  the last permit token
 //	<prefix>{t=<tenant>;r=claim%3A<scope>%3A<key>}:claim        hash    a claim
+//	<prefix>{t=<tenant>;r=locks%3Aindex}:held                  zset    the tenant's leased resources
+//	<prefix>{t=<tenant>;r=<resource>}:forced                   string  a force-released token
+//	<prefix>{t=<tenant>;r=audit}:audit                         stream  the tenant's operator actions
 //
 // A resource named "user:<id>" shares a user's tag (and slot) but never a
 // key: the suffixes differ, and the tag holds no '}', so the suffix is

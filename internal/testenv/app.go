@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -51,6 +52,9 @@ type Options struct {
 	// Primitives wires a semaphore.Service (on the app's Waiter, if any)
 	// and a claim.Service: the /semaphores and /claims routes.
 	Primitives bool
+	// WatchPoll is how often lock event watchers re-read the lease
+	// (default 20 ms, so tests see acquires and renewals at once).
+	WatchPoll time.Duration
 	// Locks replaces the lock service built on the backend (a service on
 	// a Scripter that misbehaves, say). The backend may then be nil.
 	Locks leasegate.LockService
@@ -105,8 +109,7 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 		}
 		a.Locks = redislock.NewService(a.Locker, a.Waiter, 0)
 		a.Operator = redislock.NewOperator(b.RDB, a.Locker, a.Waiter, redislock.OperatorOptions{
-			// Watchers see acquires and renewals within 20 ms in tests.
-			WatchPoll: 20 * time.Millisecond,
+			WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond),
 			OnExpired: func(_, resource string) { a.Metrics.ObserveExpiry(resource) },
 		})
 		a.Audit = audit.New(b.RDB, audit.Options{Prefix: o.Prefix})
