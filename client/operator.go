@@ -208,3 +208,65 @@ func (c *Client) Watch(ctx context.Context, resource string, fn func(Event) erro
 	}
 	return fmt.Errorf("leasegate: watch %s: the gateway ended the stream", resource)
 }
+
+// Operator is the gateway's operator routes as the domain's
+// leasegate.LockOperator (tenant "" only, as for Locks). reason is sent
+// with a forced release; meta is not (the gateway records the request's
+// own). Watch converts the stream's events and never closes events.
+func (c *Client) Operator() leasegate.LockOperator { return lockOperator{c} }
+
+type lockOperator struct{ c *Client }
+
+func (h HeldLock) domain() leasegate.HeldLock {
+	return leasegate.HeldLock{Lock: leasegate.Lock{Resource: h.Resource, Owner: h.Owner, Token: h.Token,
+		AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC()}, Waiters: h.Waiters}
+}
+
+func (o lockOperator) List(ctx context.Context, tenant, prefix, cursor string, limit int) (leasegate.LockPage, error) {
+	if err := checkTenant(tenant); err != nil {
+		return leasegate.LockPage{}, err
+	}
+	p, err := o.c.List(ctx, ListOptions{Prefix: prefix, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return leasegate.LockPage{}, domainErr(err)
+	}
+	out := leasegate.LockPage{Items: make([]leasegate.HeldLock, 0, len(p.Items)), NextCursor: p.NextCursor}
+	for _, h := range p.Items {
+		out.Items = append(out.Items, h.domain())
+	}
+	return out, nil
+}
+
+func (o lockOperator) ForceRelease(ctx context.Context, tenant, resource, reason string, _ leasegate.RequestMeta) (leasegate.Lock, error) {
+	if err := checkTenant(tenant); err != nil {
+		return leasegate.Lock{}, err
+	}
+	h, err := o.c.ForceRelease(ctx, resource, reason)
+	if err != nil {
+		return leasegate.Lock{}, domainErr(err, leasegate.ErrLockNotHeld)
+	}
+	return h.domain().Lock, nil
+}
+
+func (o lockOperator) Watch(ctx context.Context, tenant, resource string, events chan<- leasegate.LockEvent) error {
+	if err := checkTenant(tenant); err != nil {
+		return err
+	}
+	err := o.c.Watch(ctx, resource, func(e Event) error {
+		ev := leasegate.LockEvent{Kind: leasegate.LockEventKind(e.Kind), At: e.At}
+		if e.Lock != nil {
+			lk := e.Lock.domain().Lock
+			ev.Lock = &lk
+		}
+		select {
+		case events <- ev:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return domainErr(err)
+}

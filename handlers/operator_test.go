@@ -274,3 +274,25 @@ func TestLockEventStreamsEndWithTheirClients(t *testing.T) {
 	srv.CloseClientConnections()
 	testenv.WaitFor(t, "the goroutines are back", func() bool { return runtime.NumGoroutine() <= before+2 })
 }
+
+func TestLockEventsAreTenantIsolated(t *testing.T) {
+	app := testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:", Wait: true, HeaderAuth: true})
+	srv := httptest.NewServer(app.E)
+	t.Cleanup(srv.Close)
+	app.Do(t, "POST", "/locks/shared-name", `{"owner":"globex-worker","ttl_seconds":60}`, as("globex", "client", "app")...).Want(t, 200)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/locks/shared-name/events", nil)
+	for i, h := 0, as("acme", "client", "app"); i < len(h); i += 2 {
+		req.Header.Set(h[i], h[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	s := &sse{res: res, sc: bufio.NewScanner(res.Body)}
+	if name, v := s.event(t); name != "state" || v != nil {
+		t.Errorf("acme watching shared-name: got %s %v, want state null (globex's lock is not acme's)", name, v)
+	}
+}

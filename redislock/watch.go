@@ -146,7 +146,13 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 	for {
 		expiry.Stop()
 		if prev != nil {
-			expiry.Reset(max(time.Until(prev.ExpiresAt)+o.opts.ExpiryMargin, 0))
+			d := time.Until(prev.ExpiresAt) + o.opts.ExpiryMargin
+			if d <= 0 {
+				// Past expires_at by this clock but live by Redis's (the
+				// clocks differ): the poll will see it end.
+				d = o.opts.WatchPoll
+			}
+			expiry.Reset(d)
 		}
 		select {
 		case <-ctx.Done():
