@@ -239,3 +239,30 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 		}
 	})
 }
+
+// TestListCountsWaitingAcquiresNotWatchers: with PublishOnlyToWaiters the
+// waiters come from the resource's waiters hash, fleet-wide; an event
+// watcher's entry there is not a waiter.
+func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		prefix := uniquePrefix(t)
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
+		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		mustAcquire(t, l, "busy", "holder", ttl)
+		for _, id := range []string{"w1", "w2"} {
+			rctx, reg := redislock.Register(ctx, id, time.Minute)
+			if r, err := l.Acquire(rctx, "busy", "waiter-"+id, ttl); err != nil || r.Acquired || !reg.Registered() {
+				t.Fatalf("contended try: %+v, %v", r, err)
+			}
+		}
+		waiters := keyspace.Space{Prefix: prefix}.Resource("", "busy").Waiters()
+		if err := e.RDB.HSet(ctx, waiters, "watch-x", "w").Err(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := o.List(ctx, "", "busy", "", 10)
+		if err != nil || len(p.Items) != 1 || p.Items[0].Waiters != 2 {
+			t.Errorf("got %+v, %v; want busy with 2 waiters", p, err)
+		}
+	})
+}
