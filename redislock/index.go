@@ -2,7 +2,7 @@ package redislock
 
 import (
 	"context"
-	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +56,37 @@ var indexFailures atomic.Uint64
 // IndexFailures is how many IndexSecondStep writes failed in this process.
 func IndexFailures() uint64 { return indexFailures.Load() }
 
+// indexKeys caches each tenant's index key, so that an acquire or a
+// release does not build it (two allocations) every time. Shared by a
+// Locker and its Tenant views.
+type indexKeys struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+// maxCachedIndexKeys bounds the cache (tenants come from the key file).
+const maxCachedIndexKeys = 10000
+
+func (l *Locker) indexKey() string {
+	c := l.indexCache
+	if c == nil {
+		return l.keys.LockIndex(l.tenant)
+	}
+	c.mu.RLock()
+	k, ok := c.m[l.tenant]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = l.keys.LockIndex(l.tenant)
+	c.mu.Lock()
+	if len(c.m) < maxCachedIndexKeys {
+		c.m[l.tenant] = k
+	}
+	c.mu.Unlock()
+	return k
+}
+
 // indexInScript adds the index key and arguments to an acquire.lua call
 // when the script writes the index (IndexInScript).
 func (l *Locker) indexInScript(resource string, keys []string, args []interface{}) ([]string, []interface{}) {
@@ -65,7 +96,7 @@ func (l *Locker) indexInScript(resource string, keys []string, args []interface{
 	if len(keys) == 2 {
 		args = append(args, "", 0)
 	}
-	return append(keys, l.keys.LockIndex(l.tenant)), append(args, "index", resource)
+	return append(keys, l.indexKey()), append(args, "index", resource)
 }
 
 // indexSecondStep adds a new grant to the index with IndexSecondStep.
@@ -74,7 +105,7 @@ func (l *Locker) indexSecondStep(ctx context.Context, resource string) {
 	if l.opts.Index != IndexSecondStep {
 		return
 	}
-	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.keys.LockIndex(l.tenant)}, resource).Err(); err != nil {
+	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.indexKey()}, resource).Err(); err != nil {
 		indexFailures.Add(1)
 	}
 }
@@ -92,30 +123,18 @@ func (l *Locker) releaseExtras(resource string, keys []string, args []interface{
 	}
 	if inScript {
 		index = "index"
-		keys = append(keys, l.keys.LockIndex(l.tenant))
+		keys = append(keys, l.indexKey())
 	}
 	return keys, append(args, hold, index, resource)
 }
 
-// releasedHold decodes release.lua's {1, acquired_at_ms, now_ms} and
-// reports the hold time.
-func (l *Locker) releasedHold(resource string, arr []interface{}) (int64, bool) {
-	if len(arr) != 3 {
-		return 0, false
+// releasedHold decodes release.lua's answer with 'hold': 2 + the hold
+// time in milliseconds (an integer, so no array to decode), and reports
+// the hold time. Other answers pass as they are.
+func (l *Locker) releasedHold(resource string, n int64) int64 {
+	if n < 2 || l.opts.OnRelease == nil {
+		return n // without 'hold', 2 and up are no documented answer
 	}
-	flag, ok1 := arr[0].(int64)
-	acq, ok2 := arr[1].(string)
-	now, ok3 := arr[2].(string)
-	if !ok1 || !ok2 || !ok3 || flag != 1 {
-		return 0, false
-	}
-	a, err1 := strconv.ParseInt(acq, 10, 64)
-	n, err2 := strconv.ParseInt(now, 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	if l.opts.OnRelease != nil && a > 0 {
-		l.opts.OnRelease(l.tenant, resource, time.Duration(n-a)*time.Millisecond)
-	}
-	return 1, true
+	l.opts.OnRelease(l.tenant, resource, time.Duration(n-2)*time.Millisecond)
+	return 1
 }

@@ -85,6 +85,8 @@ type Locker struct {
 	opts   Options
 	keys   keyspace.Space
 	tenant string
+	// indexCache holds the tenants' index keys (index.go).
+	indexCache *indexKeys
 }
 
 // New returns a Locker on rdb (a *redis.Client, *redis.ClusterClient,
@@ -97,7 +99,8 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
 	opts.Index = indexMode(opts.Index, rdb)
-	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}}
+	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
+		indexCache: &indexKeys{m: map[string]string{}}}
 }
 
 // Tenant returns a Locker whose resources live in tenant's namespace: the
@@ -252,8 +255,8 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 		return 0, unavailable(err)
 	}
 	n, ok := v.(int64)
-	if arr, isArr := v.([]interface{}); isArr {
-		n, ok = l.releasedHold(resource, arr)
+	if ok {
+		n = l.releasedHold(resource, n)
 	}
 	if !ok {
 		return 0, fmt.Errorf("%w: release: %v", ErrBadReply, v)

@@ -8,8 +8,8 @@
 -- ARGV[2] token ("" = any token of this owner)
 -- ARGV[3] pub/sub channel told about the release ("" = none)
 -- ARGV[4] message published on that channel (identifies the resource)
--- [locks index] ARGV[5] = 'hold': a release answers {1, acquired_at_ms,
---         now_ms} instead of 1 (the hold time, for metrics).
+-- [locks index] ARGV[5] = 'hold': a release answers 2 + the hold time in
+--         milliseconds (now - acquired_at, >= 2) instead of 1, for metrics.
 --         ARGV[6] = 'index': the LAST key is the tenant's lock index and
 --         ARGV[7] the resource, which the release takes out of it (not on
 --         Redis Cluster; docs/operations.md).
@@ -43,8 +43,8 @@ if ARGV[3] ~= '' and (not waiters or redis.call('EXISTS', waiters) == 1) then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 end
 -- [locks index] the hold time
-if ARGV[5] == 'hold' then
-  return {1, cur[4] or '0', string.format('%.0f', now_ms)}
+if ARGV[5] == 'hold' and cur[4] then
+  return 2 + math.max(now_ms - tonumber(cur[4]), 0)
 end
 -- [/locks index]
 return 1
