@@ -45,6 +45,13 @@ func TestClientKeepsTheServiceContracts(t *testing.T) {
 				return contract.LockBackend{Locks: contractGateway(t, url).Locks(), Advance: clock, Outage: outage}
 			})
 		})
+		t.Run("the operator side through a gateway on "+store.name, func(t *testing.T) {
+			url, _, _ := store.start(t)
+			contract.Operator(t, func(t *testing.T) contract.OperatorBackend {
+				c := contractGateway(t, url)
+				return contract.OperatorBackend{Locks: c.Locks(), Ops: c.Operator()}
+			})
+		})
 		for _, suite := range []struct {
 			name string
 			run  func(*testing.T, func(*testing.T) contract.AbuseBackend)

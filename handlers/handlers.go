@@ -34,6 +34,9 @@ type Config struct {
 	// HTTP requests (a gateway behind a TLS-terminating proxy). Over TLS
 	// they are always Secure.
 	OpsSecureCookies bool
+	// EventsHeartbeat is how often an event stream sends a comment when
+	// idle (default DefaultEventsHeartbeat).
+	EventsHeartbeat time.Duration
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -61,6 +64,10 @@ type Deps struct {
 	// Webhooks shows the webhook outbox and its dead letters
 	// (GET /abuse/webhooks); nil: webhooks are not configured.
 	Webhooks leasegate.WebhookInspector
+	// Operator serves the listing, forced releases and lock events; Audit
+	// the audit trail (operator.go). Nil leaves their routes out.
+	Operator leasegate.LockOperator
+	Audit    leasegate.AuditLog
 	// Ready reports whether the backing store is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 	Log   *zap.Logger
@@ -123,6 +130,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.GET("/locks/:resource", a.status, client...)
 	e.DELETE("/locks/:resource", a.release, client...)
 	e.POST("/locks/:resource/renew", a.renew, client...)
+	a.registerOperator(e, client, ops)
 
 	if deps.UserLocks != nil {
 		e.POST("/user-locks/:name/:user_id", a.userLockAttempt, client...)
@@ -148,6 +156,10 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/abuse/bans/:user_id", a.unban, ops...)
 		e.GET("/abuse/webhooks", a.webhookStatus, ops...)
 		a.registerOps(e, authn)
+	}
+
+	if deps.Operator != nil {
+		a.registerOpsLocks(e, authn)
 	}
 
 	metricsMW := ops

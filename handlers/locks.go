@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"errors"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -88,6 +90,7 @@ func (a *API) parseAcquire(c echo.Context) (acquireRequest, error) {
 }
 
 func (a *API) acquire(c echo.Context) error {
+	start := time.Now()
 	req, err := a.parseAcquire(c)
 	if err != nil {
 		return err
@@ -111,7 +114,9 @@ func (a *API) acquire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a.m.AcquireOutcome(acquireOutcome(res.Acquired, res.Waited)).Inc()
+	outcome := acquireOutcome(res.Acquired, res.Waited)
+	a.m.AcquireOutcome(outcome).Inc()
+	a.m.ObserveAcquire(req.resource, outcome, time.Since(start))
 	if !res.Acquired {
 		return sendContended(c, req.resource, max(res.RetryAfter.Milliseconds(), 0))
 	}
@@ -137,6 +142,11 @@ func (a *API) status(c echo.Context) error {
 }
 
 func (a *API) release(c echo.Context) error {
+	if raw := c.Request().URL.RawQuery; raw != "" && strings.Contains(raw, "force") {
+		if q, err := url.ParseQuery(raw); err == nil && q.Get("force") == "true" {
+			return a.forceRelease(c, q)
+		}
+	}
 	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
 	if err != nil {
 		return err

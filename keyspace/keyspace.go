@@ -32,6 +32,9 @@
 //	<prefix>{t=<tenant>;r=claim%3A<scope>%3A<key>}:claim        hash    a claim
 //	<prefix>{t=;r=webhook%3Aoutbox}:events                     stream  the webhook outbox (every tenant)
 //	<prefix>{t=;r=webhook%3Aoutbox}:dead                       stream  webhook events given up on
+//	<prefix>{t=<tenant>;r=locks%3Aindex}:held                  zset    the tenant's leased resources
+//	<prefix>{t=<tenant>;r=<resource>}:forced                   string  a force-released token
+//	<prefix>{t=<tenant>;r=audit}:audit                         stream  the tenant's operator actions
 //
 // A resource named "user:<id>" shares a user's tag (and slot) but never a
 // key: the suffixes differ, and the tag holds no '}', so the suffix is

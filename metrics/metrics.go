@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,16 @@ type Metrics struct {
 	SemHolders  prometheus.Histogram   // live holders after each acquire answer
 	SemWaiters  prometheus.Gauge
 	Claims      *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
+
+	// Contention, by resource class (contention.go)
+	LockWait          *prometheus.HistogramVec // class
+	LockHold          *prometheus.HistogramVec // class
+	LockContended     *prometheus.CounterVec   // class
+	LockForceReleases *prometheus.CounterVec   // class
+	LockExpiries      *prometheus.CounterVec   // class
+	lockClasses       atomic.Pointer[classes]
+	activityOnce      sync.Once
+	activity          *Activity
 
 	// observers caches RequestDuration's children by label values, so a
 	// request does not pay WithLabelValues' label slice, status string and
@@ -204,6 +215,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.releases = newLabelled(m.Releases, "released", "not_found", "forbidden")
 	m.renewals = newLabelled(m.Renewals, "renewed", "not_found", "forbidden")
 	m.newPrimitives()
+	m.newContention()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,

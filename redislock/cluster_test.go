@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -123,4 +124,34 @@ func TestLocksOnRealCluster(t *testing.T) {
 			t.Fatalf("got %d acknowledged and %d undone grants, want some of each", ok, undone)
 		}
 	})
+}
+
+// TestListingOnRealCluster: on Cluster the index is written in a second
+// step (another slot), and the listing still shows every live lease.
+func TestListingOnRealCluster(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	rc := cl.Client(t)
+	l := redislock.New(rc, redislock.Options{Prefix: uniquePrefix(t)})
+	o := redislock.NewOperator(rc, l, nil, redislock.OperatorOptions{})
+	want := map[string]bool{}
+	for _, res := range clusterNames("n") {
+		mustAcquire(t, l, res, "a", time.Minute)
+		want[res] = true
+	}
+	mustRelease(t, l, "n-3", "a")
+	delete(want, "n-3")
+	if _, err := o.ForceRelease(ctx, "", "n-4", "test", leasegate.RequestMeta{}); err != nil {
+		t.Fatalf("ForceRelease: %v", err)
+	}
+	delete(want, "n-4")
+	got := listAll(t, o, "", "", 7)
+	if len(got) != len(want) {
+		t.Errorf("listed %d leases, want %d: %v", len(got), len(want), names(got))
+	}
+	for _, h := range got {
+		if !want[h.Resource] {
+			t.Errorf("listed %q, which is not held", h.Resource)
+		}
+	}
 }

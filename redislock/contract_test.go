@@ -30,3 +30,22 @@ func TestServiceKeepsTheLockContract(t *testing.T) {
 		})
 	})
 }
+
+// The operator side (listing, forced releases, events) keeps the contract
+// the Go client keeps over HTTP.
+func TestOperatorKeepsTheOperatorContract(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		if e.Mini != nil {
+			e.RealClock() // watchers' timers follow real time
+		}
+		contract.Operator(t, func(t *testing.T) contract.OperatorBackend {
+			t.Helper()
+			prefix := uniquePrefix(t)
+			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
+			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
+			t.Cleanup(w.Close)
+			o := redislock.NewOperator(e.RDB, l, w, redislock.OperatorOptions{WatchPoll: 20 * time.Millisecond})
+			return contract.OperatorBackend{Locks: redislock.NewService(l, w, 0), Ops: o}
+		})
+	})
+}

@@ -70,6 +70,12 @@ type Options struct {
 	MinReplicas int
 	// ReplicaTimeout bounds that WAIT (default DefaultReplicaTimeout).
 	ReplicaTimeout time.Duration
+	// Index says how grants enter the tenant's lock index, which the
+	// listing pages (operator.go); default IndexAuto.
+	Index IndexMode
+	// OnRelease, when set, is told how long each released lease was held
+	// (by the Redis clock), for the contention metrics.
+	OnRelease func(tenant, resource string, held time.Duration)
 }
 
 // DefaultReplicaTimeout is the WAIT timeout when MinReplicas is set and
@@ -86,6 +92,8 @@ type Locker struct {
 	// The script arguments that never change, converted to interface
 	// values once instead of on every call.
 	retentionArg, channelArg interface{}
+	// indexCache holds the tenants' index keys (index.go).
+	indexCache *indexKeys
 }
 
 // New returns a Locker on rdb (a *redis.Client, *redis.ClusterClient,
@@ -97,8 +105,10 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
+	opts.Index = indexMode(opts.Index, rdb)
 	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
-		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel}
+		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel,
+		indexCache: &indexKeys{m: map[string]string{}}}
 }
 
 // Tenant returns a Locker whose resources live in tenant's namespace: the
@@ -157,6 +167,7 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
 		args = append(args, reg.id, reg.ttl.Milliseconds())
 	}
+	keys, args = l.indexInScript(resource, keys, args)
 	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
 		return AcquireResult{}, scriptreply.Unavailable(err)
@@ -183,12 +194,15 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 		l.undoAcquire(ctx, resource, owner, lk.Token)
 		return AcquireResult{}, acked
 	}
+	if res.Acquired && arr[2] == arr[5] {
+		l.indexSecondStep(ctx, resource)
+	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(lk.ExpiresAt.UnixMilli()-now) * time.Millisecond
-		if len(keys) == 3 {
+		if reg != nil && l.opts.PublishOnlyToWaiters {
 			reg.registered.Store(true)
 		}
-	} else if len(keys) == 3 {
+	} else if reg != nil && l.opts.PublishOnlyToWaiters {
 		// The grant took the entry out in the same script run.
 		reg.registered.Store(false)
 	}
@@ -241,10 +255,15 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 	if l.opts.PublishOnlyToWaiters && msg != "" {
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
 	}
-	v, err := scripts.Release.Run(ctx, l.rdb, keys,
-		owner, scriptreply.TokenArg(token), l.channelArg, msg).Result()
+	args := []interface{}{owner, scriptreply.TokenArg(token), l.channelArg, msg}
+	keys, args = l.releaseExtras(resource, keys, args)
+	v, err := scripts.Release.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
 		return 0, scriptreply.Unavailable(err)
+	}
+	if n, ok := v.(int64); ok {
+		// With 'hold' the script answers 2 + the hold time (index.go).
+		v = l.releasedHold(resource, n)
 	}
 	return replies.Release("release", v)
 }

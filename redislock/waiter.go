@@ -90,6 +90,8 @@ type Waiter struct {
 	ps     *redis.PubSub
 	closed bool
 	count  int
+	// watchers are the event watchers of each lock key (watch.go).
+	watchers map[string]map[chan struct{}]struct{}
 
 	shutdown chan struct{} // closed by Close
 	done     chan struct{} // closed when the subscription loop has ended
@@ -321,6 +323,7 @@ func (w *Waiter) wakeHeadsLocked() {
 			signal(f.Value.(*waiter).wake)
 		}
 	}
+	w.wakeWatchersLocked("")
 }
 
 // notify hands a release of key to the head of its queue.
@@ -332,6 +335,7 @@ func (w *Waiter) notify(key string) {
 			signal(f.Value.(*waiter).wake)
 		}
 	}
+	w.wakeWatchersLocked(key)
 }
 
 func signal(c chan struct{}) {

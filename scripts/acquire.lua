@@ -11,6 +11,11 @@
 --         release publishes (release.lua); absent for a plain acquire
 -- ARGV[4] the waiter's id (with KEYS[3]); a grant removes it from there
 -- ARGV[5] milliseconds the waiters key must live at least (with KEYS[3])
+-- [locks index] ARGV[6] = 'index': the LAST key is the tenant's lock index
+--         (a zset scored 0, keyspace.LockIndex) and ARGV[7] the resource;
+--         a new grant adds the resource there. Given only where one
+--         script may touch two slots' keys (not on Redis Cluster; see
+--         docs/operations.md). Without a waiter, ARGV[4..5] are '' and '0'.
 --
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, owner, now_ms}  the caller holds the lease
 --        {0, token, acquired_at_ms, expires_at_ms, owner, now_ms}  someone else holds it
@@ -28,20 +33,31 @@ local ttl = tonumber(ARGV[2])
 local retention = tonumber(ARGV[3])
 local exp = now_ms + ttl
 
+-- [locks index] which keys are which (block kept apart for the hot path)
+local waiters = KEYS[3]
+local index = nil
+if ARGV[6] == 'index' then
+  index = KEYS[#KEYS]
+  if #KEYS == 3 then
+    waiters = nil
+  end
+end
+-- [/locks index]
+
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
 if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
   if cur[1] ~= owner then
-    if KEYS[3] then
-      redis.call('HSET', KEYS[3], ARGV[4], 1)
-      if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[5]) then
-        redis.call('PEXPIRE', KEYS[3], ARGV[5])
+    if waiters then
+      redis.call('HSET', waiters, ARGV[4], 1)
+      if redis.call('PTTL', waiters) < tonumber(ARGV[5]) then
+        redis.call('PEXPIRE', waiters, ARGV[5])
       end
     end
     return {0, cur[2], cur[3], cur[4], cur[1], string.format('%.0f', now_ms)}
   end
   -- Same owner: idempotent re-acquire keeps the token and moves the expiry.
-  if KEYS[3] then
-    redis.call('HDEL', KEYS[3], ARGV[4])
+  if waiters then
+    redis.call('HDEL', waiters, ARGV[4])
   end
   redis.call('HSET', KEYS[1], 'expires_at', string.format('%.0f', exp))
   redis.call('PEXPIREAT', KEYS[1], exp)
@@ -69,7 +85,12 @@ local exps = string.format('%.0f', exp)
 -- and every earlier version's), so HSET replaces the whole lease.
 redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', acq, 'expires_at', exps)
 redis.call('PEXPIREAT', KEYS[1], exp)
-if KEYS[3] then
-  redis.call('HDEL', KEYS[3], ARGV[4])
+if waiters then
+  redis.call('HDEL', waiters, ARGV[4])
 end
+-- [locks index] a new holder enters the index (one command, no round trip)
+if index then
+  redis.call('ZADD', index, 0, ARGV[7])
+end
+-- [/locks index]
 return {1, tok, acq, exps, owner, acq}

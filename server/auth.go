@@ -95,6 +95,7 @@ func (s *Server) ReloadKeys() error {
 	}
 	s.warnIfKeyFileOpen()
 	s.log.Info("API keys reloaded", zap.Int("keys", len(keys)))
+	s.auditKeyReload(context.Background())
 	return nil
 }
 

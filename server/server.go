@@ -23,7 +23,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
@@ -101,6 +103,14 @@ type Config struct {
 	// TrustedProxies are the CIDRs (or addresses) of reverse proxies whose
 	// X-Forwarded-For is believed. Default none: the peer address.
 	TrustedProxies []string
+
+	// AuditRetention is how long audit records are kept (default
+	// leasegate.DefaultAuditRetention). LockClasses are the resource
+	// prefixes that label the contention metrics (docs/metrics.md).
+	// IndexSweepInterval: how often the lock index is swept (server/operator.go).
+	AuditRetention     time.Duration
+	LockClasses        []string
+	IndexSweepInterval time.Duration
 }
 
 // DefaultMaxWaiters is the default --max-waiters: at the per-waiter cost
@@ -134,6 +144,9 @@ func DefaultConfig() Config {
 		MaxHeaderBytes:    16 << 10,
 		ShutdownTimeout:   30 * time.Second,
 		MetricsAuth:       MetricsAuthOps,
+
+		AuditRetention:     leasegate.DefaultAuditRetention,
+		IndexSweepInterval: DefaultIndexSweepInterval,
 	}
 }
 
@@ -202,10 +215,13 @@ type Server struct {
 	keyring *auth.Keyring
 	waiter  *redislock.Waiter
 	hooks   *webhook.Deliverer
+	batcher *redislock.Batcher
+	// operator and audit serve the operator tools (operator.go).
+	operator *redislock.Operator
+	audit    *audit.Log
 	// guard checks the Redis deployment (redischeck.go); nil on the
 	// embedded Redis.
-	guard   *redisGuard
-	batcher *redislock.Batcher
+	guard *redisGuard
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -259,6 +275,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		PublishOnlyToWaiters: true,
 		MinReplicas:          cfg.Redis.MinReplicas,
 		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
+		Index:                cfg.indexMode(),
+		OnRelease:            func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
 	})
 	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
 		Channel:    releaseChannel,
@@ -298,6 +316,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ReleaseChannel: releaseChannel, OpTimeout: cfg.HTTP.RequestTimeout,
 	})
 	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: NewAbuseLogger(abuseLog).Named("claims")})
+	s.wireOperator(&deps, locks)
 	if s.keyring != nil {
 		deps.Auth = s.keyring
 		s.keyring.CountRefusals(func(via, reason string) {
@@ -465,6 +484,8 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	hupCtx, stopHUP := context.WithCancel(ctx)
 	defer stopHUP()
 	s.reloadKeysOnSIGHUP(hupCtx)
+	go s.sweepIndexes(hupCtx)
+	go s.sampleActivity(hupCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	select {

@@ -42,6 +42,8 @@ const usage = `leasegate: a Redis-native lock gateway
 Usage:
   leasegate serve [flags]        run the gateway (embedded Redis unless --redis-url)
   leasegate abuse list|show|clear|ban|unban   review flagged users (ops)
+  leasegate audit [flags]        the audit trail of operator actions (ops)
+  leasegate watch RESOURCE       print the changes of a lock as they happen
   leasegate keys hash [flags]    hash an API key for the key file (docs/auth.md)
   leasegate lock [flags] RESOURCE -- CMD [ARGS...]
                                  run CMD holding the lock on RESOURCE, with its
@@ -73,6 +75,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdServe(ctx, args[1:], stdout, stderr, getenv)
 	case "abuse":
 		err = cmdAbuse(ctx, args[1:], stdout, stderr, getenv)
+	case "audit":
+		err = cmdAudit(ctx, args[1:], stdout, stderr, getenv)
+	case "watch":
+		err = cmdWatch(ctx, args[1:], stdout, stderr, getenv)
 	case "keys":
 		err = cmdKeys(args[1:], stdin, stdout, stderr)
 	case "lock":

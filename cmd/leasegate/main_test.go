@@ -98,8 +98,11 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_REDIS_TLS_INSECURE_SKIP_VERIFY": "true",
 			"LEASEGATE_MIN_REPLICAS":                   "2",
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
-			"LEASEGATE_ALLOW_EVICTION":                 "true",
 			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
+			"LEASEGATE_ALLOW_EVICTION":                 "true",
+			"LEASEGATE_LOCK_CLASSES":                   "checkin:,payments/",
+			"LEASEGATE_AUDIT_RETENTION":                "720h",
+			"LEASEGATE_INDEX_SWEEP_INTERVAL":           "30s",
 
 			"LEASEGATE_ABUSE_POLICY_FILE":    "/etc/leasegate/policies.json",
 			"LEASEGATE_ABUSE_MAX_ATTEMPTS":   "9",
@@ -159,8 +162,11 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.TLSInsecureSkipVerify = true
 		want.Redis.MinReplicas = 2
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
-		want.Redis.AllowEviction = true
 		want.NoAutoPipeline = true
+		want.Redis.AllowEviction = true
+		want.LockClasses = []string{"checkin:", "payments/"}
+		want.AuditRetention = 720 * time.Hour
+		want.IndexSweepInterval = 30 * time.Second
 		wantAbuse := abuseFlags{
 			policyFile:    "/etc/leasegate/policies.json",
 			maxAttempts:   9,

@@ -40,6 +40,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	fs.StringVar(logLevel, "log-level", *logLevel, "debug, info, warn or error")
 	authFlags(fs, cfg)
 	webhookFlags(fs, cfg)
+	operatorFlags(fs, cfg)
 	af := &abuseFlags{}
 	af.bind(fs)
 	return af

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
@@ -50,6 +52,9 @@ type Options struct {
 	// Primitives wires a semaphore.Service (on the app's Waiter, if any)
 	// and a claim.Service: the /semaphores and /claims routes.
 	Primitives bool
+	// WatchPoll is how often lock event watchers re-read the lease
+	// (default 20 ms, so tests see acquires and renewals at once).
+	WatchPoll time.Duration
 	// Locks replaces the lock service built on the backend (a service on
 	// a Scripter that misbehaves, say). The backend may then be nil.
 	Locks leasegate.LockService
@@ -70,6 +75,10 @@ type App struct {
 	// Semaphores and Claims are nil unless Options.Primitives.
 	Semaphores *semaphore.Service
 	Claims     *claim.Service
+	// Operator and Audit serve the operator tools (nil when Options.Locks
+	// replaced the lock service).
+	Operator *redislock.Operator
+	Audit    *audit.Log
 	// Ring is nil unless Options.Keys.
 	Ring    *auth.Keyring
 	Metrics *metrics.Metrics
@@ -99,6 +108,11 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 			t.Cleanup(a.Waiter.Close)
 		}
 		a.Locks = redislock.NewService(a.Locker, a.Waiter, 0)
+		a.Operator = redislock.NewOperator(b.RDB, a.Locker, a.Waiter, redislock.OperatorOptions{
+			WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond),
+			OnExpired: func(_, resource string) { a.Metrics.ObserveExpiry(resource) },
+		})
+		a.Audit = audit.New(b.RDB, audit.Options{Prefix: o.Prefix})
 	}
 	if o.UserLocks {
 		a.Abuse = abuse.New(b.RDB, abuse.Options{Prefix: o.Prefix, Policies: o.Policies, Log: logger(a.AbuseLog, zapcore.InfoLevel)})
@@ -143,6 +157,17 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 	}
 	if a.Semaphores != nil {
 		d.Semaphores, d.Claims = a.Semaphores, a.Claims
+	}
+	if a.Operator != nil {
+		rec := audit.Recorder{Log: a.Audit, Errors: d.Log}
+		d.Operator = audit.Locks{LockOperator: a.Operator, Rec: rec}
+		d.Audit = a.Audit
+		if d.Flags != nil {
+			d.Flags = audit.Flags{FlagRegistry: d.Flags, Rec: rec}
+		}
+		if d.Claims != nil {
+			d.Claims = audit.Claims{ClaimService: d.Claims, Rec: rec}
+		}
 	}
 	switch {
 	case ring != nil:

@@ -1,0 +1,112 @@
+package audit
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate"
+)
+
+// Recorder writes audit records for the wrappers: a failed write is
+// logged (the action itself has happened and is answered as done).
+type Recorder struct {
+	Log    leasegate.AuditLog
+	Errors *zap.Logger
+	// Timeout bounds one write, which runs even when the request's
+	// context has ended (default 2 s).
+	Timeout time.Duration
+}
+
+// Record writes one record of action on target by meta's operator.
+func (r Recorder) Record(ctx context.Context, tenant, action, target, reason string, meta leasegate.RequestMeta) {
+	if r.Log == nil {
+		return
+	}
+	d := r.Timeout
+	if d <= 0 {
+		d = 2 * time.Second
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	err := r.Log.Record(c, tenant, leasegate.AuditRecord{
+		Actor: leasegate.AuditActor(meta.Operator), Action: action, Target: target,
+		Reason: reason, RequestID: meta.RequestID,
+	})
+	if err != nil && r.Errors != nil {
+		r.Errors.Error("could not write an audit record", zap.String("action", action),
+			zap.String("tenant", tenant), zap.String("target", target), zap.Error(err))
+	}
+}
+
+// Locks records the forced releases of a LockOperator.
+type Locks struct {
+	leasegate.LockOperator
+	Rec Recorder
+}
+
+// ForceRelease implements leasegate.LockOperator.
+func (l Locks) ForceRelease(ctx context.Context, tenant, resource, reason string, meta leasegate.RequestMeta) (leasegate.Lock, error) {
+	lk, err := l.LockOperator.ForceRelease(ctx, tenant, resource, reason, meta)
+	if err == nil {
+		l.Rec.Record(ctx, tenant, leasegate.AuditForceRelease, "lock:"+resource, reason+holder(lk), meta)
+	}
+	return lk, err
+}
+
+// holder is what the reason of a forced release adds about the lease.
+func holder(lk leasegate.Lock) string {
+	return " (owner " + strconv.Quote(lk.Owner) + ", token " + strconv.FormatInt(lk.Token, 10) + ")"
+}
+
+// Flags records the bans, unbans and clears of a FlagRegistry.
+type Flags struct {
+	leasegate.FlagRegistry
+	Rec Recorder
+}
+
+// ClearFlags implements leasegate.FlagRegistry.
+func (f Flags) ClearFlags(ctx context.Context, tenant, userID string, meta leasegate.RequestMeta) error {
+	err := f.FlagRegistry.ClearFlags(ctx, tenant, userID, meta)
+	if err == nil {
+		f.Rec.Record(ctx, tenant, leasegate.AuditClear, "user:"+userID, "", meta)
+	}
+	return err
+}
+
+// BanUser implements leasegate.FlagRegistry.
+func (f Flags) BanUser(ctx context.Context, tenant, userID string, d time.Duration, reason string, meta leasegate.RequestMeta) (leasegate.Ban, error) {
+	b, err := f.FlagRegistry.BanUser(ctx, tenant, userID, d, reason, meta)
+	if err == nil {
+		f.Rec.Record(ctx, tenant, leasegate.AuditBan, "user:"+userID,
+			reason+" (for "+d.String()+")", meta)
+	}
+	return b, err
+}
+
+// Unban implements leasegate.FlagRegistry.
+func (f Flags) Unban(ctx context.Context, tenant, userID string, meta leasegate.RequestMeta) error {
+	err := f.FlagRegistry.Unban(ctx, tenant, userID, meta)
+	if err == nil {
+		f.Rec.Record(ctx, tenant, leasegate.AuditUnban, "user:"+userID, "", meta)
+	}
+	return err
+}
+
+// Claims records the forced removals of a ClaimService.
+type Claims struct {
+	leasegate.ClaimService
+	Rec Recorder
+}
+
+// Remove implements leasegate.ClaimService.
+func (c Claims) Remove(ctx context.Context, tenant, scope, key, reason string, meta leasegate.RequestMeta) (leasegate.ClaimState, error) {
+	st, err := c.ClaimService.Remove(ctx, tenant, scope, key, reason, meta)
+	if err == nil {
+		c.Rec.Record(ctx, tenant, leasegate.AuditClaimRemove, "claim:"+scope+"/"+key,
+			reason+" (was "+st.String()+")", meta)
+	}
+	return st, err
+}

@@ -1,0 +1,272 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasegate/leasegate"
+)
+
+// Seeing and acting on locks (ops role; docs/operations.md).
+
+// HeldLock is a live lease as the listing shows it.
+type HeldLock struct {
+	Resource   string    `json:"resource"`
+	Owner      string    `json:"owner"`
+	Token      int64     `json:"token"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	// Waiters is how many acquires wait on it (best effort).
+	Waiters int `json:"waiters"`
+}
+
+// LockList is one page of List.
+type LockList struct {
+	Items []HeldLock `json:"items"`
+	// NextCursor is "" after the last page.
+	NextCursor string `json:"-"`
+}
+
+// ListOptions select a page of List.
+type ListOptions struct {
+	Prefix string
+	Limit  int // 1..1000; 0: the gateway's default (100)
+	Cursor string
+}
+
+type pageCursor struct {
+	NextCursor *string `json:"next_cursor"`
+}
+
+// List returns a page of the live leases of the key's tenant whose
+// resource starts with opts.Prefix, in resource order (ops role).
+func (c *Client) List(ctx context.Context, opts ListOptions) (LockList, error) {
+	q := url.Values{}
+	if opts.Prefix != "" {
+		q.Set("prefix", opts.Prefix)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	var out struct {
+		LockList
+		pageCursor
+	}
+	_, err := c.do(ctx, http.MethodGet, withQuery("/locks", q), nil, &out)
+	if nc := out.pageCursor.NextCursor; nc != nil {
+		out.LockList.NextCursor = *nc
+	}
+	return out.LockList, err
+}
+
+// ForceRelease ends whoever's lease on resource (ops role), with reason
+// (1..500 bytes) for the audit trail, and returns the lease that ended.
+// ErrNotFound when nothing is held.
+func (c *Client) ForceRelease(ctx context.Context, resource, reason string) (HeldLock, error) {
+	var out struct {
+		Released HeldLock `json:"released"`
+	}
+	_, err := c.do(ctx, http.MethodDelete, "/locks/"+url.PathEscape(resource)+"?force=true",
+		map[string]string{"reason": reason}, &out)
+	return out.Released, err
+}
+
+// AuditRecord is one operator action.
+type AuditRecord struct {
+	At        time.Time `json:"at"`
+	Actor     string    `json:"actor"`
+	Action    string    `json:"action"`
+	Target    string    `json:"target"`
+	Reason    string    `json:"reason"`
+	RequestID string    `json:"request_id"`
+}
+
+// AuditPage is one page of Audit, newest first.
+type AuditPage struct {
+	Items      []AuditRecord `json:"items"`
+	NextCursor string        `json:"-"`
+}
+
+// Audit returns a page of the audit trail (ops role); cursor "" is the
+// newest.
+func (c *Client) Audit(ctx context.Context, limit int, cursor string) (AuditPage, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out struct {
+		AuditPage
+		pageCursor
+	}
+	_, err := c.do(ctx, http.MethodGet, withQuery("/audit", q), nil, &out)
+	if nc := out.pageCursor.NextCursor; nc != nil {
+		out.AuditPage.NextCursor = *nc
+	}
+	return out.AuditPage, err
+}
+
+func withQuery(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+// Event is one change of a lock (Watch): Kind is state, acquired,
+// renewed, released, expired or force-released; Lock is nil only for a
+// state event of a free resource.
+type Event struct {
+	Kind string
+	Lock *HeldLock
+	At   time.Time
+}
+
+// Watch streams the changes of resource to fn (any role) until ctx ends
+// (nil), fn returns an error (that error) or the stream fails. The first
+// event is the state. It uses the Client's transport without its timeout.
+func (c *Client) Watch(ctx context.Context, resource string, fn func(Event) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/locks/"+url.PathEscape(resource)+"/events", nil)
+	if err != nil {
+		return fmt.Errorf("leasegate: %w", err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	hc := *c.hc
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("leasegate: watch %s: %w", resource, noAnswerError{err})
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		e := &Error{Status: resp.StatusCode}
+		if json.Unmarshal(data, e) != nil || e.Type == "" {
+			e.Title, e.Detail = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
+		}
+		if code, ok := leasegate.CodeOfType(e.Type); ok {
+			e.Code = code
+		} else {
+			e.Code = codeForStatus(resp.StatusCode)
+		}
+		return e
+	}
+	sc := bufio.NewScanner(resp.Body)
+	kind, data := "", ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			kind = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		case line == "" && kind != "":
+			ev := Event{Kind: kind}
+			if data != "null" {
+				var v struct {
+					HeldLock
+					At time.Time `json:"at"`
+				}
+				if err := json.Unmarshal([]byte(data), &v); err != nil {
+					return fmt.Errorf("leasegate: watch %s: event %s: %w", resource, kind, err)
+				}
+				ev.Lock, ev.At = &v.HeldLock, v.At
+			}
+			if kind == "error" {
+				return fmt.Errorf("%w: the event stream of %s failed", leasegate.ErrUnavailable, resource)
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+			kind, data = "", ""
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("leasegate: watch %s: %w", resource, noAnswerError{err})
+	}
+	return fmt.Errorf("leasegate: watch %s: the gateway ended the stream", resource)
+}
+
+// Operator is the gateway's operator routes as the domain's
+// leasegate.LockOperator (tenant "" only, as for Locks). reason is sent
+// with a forced release; meta is not (the gateway records the request's
+// own). Watch converts the stream's events and never closes events.
+func (c *Client) Operator() leasegate.LockOperator { return lockOperator{c} }
+
+type lockOperator struct{ c *Client }
+
+func (h HeldLock) domain() leasegate.HeldLock {
+	return leasegate.HeldLock{Lock: leasegate.Lock{Resource: h.Resource, Owner: h.Owner, Token: h.Token,
+		AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC()}, Waiters: h.Waiters}
+}
+
+func (o lockOperator) List(ctx context.Context, tenant, prefix, cursor string, limit int) (leasegate.LockPage, error) {
+	if err := checkTenant(tenant); err != nil {
+		return leasegate.LockPage{}, err
+	}
+	p, err := o.c.List(ctx, ListOptions{Prefix: prefix, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return leasegate.LockPage{}, domainErr(err)
+	}
+	out := leasegate.LockPage{Items: make([]leasegate.HeldLock, 0, len(p.Items)), NextCursor: p.NextCursor}
+	for _, h := range p.Items {
+		out.Items = append(out.Items, h.domain())
+	}
+	return out, nil
+}
+
+func (o lockOperator) ForceRelease(ctx context.Context, tenant, resource, reason string, _ leasegate.RequestMeta) (leasegate.Lock, error) {
+	if err := checkTenant(tenant); err != nil {
+		return leasegate.Lock{}, err
+	}
+	h, err := o.c.ForceRelease(ctx, resource, reason)
+	if err != nil {
+		return leasegate.Lock{}, domainErr(err, leasegate.ErrLockNotHeld)
+	}
+	return h.domain().Lock, nil
+}
+
+func (o lockOperator) Watch(ctx context.Context, tenant, resource string, events chan<- leasegate.LockEvent) error {
+	if err := checkTenant(tenant); err != nil {
+		return err
+	}
+	err := o.c.Watch(ctx, resource, func(e Event) error {
+		ev := leasegate.LockEvent{Kind: leasegate.LockEventKind(e.Kind), At: e.At}
+		if e.Lock != nil {
+			lk := e.Lock.domain().Lock
+			ev.Lock = &lk
+		}
+		select {
+		case events <- ev:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return domainErr(err)
+}

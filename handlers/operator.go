@@ -1,0 +1,296 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/leasegate/leasegate"
+)
+
+// Seeing and acting on locks (docs/api.md, docs/operations.md): the
+// listing, forced releases, the audit trail and the events of a resource.
+
+// DefaultEventsHeartbeat is how often an event stream sends a comment
+// line when nothing happens (the contract: at least every 15 s).
+const DefaultEventsHeartbeat = 15 * time.Second
+
+// heldJSONItem is HELD in the contract: LOCK and its waiters.
+type heldJSONItem struct {
+	lockJSON
+	Waiters int `json:"waiters"`
+}
+
+type lockPageJSON struct {
+	Items      []heldJSONItem `json:"items"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+type auditJSON struct {
+	At        string `json:"at"`
+	Actor     string `json:"actor"`
+	Action    string `json:"action"`
+	Target    string `json:"target"`
+	Reason    string `json:"reason"`
+	RequestID string `json:"request_id"`
+}
+
+type auditPageJSON struct {
+	Items      []auditJSON `json:"items"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+type releasedJSON struct {
+	Released lockJSON `json:"released"`
+}
+
+// eventJSON is the data of an event: LOCK and at.
+type eventJSON struct {
+	lockJSON
+	At string `json:"at"`
+}
+
+func cursorJSON(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// registerOperator adds the operator routes when their services are given.
+func (a *API) registerOperator(e *echo.Echo, client, ops []echo.MiddlewareFunc) {
+	if a.deps.Operator != nil {
+		e.GET("/locks", a.listLocks, ops...)
+		e.GET("/locks/:resource/events", a.lockEvents, client...)
+	}
+	if a.deps.Audit != nil {
+		e.GET("/audit", a.listAudit, ops...)
+	}
+}
+
+// oneQuery reads query parameter k given at most once.
+func oneQuery(q url.Values, ck *checker, k string) (string, bool) {
+	v, ok := q[k]
+	if !ok {
+		return "", false
+	}
+	if len(v) != 1 {
+		ck.fail(k, "given more than once")
+		return "", false
+	}
+	return v[0], true
+}
+
+// pageLimit reads ?limit= (1..MaxListLimit, default DefaultListLimit).
+func pageLimit(q url.Values, ck *checker) int {
+	v, ok := oneQuery(q, ck, "limit")
+	if !ok {
+		return leasegate.DefaultListLimit
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || !isIntLiteral(v) || n < 1 || n > leasegate.MaxListLimit {
+		ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxListLimit))
+	}
+	return n
+}
+
+func (a *API) listLocks(c echo.Context) error {
+	var ck checker
+	noQuery(c, &ck, "prefix", "limit", "cursor")
+	q := c.QueryParams()
+	prefix, _ := oneQuery(q, &ck, "prefix")
+	if len(prefix) > 255 || hasControl(prefix) {
+		ck.fail("prefix", "must be at most 255 bytes without control characters")
+	}
+	limit := pageLimit(q, &ck)
+	cursor, hasCursor := oneQuery(q, &ck, "cursor")
+	if hasCursor && (cursor == "" || len(cursor) > 255) {
+		ck.fail("cursor", "must be a next_cursor from a previous page")
+	}
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	page, err := a.deps.Operator.List(ctx, tenantOf(c), prefix, cursor, limit)
+	if err != nil {
+		return err
+	}
+	out := lockPageJSON{Items: make([]heldJSONItem, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
+	for _, h := range page.Items {
+		out.Items = append(out.Items, heldJSONItem{lockJSON: toLockJSON(h.Lock), Waiters: h.Waiters})
+	}
+	return sendJSON(c, http.StatusOK, out)
+}
+
+// forceRelease is DELETE /locks/{resource}?force=true (ops): the release
+// route hands it every request with force=true (any other force value is
+// an unknown parameter of a plain release).
+func (a *API) forceRelease(c echo.Context, q url.Values) error {
+	if a.deps.Operator == nil {
+		return problem(leasegate.CodeNotFound, "forced releases are not served here")
+	}
+	if !principal(c).Role.Allows(leasegate.RoleOps) {
+		return problem(leasegate.CodeForbidden, "only an ops key may force a release")
+	}
+	body, err := readBody(c, a.cfg.BodyLimit)
+	if err != nil {
+		return err
+	}
+	fields, err := decodeObject(body, "reason")
+	if err != nil {
+		return err
+	}
+	var ck checker
+	resource := resourceParam(c, &ck)
+	for k := range q {
+		if k != "force" && k != "reason" {
+			ck.fail(k, "unknown query parameter")
+		}
+	}
+	if f, _ := oneQuery(q, &ck, "force"); f != "true" {
+		ck.fail("force", "must be true")
+	}
+	reason := claimReason(&ck, fields, q)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	lk, err := a.deps.Operator.ForceRelease(ctx, tenantOf(c), resource, reason, requestMeta(c))
+	if err != nil {
+		return err
+	}
+	a.m.ObserveForceRelease(resource, time.Since(lk.AcquiredAt))
+	return sendJSON(c, http.StatusOK, releasedJSON{Released: toLockJSON(lk)})
+}
+
+func (a *API) listAudit(c echo.Context) error {
+	var ck checker
+	noQuery(c, &ck, "limit", "cursor")
+	q := c.QueryParams()
+	limit := pageLimit(q, &ck)
+	cursor, hasCursor := oneQuery(q, &ck, "cursor")
+	if hasCursor && (cursor == "" || len(cursor) > 64) {
+		ck.fail("cursor", "must be a next_cursor from a previous page")
+	}
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	page, err := a.deps.Audit.List(ctx, tenantOf(c), cursor, limit)
+	if err != nil {
+		return err
+	}
+	out := auditPageJSON{Items: make([]auditJSON, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
+	for _, r := range page.Items {
+		out.Items = append(out.Items, auditJSON{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
+			Target: r.Target, Reason: r.Reason, RequestID: r.RequestID})
+	}
+	return sendJSON(c, http.StatusOK, out)
+}
+
+// lockEvents is GET /locks/{resource}/events: a Server-Sent Events stream
+// of the resource's changes. One goroutine (the watcher) and a channel of
+// eventBuffer events per connection; the watcher blocks while the client
+// reads slowly, so memory stays bounded. Both end when the client goes.
+func (a *API) lockEvents(c echo.Context) error {
+	var ck checker
+	resource := resourceParam(c, &ck)
+	noQuery(c, &ck)
+	if err := ck.err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	events := make(chan leasegate.LockEvent, eventBuffer)
+	done := make(chan error, 1)
+	go func() { done <- a.deps.Operator.Watch(ctx, tenantOf(c), resource, events) }()
+	defer func() {
+		cancel()
+		<-done // the watcher has cleaned up when the handler returns
+	}()
+
+	var first leasegate.LockEvent
+	select {
+	case first = <-events:
+	case err := <-done:
+		done <- nil
+		if err == nil {
+			return clientGone()
+		}
+		return err
+	}
+	// A stream outlives the server's write timeout.
+	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Time{})
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := writeEvent(w, first); err != nil {
+		return nil
+	}
+	beat := a.cfg.EventsHeartbeat
+	if beat <= 0 {
+		beat = DefaultEventsHeartbeat
+	}
+	hb := time.NewTicker(beat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-done:
+			done <- nil
+			if err != nil {
+				// The store failed: say so and end; the client reconnects.
+				_, _ = w.Write([]byte("event: error\ndata: {\"type\":\"" + leasegate.ProblemBase + string(leasegate.CodeUnavailable) + "\"}\n\n"))
+				w.Flush()
+			}
+			return nil
+		case ev := <-events:
+			if err := writeEvent(w, ev); err != nil {
+				return nil
+			}
+		case <-hb.C:
+			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+				return nil
+			}
+			w.Flush()
+		}
+	}
+}
+
+// eventBuffer is how many events may wait for a slow client.
+const eventBuffer = 8
+
+func writeEvent(w *echo.Response, ev leasegate.LockEvent) error {
+	var data []byte
+	if ev.Lock == nil {
+		data = []byte("null")
+	} else {
+		var err error
+		data, err = json.Marshal(eventJSON{lockJSON: toLockJSON(*ev.Lock), At: leasegate.FormatTime(ev.At)})
+		if err != nil {
+			return err
+		}
+	}
+	buf := make([]byte, 0, len(data)+32)
+	buf = append(buf, "event: "...)
+	buf = append(buf, ev.Kind...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
+	w.Flush()
+	return nil
+}

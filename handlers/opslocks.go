@@ -1,0 +1,282 @@
+package handlers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/metrics"
+)
+
+// The Locks and Audit views of /ops/ (docs/operations.md): the tenant's
+// live locks with a forced release confirmed in a second step (no script
+// on the page), small charts of the last hour drawn here as inline SVG,
+// and the audit trail. Same protections as the abuse review (ops.go):
+// the page's authentication, CSRF double submit and same-origin posts.
+
+var opsLocksPages = template.Must(template.New("locks").Funcs(template.FuncMap{
+	"visible": visible,
+	"short": func(ts string) string {
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			return ts
+		}
+		return t.UTC().Format(time.DateTime)
+	},
+}).ParseFS(opsFiles, "opspage/locks.html"))
+
+// opsLocksPageSize is how many locks or audit records a page shows.
+const opsLocksPageSize = 50
+
+type opsChart struct {
+	Name       string
+	W, H       int
+	Line, Area string
+	Total, Max int64
+}
+
+type opsLockRow struct {
+	Resource, Owner, ExpiresAt, Left string
+	Token                            int64
+	Waiters                          int
+}
+
+type opsConfirm struct {
+	Resource, Owner, Left, Reason string
+	Token                         int64
+	Held                          bool
+}
+
+type opsAuditRow struct {
+	At, Actor, Action, Target, Reason, RequestID string
+}
+
+type opsLocksView struct {
+	Title, View, Tenant, Operator, CSRF string
+	Session, HasAbuse                   bool
+	Charts                              []opsChart
+	Flash                               *opsFlash
+	Prefix                              string
+	Locks                               []opsLockRow
+	Audit                               []opsAuditRow
+	Confirm                             *opsConfirm
+	Paged                               bool
+	FirstURL, NextURL                   string
+	PageSize                            int
+}
+
+var opsLocksMessages = map[string]opsFlash{
+	"released": {Kind: "ok", Text: "Force-released"},
+	"notheld":  {Kind: "error", Text: "Nothing to release: nobody holds"},
+	"invalid":  {Kind: "error", Text: "The request was not valid; nothing was changed."},
+}
+
+// registerOpsLocks adds the views (with an Operator) to the page.
+func (a *API) registerOpsLocks(e *echo.Echo, authn echo.MiddlewareFunc) {
+	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
+	// Behind the page's authentication: unlike ops.css, the login form
+	// does not need it.
+	e.GET("/ops/assets/locks.css", a.opsLocksAsset, page...)
+	e.GET("/ops/locks", a.opsLocks, page...)
+	e.POST("/ops/locks/release", a.opsForceRelease, page...)
+	if a.deps.Audit != nil {
+		e.GET("/ops/audit", a.opsAudit, page...)
+	}
+}
+
+func (a *API) opsLocksAsset(c echo.Context) error {
+	b, err := fs.ReadFile(opsFiles, "opspage/locks.css")
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", b)
+}
+
+func (a *API) opsLocksView(c echo.Context, title, view string) opsLocksView {
+	return opsLocksView{
+		Title: title, View: view, Tenant: tenantOf(c), Operator: principal(c).Actor(),
+		CSRF: a.csrfToken(c), Session: viaSession(c), HasAbuse: a.deps.Flags != nil,
+		PageSize: opsLocksPageSize,
+	}
+}
+
+func (a *API) renderOps(c echo.Context, name string, v opsLocksView) error {
+	var buf bytes.Buffer
+	if err := opsLocksPages.ExecuteTemplate(&buf, name, v); err != nil {
+		return err
+	}
+	pageHeaders(c.Response().Header())
+	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+// left says how long until t, for people: "45s", "12m 5s", "3h 2m".
+func left(t, now time.Time) string {
+	d := t.Sub(now).Truncate(time.Second)
+	switch {
+	case d <= 0:
+		return "expiring"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// charts draws the gateway's last hour (metrics.Activity) as polylines.
+func (a *API) charts(now time.Time) []opsChart {
+	act := a.m.Activity()
+	act.Sample(now)
+	series := act.Series(now)
+	const w, h = 240, 48
+	out := make([]opsChart, 0, len(series))
+	for i, pts := range series {
+		c := opsChart{Name: metrics.ActivityNames[i], W: w, H: h}
+		for _, p := range pts {
+			c.Total += int64(p)
+			c.Max = max(c.Max, int64(p))
+		}
+		scale := float64(h-2) / float64(max(c.Max, 1))
+		var line strings.Builder
+		for k, p := range pts {
+			x := float64(k) * float64(w) / float64(len(pts)-1)
+			y := float64(h) - p*scale
+			fmt.Fprintf(&line, "%.1f,%.1f ", x, y)
+		}
+		c.Line = strings.TrimSpace(line.String())
+		c.Area = fmt.Sprintf("0,%d %s %d,%d", h, c.Line, w, h)
+		out = append(out, c)
+	}
+	return out
+}
+
+func opsLocksURL(prefix, cursor string) string {
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if len(q) == 0 {
+		return "/ops/locks"
+	}
+	return "/ops/locks?" + q.Encode()
+}
+
+func (a *API) opsLocks(c echo.Context) error {
+	q := c.QueryParams()
+	prefix, cursor, msg := q.Get("prefix"), q.Get("cursor"), q.Get("msg")
+	if len(prefix) > 255 || hasControl(prefix) || len(cursor) > 255 || hasControl(cursor) {
+		return c.Redirect(http.StatusSeeOther, "/ops/locks?msg=invalid")
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	page, err := a.deps.Operator.List(ctx, tenantOf(c), prefix, cursor, opsLocksPageSize)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	v := a.opsLocksView(c, "locks", "locks")
+	v.Prefix, v.Paged, v.FirstURL = prefix, cursor != "", opsLocksURL(prefix, "")
+	v.Charts = a.charts(now)
+	if page.NextCursor != "" {
+		v.NextURL = opsLocksURL(prefix, page.NextCursor)
+	}
+	if f, ok := opsLocksMessages[msg]; ok {
+		if msg != "invalid" {
+			f.User = q.Get("resource")
+		}
+		v.Flash = &f
+	}
+	for _, h := range page.Items {
+		v.Locks = append(v.Locks, opsLockRow{
+			Resource: h.Resource, Owner: h.Owner, Token: h.Token, Waiters: h.Waiters,
+			ExpiresAt: leasegate.FormatTime(h.ExpiresAt), Left: left(h.ExpiresAt, now),
+		})
+	}
+	return a.renderOps(c, "locks.html", v)
+}
+
+// opsForceRelease is the page's forced release: the first post (from the
+// list) shows what would be released and asks again; the second, with
+// confirm=yes, releases and goes back to the list.
+func (a *API) opsForceRelease(c echo.Context) error {
+	form, err := a.pageForm(c)
+	if err != nil {
+		return err
+	}
+	resource, reason := form.Get("resource"), strings.TrimSpace(form.Get("reason"))
+	var ck checker
+	ck.resource(resource)
+	if reason == "" || len(reason) > maxReasonBytes || hasControl(reason) {
+		ck.fail("reason", "is required, at most 500 bytes")
+	}
+	back := func(msg string) error {
+		return c.Redirect(http.StatusSeeOther, "/ops/locks?"+url.Values{"msg": {msg}, "resource": {resource}}.Encode())
+	}
+	if ck.err() != nil {
+		return c.Redirect(http.StatusSeeOther, "/ops/locks?msg=invalid")
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	if form.Get("confirm") != "yes" {
+		v := a.opsLocksView(c, "force release", "locks")
+		cf := &opsConfirm{Resource: resource, Reason: reason}
+		if lk, err := a.deps.Locks.Status(ctx, tenantOf(c), resource); err == nil {
+			cf.Held, cf.Owner, cf.Token, cf.Left = true, lk.Owner, lk.Token, left(lk.ExpiresAt, time.Now())
+		} else if !errors.Is(err, leasegate.ErrLockNotHeld) {
+			return err
+		}
+		v.Confirm = cf
+		return a.renderOps(c, "confirm.html", v)
+	}
+	lk, err := a.deps.Operator.ForceRelease(ctx, tenantOf(c), resource, reason, requestMeta(c))
+	switch {
+	case errors.Is(err, leasegate.ErrLockNotHeld):
+		return back("notheld")
+	case err != nil:
+		a.log.Warn("ops page forced release failed", zap.Error(err))
+		return err
+	}
+	a.m.ObserveForceRelease(resource, time.Since(lk.AcquiredAt))
+	return back("released")
+}
+
+func (a *API) opsAudit(c echo.Context) error {
+	cursor := c.QueryParam("cursor")
+	if len(cursor) > 64 {
+		cursor = ""
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	page, err := a.deps.Audit.List(ctx, tenantOf(c), cursor, opsLocksPageSize)
+	var de *leasegate.Error
+	if errors.As(err, &de) && de.Code == leasegate.CodeValidation {
+		return c.Redirect(http.StatusSeeOther, "/ops/audit")
+	}
+	if err != nil {
+		return err
+	}
+	v := a.opsLocksView(c, "audit trail", "audit")
+	v.Paged = cursor != ""
+	if page.NextCursor != "" {
+		v.NextURL = "/ops/audit?cursor=" + url.QueryEscape(page.NextCursor)
+	}
+	for _, r := range page.Items {
+		v.Audit = append(v.Audit, opsAuditRow{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
+			Target: r.Target, Reason: r.Reason, RequestID: r.RequestID})
+	}
+	return a.renderOps(c, "audit.html", v)
+}

@@ -1,0 +1,140 @@
+package redislock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/scripts"
+)
+
+// IndexMode says how a grant enters its tenant's lock index (the sorted
+// set the listing pages; keyspace.LockIndex, docs/operations.md).
+type IndexMode int
+
+const (
+	// IndexAuto (the zero value): IndexSecondStep on a *redis.ClusterClient
+	// (or a Batcher on one), IndexInScript on anything else.
+	IndexAuto IndexMode = iota
+	// IndexInScript: acquire.lua adds the resource itself, atomically with
+	// the grant: one more command inside the script, no round trip. For a
+	// single Redis and Sentinel, where a script may touch keys of several
+	// hash tags.
+	IndexInScript
+	// IndexSecondStep: after a new grant, a second script call (IndexAdd,
+	// on the index's own slot) adds it before the acquire answers. For
+	// Redis Cluster, where one script may touch only one slot's keys.
+	IndexSecondStep
+	// IndexOff keeps no index (the listing then shows nothing new).
+	IndexOff
+)
+
+// indexMode resolves IndexAuto for rdb.
+func indexMode(m IndexMode, rdb redis.Scripter) IndexMode {
+	if m != IndexAuto {
+		return m
+	}
+	if b, ok := rdb.(*Batcher); ok {
+		if u, ok := b.rdb.(redis.Scripter); ok {
+			rdb = u
+		}
+	}
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		return IndexSecondStep
+	}
+	return IndexInScript
+}
+
+// indexFailures counts second-step index writes that failed (the lease is
+// granted but missing from listings until its next grant). Read it with
+// IndexFailures.
+var indexFailures atomic.Uint64
+
+// IndexFailures is how many IndexSecondStep writes failed in this process.
+func IndexFailures() uint64 { return indexFailures.Load() }
+
+// indexKeys caches each tenant's index key, so that an acquire or a
+// release does not build it (two allocations) every time. Shared by a
+// Locker and its Tenant views.
+type indexKeys struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+// maxCachedIndexKeys bounds the cache (tenants come from the key file).
+const maxCachedIndexKeys = 10000
+
+func (l *Locker) indexKey() string {
+	c := l.indexCache
+	if c == nil {
+		return l.keys.LockIndex(l.tenant)
+	}
+	c.mu.RLock()
+	k, ok := c.m[l.tenant]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = l.keys.LockIndex(l.tenant)
+	c.mu.Lock()
+	if len(c.m) < maxCachedIndexKeys {
+		c.m[l.tenant] = k
+	}
+	c.mu.Unlock()
+	return k
+}
+
+// indexInScript adds the index key and arguments to an acquire.lua call
+// when the script writes the index (IndexInScript).
+func (l *Locker) indexInScript(resource string, keys []string, args []interface{}) ([]string, []interface{}) {
+	if l.opts.Index != IndexInScript {
+		return keys, args
+	}
+	if len(keys) == 2 {
+		args = append(args, "", 0)
+	}
+	return append(keys, l.indexKey()), append(args, "index", resource)
+}
+
+// indexSecondStep adds a new grant to the index with IndexSecondStep.
+// Best effort: the lease is granted whatever happens here.
+func (l *Locker) indexSecondStep(ctx context.Context, resource string) {
+	if l.opts.Index != IndexSecondStep {
+		return
+	}
+	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.indexKey()}, resource).Err(); err != nil {
+		indexFailures.Add(1)
+	}
+}
+
+// releaseExtras adds to a release.lua call the index (IndexInScript) and
+// the request for the hold time (Options.OnRelease).
+func (l *Locker) releaseExtras(resource string, keys []string, args []interface{}) ([]string, []interface{}) {
+	inScript := l.opts.Index == IndexInScript
+	if !inScript && l.opts.OnRelease == nil {
+		return keys, args
+	}
+	hold, index := "", ""
+	if l.opts.OnRelease != nil {
+		hold = "hold"
+	}
+	if inScript {
+		index = "index"
+		keys = append(keys, l.indexKey())
+	}
+	return keys, append(args, hold, index, resource)
+}
+
+// releasedHold decodes release.lua's answer with 'hold': 2 + the hold
+// time in milliseconds (an integer, so no array to decode), and reports
+// the hold time. Other answers pass as they are.
+func (l *Locker) releasedHold(resource string, n int64) int64 {
+	if n < 2 || l.opts.OnRelease == nil {
+		return n // without 'hold', 2 and up are no documented answer
+	}
+	l.opts.OnRelease(l.tenant, resource, time.Duration(n-2)*time.Millisecond)
+	return 1
+}

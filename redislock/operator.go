@@ -1,0 +1,302 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/scriptreply"
+	"github.com/leasegate/leasegate/scripts"
+)
+
+// Operator is the domain's leasegate.LockOperator on Redis: the listing
+// (over the tenant's lock index), forced releases and event watchers. It
+// needs a plain client (pipelines, ZRANGEBYLEX), not only a Scripter.
+type Operator struct {
+	rdb    redis.Cmdable
+	locks  *Locker
+	waiter *Waiter
+	opts   OperatorOptions
+}
+
+var _ leasegate.LockOperator = (*Operator)(nil)
+
+// OperatorOptions configure an Operator; zero values take the defaults.
+type OperatorOptions struct {
+	// OpTimeout bounds each Redis call of a watcher (DefaultOpTimeout).
+	OpTimeout time.Duration
+	// WatchPoll is how often a watcher re-reads the lease to see acquires
+	// and renewals, which publish nothing (default 1 s).
+	WatchPoll time.Duration
+	// ExpiryMargin is added to expires_at before a watcher re-checks
+	// (default 50 ms), so an expiry is reported well within 1 s.
+	ExpiryMargin time.Duration
+	// InterestTTL is how long a watcher's entry among the waiters lives
+	// unless refreshed (every third of it; default 30 s).
+	InterestTTL time.Duration
+	// ForcedTTL is how long the forced key of a force-released lease
+	// lives, for watchers (default 1 min).
+	ForcedTTL time.Duration
+	// OnExpired, when set, is told of each lease that ended without a
+	// release: an index entry a listing or sweep prunes. Releases take
+	// their entry out only with IndexInScript, so it is called only then
+	// (not on Redis Cluster).
+	OnExpired func(tenant, resource string)
+	// MaxListRounds bounds the index reads of one listing page when stale
+	// entries are met (default 10): the page may then be short, with a
+	// cursor.
+	MaxListRounds int
+}
+
+// NewOperator returns an Operator for the leases of l, with watchers woken
+// by w's subscription (w nil: a Waiter without one; watchers then see
+// releases only by polling).
+func NewOperator(rdb redis.Cmdable, l *Locker, w *Waiter, opts OperatorOptions) *Operator {
+	if w == nil {
+		w = NewWaiter(nil, WaiterOptions{})
+	}
+	if opts.OpTimeout <= 0 {
+		opts.OpTimeout = DefaultOpTimeout
+	}
+	if opts.WatchPoll <= 0 {
+		opts.WatchPoll = time.Second
+	}
+	if opts.ExpiryMargin <= 0 {
+		opts.ExpiryMargin = 50 * time.Millisecond
+	}
+	if opts.InterestTTL <= 0 {
+		opts.InterestTTL = 30 * time.Second
+	}
+	if opts.ForcedTTL <= 0 {
+		opts.ForcedTTL = time.Minute
+	}
+	if opts.MaxListRounds <= 0 {
+		opts.MaxListRounds = 10
+	}
+	return &Operator{rdb: rdb, locks: l, waiter: w, opts: opts}
+}
+
+// List implements leasegate.LockOperator.
+//
+// It reads the index a page at a time (ZRANGEBYLEX ... LIMIT 0 n) and
+// checks each entry against its lock key in one pipeline, reading the
+// Redis clock after the leases: an entry whose lease is gone or past
+// expires_at is left out and pruned. Cost: O(log N + page) per round.
+func (o *Operator) List(ctx context.Context, tenant, prefix, cursor string, limit int) (leasegate.LockPage, error) {
+	if limit <= 0 {
+		limit = leasegate.DefaultListLimit
+	}
+	limit = min(limit, leasegate.MaxListLimit)
+	idx := o.locks.keys.LockIndex(tenant)
+	lo, hi := "-", "+"
+	if prefix != "" {
+		lo = "[" + prefix
+		// Resource names are UTF-8, which never has the byte 0xFF.
+		hi = "(" + prefix + "\xff"
+	}
+	if cursor != "" {
+		if prefix != "" && cursor < prefix {
+			cursor = ""
+		} else {
+			lo = "(" + cursor
+		}
+	}
+	page := leasegate.LockPage{Items: []leasegate.HeldLock{}}
+	last := ""
+	for round := 0; round < o.opts.MaxListRounds && len(page.Items) < limit; round++ {
+		want := limit - len(page.Items)
+		names, err := o.rdb.ZRangeByLex(ctx, idx, &redis.ZRangeBy{Min: lo, Max: hi, Count: int64(want)}).Result()
+		if err != nil {
+			return leasegate.LockPage{}, scriptreply.Unavailable(err)
+		}
+		if len(names) == 0 {
+			return page, nil
+		}
+		live, stale, err := o.check(ctx, tenant, names)
+		if err != nil {
+			return leasegate.LockPage{}, err
+		}
+		page.Items = append(page.Items, live...)
+		if len(stale) > 0 {
+			if err := o.prune(ctx, tenant, stale); err != nil {
+				return leasegate.LockPage{}, err
+			}
+		}
+		last = names[len(names)-1]
+		lo = "(" + last
+		if len(names) < want {
+			return page, nil
+		}
+	}
+	page.NextCursor = last
+	return page, nil
+}
+
+// check reads the leases of names: the live ones, with their waiters, and
+// the names whose lease is gone or expired.
+func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]leasegate.HeldLock, []string, error) {
+	countInRedis := o.locks.opts.PublishOnlyToWaiters
+	leases := make([]*redis.SliceCmd, len(names))
+	waiters := make([]*redis.StringSliceCmd, len(names))
+	var now *redis.TimeCmd
+	_, err := o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range names {
+			k := o.locks.keys.Resource(tenant, n)
+			leases[i] = p.HMGet(ctx, k.Lock(), "owner", "token", "acquired_at", "expires_at")
+			if countInRedis {
+				waiters[i] = p.HVals(ctx, k.Waiters())
+			}
+		}
+		now = p.Time(ctx)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, scriptreply.Unavailable(err)
+	}
+	nowMS := now.Val().UnixMilli()
+	var live []leasegate.HeldLock
+	var stale []string
+	for i, n := range names {
+		v := leases[i].Val()
+		f := make([]interface{}, 4)
+		ok := len(v) == 4
+		if ok {
+			// HMGET answers token, acquired_at, expires_at, owner order for decodeLock.
+			f[0], f[1], f[2], f[3] = v[1], v[2], v[3], v[0]
+		}
+		var lk leasegate.Lock
+		if ok && v[0] != nil && v[3] != nil {
+			var derr error
+			lk, derr = decodeLock(n, f)
+			ok = derr == nil
+		} else {
+			ok = false
+		}
+		if !ok || lk.ExpiresAt.UnixMilli() <= nowMS {
+			stale = append(stale, n)
+			continue
+		}
+		h := leasegate.HeldLock{Lock: lk}
+		if countInRedis {
+			for _, s := range waiters[i].Val() {
+				if s == "1" {
+					h.Waiters++
+				}
+			}
+		} else {
+			h.Waiters = o.waiter.Queued(o.locks.Tenant(tenant), n)
+		}
+		live = append(live, h)
+	}
+	return live, stale, nil
+}
+
+// prune takes names out of the index, then re-reads their lock keys and
+// puts back any that was granted meanwhile: a grant enters the index in
+// its script (or right after it), so either it came before the re-read
+// (and is put back) or its ZADD comes after the ZREM. An entry is thus
+// never lost while its lease lives.
+func (o *Operator) prune(ctx context.Context, tenant string, names []string) error {
+	idx := o.locks.keys.LockIndex(tenant)
+	members := make([]interface{}, len(names))
+	for i, n := range names {
+		members[i] = n
+	}
+	if err := o.rdb.ZRem(ctx, idx, members...).Err(); err != nil {
+		return scriptreply.Unavailable(err)
+	}
+	exists := make([]*redis.IntCmd, len(names))
+	if _, err := o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range names {
+			exists[i] = p.Exists(ctx, o.locks.keys.Resource(tenant, n).Lock())
+		}
+		return nil
+	}); err != nil {
+		return scriptreply.Unavailable(err)
+	}
+	var back []redis.Z
+	for i, n := range names {
+		switch {
+		case exists[i].Val() == 1:
+			back = append(back, redis.Z{Member: n})
+		case o.opts.OnExpired != nil && o.locks.opts.Index == IndexInScript:
+			o.opts.OnExpired(tenant, n)
+		}
+	}
+	if len(back) > 0 {
+		if err := o.rdb.ZAdd(ctx, idx, back...).Err(); err != nil {
+			return scriptreply.Unavailable(err)
+		}
+	}
+	return nil
+}
+
+// Sweep walks tenant's whole index in pages of batch and prunes the
+// entries of leases that ended without a listing seeing them (releases
+// and expiries leave their entry). It returns how many it removed.
+func (o *Operator) Sweep(ctx context.Context, tenant string, batch int) (int, error) {
+	if batch <= 0 {
+		batch = 500
+	}
+	idx := o.locks.keys.LockIndex(tenant)
+	lo, removed := "-", 0
+	for {
+		names, err := o.rdb.ZRangeByLex(ctx, idx, &redis.ZRangeBy{Min: lo, Max: "+", Count: int64(batch)}).Result()
+		if err != nil {
+			return removed, scriptreply.Unavailable(err)
+		}
+		if len(names) == 0 {
+			return removed, nil
+		}
+		_, stale, err := o.check(ctx, tenant, names)
+		if err != nil {
+			return removed, err
+		}
+		if len(stale) > 0 {
+			if err := o.prune(ctx, tenant, stale); err != nil {
+				return removed, err
+			}
+			removed += len(stale)
+		}
+		if len(names) < batch {
+			return removed, nil
+		}
+		lo = "(" + names[len(names)-1]
+	}
+}
+
+// ForceRelease implements leasegate.LockOperator.
+// reason and meta are not stored here: package audit records them.
+func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, _ string, _ leasegate.RequestMeta) (leasegate.Lock, error) {
+	k := o.locks.keys.Resource(tenant, resource)
+	only := "0"
+	if o.locks.opts.PublishOnlyToWaiters {
+		only = "1"
+	}
+	keys := []string{k.Lock(), k.Fence(), k.Waiters(), k.Forced()}
+	args := []interface{}{o.locks.opts.ReleaseChannel, k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
+		o.opts.ForcedTTL.Milliseconds()}
+	if o.locks.opts.Index == IndexInScript {
+		keys = append(keys, o.locks.keys.LockIndex(tenant))
+		args = append(args, resource)
+	}
+	v, err := scripts.ForceRelease.Run(ctx, o.rdb, keys, args...).Result()
+	if err != nil {
+		return leasegate.Lock{}, scriptreply.Unavailable(err)
+	}
+	arr, ok := v.([]interface{})
+	if !ok || len(arr) == 0 {
+		return leasegate.Lock{}, fmt.Errorf("%w: force_release: %v", ErrBadReply, v)
+	}
+	flag, ok := arr[0].(int64)
+	switch {
+	case ok && flag == 0 && len(arr) == 1:
+		return leasegate.Lock{}, ErrNotHeld
+	case ok && flag == 1 && len(arr) == 6:
+		return decodeLock(resource, arr[1:5])
+	}
+	return leasegate.Lock{}, fmt.Errorf("%w: force_release: %v", ErrBadReply, v)
+}
