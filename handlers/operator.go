@@ -226,8 +226,11 @@ func (a *API) lockEvents(c echo.Context) error {
 		}
 		return err
 	}
-	// A stream outlives the server's write timeout.
-	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Time{})
+	// A stream outlives the server's write timeout; each write instead has
+	// eventWriteTimeout, so a client that stops reading is let go.
+	rc := http.NewResponseController(c.Response())
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout)) }
+	deadline()
 	w := c.Response()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
@@ -256,10 +259,12 @@ func (a *API) lockEvents(c echo.Context) error {
 			}
 			return nil
 		case ev := <-events:
+			deadline()
 			if err := writeEvent(w, ev); err != nil {
 				return nil
 			}
 		case <-hb.C:
+			deadline()
 			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
 				return nil
 			}
@@ -270,6 +275,10 @@ func (a *API) lockEvents(c echo.Context) error {
 
 // eventBuffer is how many events may wait for a slow client.
 const eventBuffer = 8
+
+// eventWriteTimeout bounds each write of an event stream: a client that
+// reads nothing for that long is disconnected.
+const eventWriteTimeout = 30 * time.Second
 
 func writeEvent(w *echo.Response, ev leasegate.LockEvent) error {
 	var data []byte

@@ -90,3 +90,34 @@ func TestOperatorToolsAreWired(t *testing.T) {
 		t.Errorf("Sweep: %d, %v; want nothing stale (releases took their entries out)", n, err)
 	}
 }
+
+// TestEventStreamsOutliveTheWriteTimeout: --write-timeout bounds answers,
+// not event streams, which keep their heartbeats going past it.
+func TestEventStreamsOutliveTheWriteTimeout(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.HTTP.MaxWait = 200 * time.Millisecond
+	cfg.WriteTimeout = 500 * time.Millisecond
+	cfg.HTTP.EventsHeartbeat = 50 * time.Millisecond
+	s := start(t, cfg, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Addr()+"/locks/long/events", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	opened := time.Now()
+	buf := make([]byte, 4096)
+	beats := 0
+	for time.Since(opened) < 3*cfg.WriteTimeout {
+		n, err := res.Body.Read(buf)
+		if err != nil {
+			t.Fatalf("the stream ended after %v (%d heartbeats): %v", time.Since(opened), beats, err)
+		}
+		beats += strings.Count(string(buf[:n]), ": heartbeat")
+	}
+	if beats == 0 {
+		t.Error("no heartbeat")
+	}
+}
