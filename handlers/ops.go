@@ -137,6 +137,8 @@ type opsFlash struct {
 }
 
 type opsView struct {
+	// HasLocks: the Locks and Audit views exist (Deps.Operator); link them.
+	HasLocks bool
 	Tenant   string
 	Operator string
 	// Session: the operator logged in with /ops/login (show Log out).
@@ -334,6 +336,7 @@ func (a *API) opsPage(c echo.Context) error {
 	defer cancel()
 	tenant := tenantOf(c)
 	v := opsView{
+		HasLocks: a.deps.Operator != nil,
 		Tenant:   tenant,
 		Operator: principal(c).Actor(),
 		Lock:     q.Lock,
