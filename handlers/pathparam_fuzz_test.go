@@ -226,9 +226,11 @@ func FuzzUserLockPath(f *testing.F) {
 		if _, n2, u2 := rec.got(); n2 == nil || u2 == nil || *n2 != *gn || *u2 != *gu {
 			t.Fatalf("%q: sent escaped reached the service as %v, %v", target, n2, u2)
 		}
-		// The ops route reads {user_id} the same way.
+		// The ops route reads {user_id} the same way. (Only when the raw
+		// name has no '/': "0/" + "/" + "0" puts the router's split, and
+		// so the user it reads, elsewhere than the raw user.)
 		rec.reset()
-		if status, ok := serveRaw(e, "GET", "/abuse/flagged/"+user); ok {
+		if status, ok := serveRaw(e, "GET", "/abuse/flagged/"+user); ok && !strings.Contains(name, "/") {
 			_, _, fu := rec.got()
 			checkStatus(t, "/abuse/flagged/"+user, status, fu != nil)
 			if fu == nil || *fu != *gu {
