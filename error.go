@@ -197,7 +197,10 @@ func ErrorOf(err error) (*Error, bool) {
 	}
 	var e *Error
 	if errors.As(err, &e) {
-		return e, e.Code == CodeUnavailable || e.Code == CodeInternal
+		// A full waiting queue is this gateway's capacity answering, not
+		// a failure: not logged as one (it is counted, and answered 503).
+		failure := e.Code == CodeUnavailable && !errors.Is(err, ErrTooManyWaiters)
+		return e, failure || e.Code == CodeInternal
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Code: CodeUnavailable, Message: UnavailableMessage, RetryAfter: DefaultRetryAfter}, true
