@@ -51,6 +51,8 @@ type modelInput struct {
 	owner    string
 	reqToken int64
 	ttl      int64
+	// waited: an acquire with wait_ms > 0.
+	waited bool
 }
 
 type modelOutput struct {
@@ -120,6 +122,13 @@ func stepAcquire(s leaseState, in modelInput, out modelOutput) []leaseState {
 		}
 		return []leaseState{granted}
 	case outNotGranted:
+		if in.waited {
+			// A wait that ran out answers with the last contended reply
+			// it had (docs/waiting.md): when Redis stalled, the lease it
+			// names may have ended meanwhile. Not being granted is always
+			// safe; such an answer observes nothing the model can check.
+			return []leaseState{s}
+		}
 		// Someone else must (maybe) hold a lease at a time >= clock.
 		if s.owner == "" || s.owner == in.owner || !s.live(s.clock) {
 			return nil
@@ -230,7 +239,7 @@ func porcupineOps(ops []op) []porcupine.Operation {
 		}
 		res = append(res, porcupine.Operation{
 			ClientId: o.Client,
-			Input:    modelInput{kind: o.Kind, owner: o.Owner, reqToken: o.ReqToken, ttl: o.TTLms},
+			Input:    modelInput{kind: o.Kind, owner: o.Owner, reqToken: o.ReqToken, ttl: o.TTLms, waited: o.WaitMs > 0},
 			Call:     o.Call,
 			Output:   modelOutput{outcome: o.Outcome, token: o.Token, expires: o.ExpiresAt, now: o.now()},
 			Return:   ret,

@@ -59,6 +59,9 @@ func TestLeaseModel(t *testing.T) {
 		{"not-granted with nobody holding the lock is illegal", []op{
 			notGranted("b", 0, 1),
 		}, porcupine.Illegal},
+		{"a waiting acquire that ran out without the lock observes nothing", []op{
+			{Kind: kindAcquire, Owner: "b", TTLms: 1000, WaitMs: 500, Call: 0, Return: 1, Outcome: outNotGranted},
+		}, porcupine.Ok},
 		{"a 404 proves the lease expired, so no decision comes before its expiry", []op{
 			grant("a", 0, 1, 10, 5000),
 			{Kind: kindRenew, Owner: "a", ReqToken: 10, TTLms: 1000, Call: 2, Return: 3, Outcome: outNotFound},
