@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/outbox"
 	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/metrics"
@@ -94,9 +95,9 @@ type Service struct {
 	keys keyspace.Space
 	log  *zap.Logger
 	m    *metrics.Metrics
-	// cluster: rdb is a Redis Cluster client (the outbox is then written
-	// in a second step, outbox.go).
-	cluster bool
+	// out writes the webhook events (on Redis Cluster in a second step,
+	// outbox.go).
+	out *outbox.Writer
 }
 
 // New returns a Service on rdb.
@@ -110,8 +111,10 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.NewForTest()
 	}
-	_, cluster := rdb.(*redis.ClusterClient)
-	return &Service{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, log: opts.Log, m: opts.Metrics, cluster: cluster}
+	keys := keyspace.Space{Prefix: opts.Prefix}
+	out := outbox.New(rdb, keys, outbox.Options{On: opts.Outbox, MaxLen: opts.OutboxMaxLen,
+		Log: opts.Log, Failed: opts.Metrics.WebhookOutboxFailed})
+	return &Service{rdb: rdb, opts: opts, keys: keys, log: opts.Log, m: opts.Metrics, out: out}
 }
 
 // Policies returns the policies in force.
@@ -145,15 +148,15 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	}
 	k := s.keys.User(tenant, userID)
 	var flagID, banID string
-	if s.opts.Outbox {
-		flagID, banID = newEventID(), newEventID()
+	if s.out.On() {
+		flagID, banID = outbox.NewID(), outbox.NewID()
 	}
 	v, err := scripts.UserAttempt.Run(ctx, s.rdb,
-		append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.outboxKeys()...),
+		append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.out.Keys()...),
 		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
 		s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
 		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
-		flagID, banID, tenant, s.maxLen()).Result()
+		flagID, banID, tenant, s.out.MaxLen()).Result()
 	if err != nil {
 		return Result{}, scriptreply.Unavailable(err)
 	}
@@ -216,11 +219,11 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		s.m.AbuseAttempts.WithLabelValues(ml, "repeated").Inc()
 	}
 	if res.FlaggedNow {
-		s.outboxAfter(ctx, "id", flagID, "type", EventFlag, "tenant", tenant, "user_id", userID, "lock", name,
-			"at", ms(now), "attempts", n, "times_flagged", times)
+		s.out.After(ctx, "id", flagID, "type", EventFlag, "tenant", tenant, "user_id", userID, "lock", name,
+			"at", outbox.Millis(now), "attempts", n, "times_flagged", times)
 		if !res.BannedUntil.IsZero() {
-			s.outboxAfter(ctx, "id", banID, "type", EventBan, "tenant", tenant, "user_id", userID, "lock", name,
-				"at", ms(now), "banned_until", ms(res.BannedUntil), "ban_number", res.BanNumber, "source", "policy",
+			s.out.After(ctx, "id", banID, "type", EventBan, "tenant", tenant, "user_id", userID, "lock", name,
+				"at", outbox.Millis(now), "banned_until", outbox.Millis(res.BannedUntil), "ban_number", res.BanNumber, "source", "policy",
 				"actor", "policy", "reason", fmt.Sprintf("automatic ban %d: flagged %d times on lock %s", res.BanNumber, times, name))
 		}
 		s.m.AbuseFlags.WithLabelValues(ml).Inc()

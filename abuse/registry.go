@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/outbox"
 	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/scripts"
 )
@@ -308,7 +309,7 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 		return ErrNotFound
 	}
 	sort.Strings(locks)
-	id := newEventID()
+	id := outbox.NewID()
 	dels := make([]*redis.IntCmd, len(locks))
 	lasts := make([]*redis.SliceCmd, len(locks))
 	var banDel *redis.IntCmd
@@ -327,15 +328,14 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 			p.SRem(ctx, k.Flags(), members...)
 		}
 		banDel = p.Del(ctx, k.Ban())
-		if s.outboxInline() {
+		if s.out.Inline() {
 			// In the same MULTI: the event exists if and only if the
 			// clear ran. (A ban that expired since the read above makes a
 			// clear of nothing: the answer is then 404 and the event says
 			// the same user was cleared; receivers treat clear as
 			// idempotent.)
-			p.XAdd(ctx, &redis.XAddArgs{Stream: s.keys.Outbox(), MaxLen: s.maxLen(), Approx: true,
-				Values: []any{"id", id, "type", EventClear, "tenant", tenant, "user_id", userID,
-					"locks", strings.Join(locks, ","), "actor", meta.Operator}})
+			p.XAdd(ctx, s.out.Args("id", id, "type", EventClear, "tenant", tenant, "user_id", userID,
+				"locks", strings.Join(locks, ","), "actor", meta.Operator))
 		}
 		return nil
 	})
@@ -369,7 +369,7 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 	if len(cleared) == 0 && !hadBan {
 		return ErrNotFound
 	}
-	s.outboxAfter(ctx, "id", id, "type", EventClear, "tenant", tenant, "user_id", userID,
+	s.out.After(ctx, "id", id, "type", EventClear, "tenant", tenant, "user_id", userID,
 		"locks", strings.Join(cleared, ","), "actor", meta.Operator)
 	s.audit("flags_cleared", tenant, userID, meta,
 		zap.Strings("locks", cleared), zap.Bool("ban_lifted", hadBan))
@@ -402,9 +402,9 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 	if d < time.Millisecond || d > MaxBan {
 		return Ban{}, fmt.Errorf("abuse: ban length %v out of range", d)
 	}
-	id := newEventID()
-	v, err := scripts.Ban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.outboxKeys()...),
-		d.Milliseconds(), reason, meta.Operator, id, tenant, userID, s.maxLen()).Result()
+	id := outbox.NewID()
+	v, err := scripts.Ban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.out.Keys()...),
+		d.Milliseconds(), reason, meta.Operator, id, tenant, userID, s.out.MaxLen()).Result()
 	if err != nil {
 		return Ban{}, scriptreply.Unavailable(err)
 	}
@@ -417,8 +417,8 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 	if err := errors.Join(err1, err2); err != nil {
 		return Ban{}, err
 	}
-	s.outboxAfter(ctx, "id", id, "type", EventBan, "tenant", tenant, "user_id", userID, "at", ms(now),
-		"banned_until", ms(until), "source", "operator", "actor", meta.Operator, "reason", reason)
+	s.out.After(ctx, "id", id, "type", EventBan, "tenant", tenant, "user_id", userID, "at", outbox.Millis(now),
+		"banned_until", outbox.Millis(until), "source", "operator", "actor", meta.Operator, "reason", reason)
 	s.m.AbuseBans.WithLabelValues("", "operator").Inc()
 	s.audit("banned", tenant, userID, meta,
 		zap.String("banned_until", stamp(until)), zap.Int64("seconds", int64(d/time.Second)),
@@ -429,16 +429,16 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 // Unban lifts the user's ban (flags stay) and writes an audit record.
 // ErrNotFound when there is no ban.
 func (s *Service) Unban(ctx context.Context, tenant, userID string, meta Meta) error {
-	id := newEventID()
-	n, err := scripts.Unban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.outboxKeys()...),
-		id, tenant, userID, meta.Operator, s.maxLen()).Int64()
+	id := outbox.NewID()
+	n, err := scripts.Unban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.out.Keys()...),
+		id, tenant, userID, meta.Operator, s.out.MaxLen()).Int64()
 	if err != nil {
 		return scriptreply.Unavailable(err)
 	}
 	if n == 0 {
 		return ErrNotFound
 	}
-	s.outboxAfter(ctx, "id", id, "type", EventUnban, "tenant", tenant, "user_id", userID, "actor", meta.Operator)
+	s.out.After(ctx, "id", id, "type", EventUnban, "tenant", tenant, "user_id", userID, "actor", meta.Operator)
 	s.audit("unbanned", tenant, userID, meta)
 	return nil
 }

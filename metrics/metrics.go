@@ -139,6 +139,13 @@ func (m *Metrics) RenewResult(result string) prometheus.Counter {
 	return m.renewals.with(result)
 }
 
+// WebhookOutboxFailed counts a webhook event that could not be written to
+// the outbox in its second step (Redis Cluster, docs/abuse.md):
+// redis_errors_total{op="webhook_outbox"}.
+func (m *Metrics) WebhookOutboxFailed() {
+	m.RedisErrors.WithLabelValues("webhook_outbox").Inc()
+}
+
 // New creates the collectors and registers them (and the Go and process
 // collectors) on reg.
 func New(reg *prometheus.Registry) *Metrics {
