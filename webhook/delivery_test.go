@@ -2,11 +2,6 @@ package webhook_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,112 +10,13 @@ import (
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/webhooktest"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/webhook"
 )
 
 const secret = "0123456789abcdef-test-secret"
-
-// receiver is a webhook endpoint whose behaviour the test switches: it
-// verifies every signature and records every delivery it accepts.
-type receiver struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	mu     sync.Mutex
-	mode   string // "fail" (500), "hang" (until the client gives up), "ok"
-	bodies map[string][]string
-	bad    int
-	// requests gets one value per request, accepted or not (buffered).
-	requests chan string
-	// accepted gets the id of each accepted delivery.
-	accepted chan string
-}
-
-func newReceiver(t *testing.T, mode string) *receiver {
-	r := &receiver{t: t, mode: mode, bodies: map[string][]string{},
-		requests: make(chan string, 10_000), accepted: make(chan string, 10_000)}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) setMode(m string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.mode = m
-}
-
-func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	mode := r.mode
-	r.mu.Unlock()
-	r.requests <- mode
-	switch mode {
-	case "fail":
-		http.Error(w, "down for maintenance", http.StatusInternalServerError)
-		return
-	case "hang":
-		<-req.Context().Done() // the deliverer's timeout ends it
-		return
-	}
-	if err := webhook.Verify(secret, req.Header.Get(webhook.SignatureHeader), body, time.Now(), 5*time.Minute); err != nil {
-		r.mu.Lock()
-		r.bad++
-		r.mu.Unlock()
-		http.Error(w, "bad signature", http.StatusBadRequest)
-		return
-	}
-	var ev webhook.Event
-	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" || ev.ID != req.Header.Get("Leasegate-Event-Id") {
-		http.Error(w, "bad event", http.StatusBadRequest)
-		return
-	}
-	r.mu.Lock()
-	r.bodies[ev.ID] = append(r.bodies[ev.ID], string(body))
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-	r.accepted <- ev.ID
-}
-
-// waitRequests waits for n more requests.
-func (r *receiver) waitRequests(t *testing.T, n int, what string) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for i := 0; i < n; i++ {
-		select {
-		case <-r.requests:
-		case <-deadline:
-			t.Fatalf("%s: got %d of %d requests within 20s", what, i, n)
-		}
-	}
-}
-
-// waitDelivered waits until every id in want was accepted at least once.
-func (r *receiver) waitDelivered(t *testing.T, want map[string]bool, what string) {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		r.mu.Lock()
-		missing := 0
-		for id := range want {
-			if len(r.bodies[id]) == 0 {
-				missing++
-			}
-		}
-		r.mu.Unlock()
-		if missing == 0 {
-			return
-		}
-		select {
-		case <-r.accepted:
-		case <-deadline:
-			t.Fatalf("%s: %d of %d events not delivered within 30s", what, missing, len(want))
-		}
-	}
-}
 
 // testConfig has short backoffs and timeouts; the bounds the test waits
 // with are generous.
@@ -197,29 +93,29 @@ func TestEveryEventIsDeliveredAcrossFailuresTimeoutsAndARestart(t *testing.T) {
 		pol := abuse.DefaultPolicies()
 		pol.Locks["login"] = abuse.Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute}
 		svc := abuse.New(b.RDB, abuse.Options{Prefix: "lgtest:", Policies: pol, Log: zap.NewNop(), Outbox: true})
-		rcv := newReceiver(t, "fail")
+		rcv := webhooktest.New(t, secret, webhooktest.Fail)
 		m := metrics.NewForTest()
 
-		a := start(t, b, testConfig(rcv.srv.URL, "gw-a", m))
+		a := start(t, b, testConfig(rcv.URL, "gw-a", m))
 		makeEvents(t, svc, "u1", "u2", "u3")
 		first := outboxIDs(t, b)
 		if len(first) != 15 {
 			t.Fatalf("got %d events in the outbox, want 15", len(first))
 		}
-		rcv.waitRequests(t, 30, "the receiver failing")
+		rcv.WaitRequests(t, 30, "the receiver failing")
 
-		rcv.setMode("hang")
-		rcv.waitRequests(t, 1, "the receiver hanging")
+		rcv.SetMode(webhooktest.Hang)
+		rcv.WaitRequests(t, 1, "the receiver hanging")
 		// The gateway goes away while its events are claimed and undelivered.
 		a.Close()
 		if got := testutil.ToFloat64(m.WebhookDeliveries.WithLabelValues("failed")); got < 30 {
 			t.Errorf("got %v failed deliveries counted, want at least 30", got)
 		}
 
-		rcv.setMode("ok")
-		start(t, b, testConfig(rcv.srv.URL, "gw-b", m))
-		start(t, b, testConfig(rcv.srv.URL, "gw-c", m))
-		rcv.waitDelivered(t, first, "after the restart")
+		rcv.SetMode(webhooktest.OK)
+		start(t, b, testConfig(rcv.URL, "gw-b", m))
+		start(t, b, testConfig(rcv.URL, "gw-c", m))
+		rcv.WaitDelivered(t, first, "after the restart")
 
 		makeEvents(t, svc, "u4", "u5")
 		second := outboxIDs(t, b)
@@ -229,14 +125,12 @@ func TestEveryEventIsDeliveredAcrossFailuresTimeoutsAndARestart(t *testing.T) {
 		if len(second) != 10 {
 			t.Fatalf("got %d new events, want 10", len(second))
 		}
-		rcv.waitDelivered(t, second, "with two gateways running")
+		rcv.WaitDelivered(t, second, "with two gateways running")
 
-		rcv.mu.Lock()
-		defer rcv.mu.Unlock()
-		if rcv.bad != 0 {
-			t.Errorf("got %d deliveries with a bad signature", rcv.bad)
+		if bad := rcv.BadSignatures(); bad != 0 {
+			t.Errorf("got %d deliveries with a bad signature", bad)
 		}
-		for id, bodies := range rcv.bodies {
+		for id, bodies := range rcv.Bodies() {
 			for _, body := range bodies[1:] {
 				if body != bodies[0] {
 					t.Errorf("event %s delivered twice with different bodies:\n%s\n%s", id, bodies[0], body)
@@ -258,15 +152,15 @@ func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
 	b := redistest.OnMini(t)
 	b.RealClock()
 	svc := abuse.New(b.RDB, abuse.Options{Prefix: "lgtest:", Log: zap.NewNop(), Outbox: true})
-	rcv := newReceiver(t, "fail")
+	rcv := webhooktest.New(t, secret, webhooktest.Fail)
 	m := metrics.NewForTest()
-	cfg := testConfig(rcv.srv.URL, "gw-a", m)
+	cfg := testConfig(rcv.URL, "gw-a", m)
 	cfg.MaxAttempts = 3
 	start(t, b, cfg)
 	if _, err := svc.BanUser(context.Background(), "shop", "u1", time.Hour, "spam", abuse.Meta{Operator: "op"}); err != nil {
 		t.Fatal(err)
 	}
-	rcv.waitRequests(t, 3, "three tries")
+	rcv.WaitRequests(t, 3, "three tries")
 	ks := keyspace.Space{Prefix: "lgtest:"}
 	waitFor(t, "the event is dead-lettered", func() bool {
 		n, err := b.RDB.XLen(context.Background(), ks.DeadLetters()).Result()
@@ -276,13 +170,13 @@ func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := xs[0].Values; v["type"] != "ban" || v["tries"] != "3" || v["url"] != rcv.srv.URL || v["tenant"] != "shop" {
+	if v := xs[0].Values; v["type"] != "ban" || v["tries"] != "3" || v["url"] != rcv.URL || v["tenant"] != "shop" {
 		t.Errorf("got dead letter %v", v)
 	}
 	if got := testutil.ToFloat64(m.WebhookDeliveries.WithLabelValues("dead")); got != 1 {
 		t.Errorf("got %v dead deliveries counted, want 1", got)
 	}
-	p, err := b.RDB.XPending(context.Background(), ks.Outbox(), webhook.Group(rcv.srv.URL)).Result()
+	p, err := b.RDB.XPending(context.Background(), ks.Outbox(), webhook.Group(rcv.URL)).Result()
 	if err != nil || p.Count != 0 {
 		t.Errorf("got pending %+v %v, want none", p, err)
 	}
