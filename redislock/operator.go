@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/outbox"
 	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/scripts"
 )
@@ -20,6 +22,7 @@ type Operator struct {
 	locks  *Locker
 	waiter *Waiter
 	opts   OperatorOptions
+	out    *outbox.Writer
 }
 
 var _ leasegate.LockOperator = (*Operator)(nil)
@@ -49,6 +52,17 @@ type OperatorOptions struct {
 	// entries are met (default 10): the page may then be short, with a
 	// cursor.
 	MaxListRounds int
+	// Outbox writes every forced release to the webhook outbox stream
+	// (keyspace.Outbox) as a force-release event, in the script that
+	// releases (on Redis Cluster right after it), for package webhook to
+	// deliver; off when no webhook is configured. OutboxMaxLen bounds the
+	// stream (the same bound as abuse's events; default
+	// outbox.DefaultMaxLen). A failed second step on Cluster is logged on
+	// Log and counted by OutboxFailed.
+	Outbox       bool
+	OutboxMaxLen int64
+	Log          *zap.Logger
+	OutboxFailed func()
 }
 
 // NewOperator returns an Operator for the leases of l, with watchers woken
@@ -76,7 +90,9 @@ func NewOperator(rdb redis.Cmdable, l *Locker, w *Waiter, opts OperatorOptions) 
 	if opts.MaxListRounds <= 0 {
 		opts.MaxListRounds = 10
 	}
-	return &Operator{rdb: rdb, locks: l, waiter: w, opts: opts}
+	out := outbox.New(rdb, l.keys, outbox.Options{On: opts.Outbox, MaxLen: opts.OutboxMaxLen,
+		Log: opts.Log, Failed: opts.OutboxFailed})
+	return &Operator{rdb: rdb, locks: l, waiter: w, opts: opts, out: out}
 }
 
 // List implements leasegate.LockOperator.
@@ -268,22 +284,29 @@ func (o *Operator) Sweep(ctx context.Context, tenant string, batch int) (int, er
 	}
 }
 
-// ForceRelease implements leasegate.LockOperator.
-// reason and meta are not stored here: package audit records them.
-func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, _ string, _ leasegate.RequestMeta) (leasegate.Lock, error) {
+// ForceRelease implements leasegate.LockOperator. With
+// OperatorOptions.Outbox the release is a force-release webhook event
+// (with reason and meta's operator), written by the same script; the
+// audit trail is package audit's.
+func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, reason string, meta leasegate.RequestMeta) (leasegate.Lock, error) {
 	k := o.locks.keys.Resource(tenant, resource)
-	only := "0"
+	only, indexed := "0", "0"
 	if o.locks.opts.PublishOnlyToWaiters {
 		only = "1"
 	}
 	keys := []string{k.Lock(), k.Fence(), k.Waiters(), k.Forced()}
-	args := []interface{}{o.locks.opts.ReleaseChannel, k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
-		o.opts.ForcedTTL.Milliseconds()}
 	if o.locks.opts.Index == IndexInScript {
 		keys = append(keys, o.locks.keys.LockIndex(tenant))
-		args = append(args, resource)
+		indexed = "1"
 	}
-	v, err := scripts.ForceRelease.Run(ctx, o.rdb, keys, args...).Result()
+	var id string
+	if o.out.On() {
+		id = outbox.NewID()
+	}
+	v, err := scripts.ForceRelease.Run(ctx, o.rdb, append(keys, o.out.Keys()...),
+		o.locks.opts.ReleaseChannel, k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
+		o.opts.ForcedTTL.Milliseconds(), resource, indexed,
+		id, tenant, meta.Operator, reason, o.out.MaxLen()).Result()
 	if err != nil {
 		return leasegate.Lock{}, scriptreply.Unavailable(err)
 	}
@@ -296,7 +319,17 @@ func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, _ string,
 	case ok && flag == 0 && len(arr) == 1:
 		return leasegate.Lock{}, ErrNotHeld
 	case ok && flag == 1 && len(arr) == 6:
-		return decodeLock(resource, arr[1:5])
+		lk, err := decodeLock(resource, arr[1:5])
+		if err != nil {
+			return leasegate.Lock{}, err
+		}
+		now, ok := arr[5].(string)
+		if !ok {
+			return leasegate.Lock{}, fmt.Errorf("%w: force_release: %v", ErrBadReply, v)
+		}
+		o.out.After(ctx, "id", id, "type", outbox.ForceRelease, "tenant", tenant, "resource", resource,
+			"at", now, "actor", meta.Operator, "reason", reason)
+		return lk, nil
 	}
 	return leasegate.Lock{}, fmt.Errorf("%w: force_release: %v", ErrBadReply, v)
 }

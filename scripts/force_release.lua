@@ -9,8 +9,14 @@
 -- ARGV[3] fence retention in milliseconds
 -- ARGV[4] '1': publish only while KEYS[3] exists (Options.PublishOnlyToWaiters)
 -- ARGV[5] how long KEYS[4] lives, in milliseconds
--- KEYS[5] the tenant's lock index, optional (not on Redis Cluster), with
---         ARGV[6] the resource: taken out of the index
+-- ARGV[6] the resource
+-- ARGV[7] '1': KEYS[5] is the tenant's lock index (not on Redis Cluster),
+--         the resource is taken out of it
+-- KEYS[5] (or KEYS[6] after the index) the webhook outbox (stream),
+--         optional (webhooks on, not on Redis Cluster): the force-release
+--         event is written in this same script, only when a lease ended,
+--         with ARGV[8] event id, ARGV[9] tenant, ARGV[10] operator,
+--         ARGV[11] reason, ARGV[12] outbox length bound (XADD MAXLEN ~)
 --
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, owner, now_ms}  the lease that ended
 --        {0}                                                      no live lease
@@ -32,8 +38,15 @@ elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
 end
 redis.call('SET', KEYS[4], cur[2], 'PX', ARGV[5])
-if KEYS[5] then
+local outbox = KEYS[5]
+if ARGV[7] == '1' then
   redis.call('ZREM', KEYS[5], ARGV[6])
+  outbox = KEYS[6]
+end
+if outbox then
+  redis.call('XADD', outbox, 'MAXLEN', '~', ARGV[12], '*', 'id', ARGV[8], 'type', 'force-release',
+    'tenant', ARGV[9], 'resource', ARGV[6], 'at', string.format('%.0f', now_ms), 'actor', ARGV[10],
+    'reason', ARGV[11])
 end
 if ARGV[1] ~= '' and (ARGV[4] ~= '1' or redis.call('EXISTS', KEYS[3]) == 1) then
   redis.call('PUBLISH', ARGV[1], ARGV[2])
