@@ -175,12 +175,12 @@ func (s Space) SessionRevoked(tenant, id string) string {
 	return s.base(tenant, "ops-session:"+id) + ":revoked"
 }
 
-// Outbox is the key of the webhook outbox: a stream of abuse events
-// (flag, ban, unban, clear) of every tenant, the tenant in each entry,
-// read by the gateways' deliverers through one consumer group per URL
-// (docs/abuse.md). It has a tag of its own: on Redis Cluster it cannot
-// share a slot with every user's keys (see docs/abuse.md for the
-// trade-off).
+// Outbox is the key of the webhook outbox: a stream of the events (flag,
+// ban, unban, clear, force-release) of every tenant, the tenant in each
+// entry, read by the gateways' deliverers through one consumer group per
+// URL (docs/abuse.md). It has a tag of its own: on Redis Cluster it
+// cannot share a slot with every user's or lock's keys (see docs/abuse.md
+// for the trade-off).
 func (s Space) Outbox() string { return s.base("", "webhook:outbox") + ":events" }
 
 // DeadLetters is the key of the stream of webhook events the deliverer

@@ -1,7 +1,8 @@
-// Package webhook delivers leasegate's abuse events (flag, ban, unban,
-// clear; force-release reserved) from the Redis outbox stream that package
-// abuse writes (keyspace.Outbox) to the configured URLs, signed, at least
-// once, with retries and capped exponential backoff.
+// Package webhook delivers leasegate's events (flag, ban, unban, clear,
+// force-release) from the Redis outbox stream (keyspace.Outbox) that
+// packages abuse and redislock write (through internal/outbox) to the
+// configured URLs, signed, at least once, with retries and capped
+// exponential backoff.
 //
 // Every gateway of a fleet runs a Deliverer on the same Redis. Each URL
 // has its own consumer group on the outbox, so a URL that is down delays

@@ -9,7 +9,7 @@ import (
 
 // webhookFlags binds the serve flags of abuse webhooks (docs/abuse.md).
 func webhookFlags(fs *flag.FlagSet, cfg *server.Config) {
-	fs.Var((*urlList)(&cfg.Webhooks.URLs), "webhook-url", "URL that receives every abuse event (flag, ban, unban, clear) as a signed POST; repeatable, or comma-separated")
+	fs.Var((*urlList)(&cfg.Webhooks.URLs), "webhook-url", "URL that receives every abuse event (flag, ban, unban, clear) and forced lock release (force-release) as a signed POST; repeatable, or comma-separated")
 	fs.StringVar(&cfg.Webhooks.Secret, "webhook-secret", cfg.Webhooks.Secret, "secret (at least 16 bytes) that signs every webhook delivery (Leasegate-Signature); required with --webhook-url; prefer LEASEGATE_WEBHOOK_SECRET to the flag")
 	fs.IntVar(&cfg.Webhooks.MaxAttempts, "webhook-max-attempts", cfg.Webhooks.MaxAttempts, "tries of one webhook event before it is dead-lettered")
 	fs.DurationVar(&cfg.Webhooks.Timeout, "webhook-timeout", cfg.Webhooks.Timeout, "bound on one webhook POST")
