@@ -360,7 +360,7 @@ func (e *EtcdResult) print(w io.Writer) {
 		if x == 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.2f", x)
+		return fmt.Sprintf("%.3f", x)
 	}
 	for _, p := range []struct {
 		name  string
@@ -379,9 +379,9 @@ func (e *EtcdResult) print(w io.Writer) {
 		fmt.Fprintln(w, "handoff gateway/etcd: no gateway hand-off in this run, etcd's figures alone")
 	}
 	if len(e.Rounds) > 1 {
-		fmt.Fprintln(w, "rounds (gateway/etcd lock cycles/s = ratio; etcd hand-offs/s):")
+		fmt.Fprintln(w, "rounds (etcd lock cycles/s, gateway/etcd; etcd hand-offs/s, gateway/etcd):")
 		for i, rd := range e.Rounds {
-			fmt.Fprintf(w, "  %d: %.3f; %.0f\n", i+1, rd.LockRatio, rd.Handoff.OpsPerSec)
+			fmt.Fprintf(w, "  %d: lock %.0f, %.3f; handoff %.0f, %s\n", i+1, rd.Lock.OpsPerSec, rd.LockRatio, rd.Handoff.OpsPerSec, ratio(rd.HandoffRatio))
 		}
 	}
 	for _, p := range []EtcdPhase{e.Lock, e.Handoff} {

@@ -161,7 +161,7 @@ func TestEtcdRunnerRounds(t *testing.T) {
 	}
 	var text bytes.Buffer
 	rep.Print(&text)
-	for _, want := range []string{"etcd 9.9.9", "etcd lock", "etcd handoff", "gateway/etcd"} {
+	for _, want := range []string{"etcd 9.9.9", "etcd lock", "etcd handoff", "gateway/etcd", "1: lock 400, 3.000; handoff 50, 8.000", "2: lock 400, 5.000; handoff 50, -"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, text.String())
 		}
