@@ -21,7 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -73,9 +73,15 @@ type Config struct {
 	GatewayLogLevel string
 	GatewayLog      io.Writer
 
-	// Etcd asks for the etcd phase; it is skipped, with a note in the
-	// report, when no etcd binary is on PATH (and is not implemented yet).
-	Etcd bool
+	// Etcd asks for the etcd phases (bench/etcd.go): etcd's
+	// concurrency.Mutex measured by the program of EtcdBench, a module
+	// directory (built with go build) or a built binary; empty looks for
+	// DefaultEtcdBench under the working directory, and skips with a note
+	// when there is none. EtcdEndpoints, when set, is an etcd to use
+	// instead of the program's embedded server.
+	Etcd          bool
+	EtcdBench     string
+	EtcdEndpoints string
 
 	// CPUProfile, when not nil, receives a pprof CPU profile of the
 	// gateway phase of the last round. Driver goroutines carry the label
@@ -126,6 +132,11 @@ func (c Config) Validate() error {
 	} else if c.RedisServer == "" {
 		errs = append(errs, errors.New("redis-server binary or redis-url needed"))
 	}
+	if c.EtcdBench != "" {
+		if _, err := os.Stat(c.EtcdBench); err != nil {
+			errs = append(errs, fmt.Errorf("etcd-bench: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -165,12 +176,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		NumCPU:       runtime.NumCPU(),
 		RedisVersion: version,
 	}
+	var etcd *etcdRunner // nil: no etcd phases
 	if cfg.Etcd {
-		if _, err := exec.LookPath("etcd"); err != nil {
-			rep.Notes = append(rep.Notes, "etcd phase skipped: no etcd binary on PATH")
-		} else {
-			rep.Notes = append(rep.Notes, "etcd phase skipped: not implemented yet")
+		if etcd, err = startEtcd(ctx, cfg, rep); err != nil {
+			return nil, err
 		}
+		defer etcd.close()
 	}
 
 	floor := newFloor(opt, cfg, runID)
@@ -205,6 +216,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if rd.Floor.CyclesPerSec > 0 {
 			rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
+		}
+		if err := etcd.round(rd.Gateway.CyclesPerSec, 0); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return nil, err
 		}
 		rep.Rounds = append(rep.Rounds, rd)
 	}
@@ -249,4 +266,13 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// medianBy is the median of f over xs.
+func medianBy[T any](xs []T, f func(T) float64) float64 {
+	var vs []float64
+	for _, x := range xs {
+		vs = append(vs, f(x))
+	}
+	return median(vs)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,14 +17,7 @@ import (
 // throwaway redis-server and checks that the report is sane. It asserts no
 // speed: docs/benchmarks.md has the figures.
 func TestRunSmoke(t *testing.T) {
-	srv := redistest.Start(t)
-	cfg := bench.DefaultConfig()
-	cfg.RedisURL = srv.URL()
-	cfg.Concurrency = 4
-	cfg.Duration = time.Second
-	cfg.Warmup = 100 * time.Millisecond
-	cfg.Rounds = 1
-	cfg.Etcd = true
+	cfg := smokeConfig(t)
 	var cpu, mem bytes.Buffer
 	cfg.CPUProfile = &cpu
 	cfg.MemProfile = &mem
@@ -80,6 +74,20 @@ func TestRunSmoke(t *testing.T) {
 	t.Logf("\n%s", text.String())
 }
 
+// smokeConfig is a short run (4 clients, 1 s, one round, the etcd phases
+// asked for) on a throwaway redis-server.
+func smokeConfig(t *testing.T) bench.Config {
+	t.Helper()
+	cfg := bench.DefaultConfig()
+	cfg.RedisURL = redistest.Start(t).URL()
+	cfg.Concurrency = 4
+	cfg.Duration = time.Second
+	cfg.Warmup = 100 * time.Millisecond
+	cfg.Rounds = 1
+	cfg.Etcd = true
+	return cfg
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -102,4 +110,47 @@ func TestConfigValidate(t *testing.T) {
 	if err := bench.DefaultConfig().Validate(); err != nil {
 		t.Errorf("DefaultConfig().Validate(): got %v, want nil", err)
 	}
+}
+
+// TestEtcdProgramSmoke builds and runs the etcd program of the module
+// bench/etcd (embedded etcd) for one short round. It needs etcd's modules
+// (the module proxy or the module cache) and a minute or more to build, so
+// it runs only with LEASEGATE_TEST_ETCD=1:
+//
+//	LEASEGATE_TEST_ETCD=1 go test -run EtcdProgramSmoke -v ./bench/
+func TestEtcdProgramSmoke(t *testing.T) {
+	if os.Getenv("LEASEGATE_TEST_ETCD") != "1" {
+		t.Skip("set LEASEGATE_TEST_ETCD=1 to build and run bench/etcd")
+	}
+	cfg := smokeConfig(t)
+	cfg.EtcdBench = "etcd" // bench/etcd, from this package's directory
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	e := rep.Etcd
+	if e == nil {
+		t.Fatalf("no etcd result; notes %q", rep.Notes)
+	}
+	if e.Version == "" || !e.Embedded {
+		t.Errorf("got version %q, embedded %v; want a version, embedded", e.Version, e.Embedded)
+	}
+	for _, p := range []bench.EtcdPhase{e.Lock, e.Handoff} {
+		if p.Ops <= 0 || p.Errors != 0 || p.Violations != 0 {
+			t.Errorf("%s: got %d ops, %d errors (first: %s), %d violations; want ops, no errors, no violations",
+				p.Phase, p.Ops, p.Errors, p.FirstError, p.Violations)
+		}
+		if p.P99ms < p.P50ms {
+			t.Errorf("%s: got p50 %.3f ms > p99 %.3f ms", p.Phase, p.P50ms, p.P99ms)
+		}
+	}
+	if e.LockRatio <= 0 {
+		t.Errorf("lock ratio: got %v, want > 0", e.LockRatio)
+	}
+	var text bytes.Buffer
+	rep.Print(&text)
+	t.Logf("\n%s", text.String())
 }

@@ -30,7 +30,9 @@ type Report struct {
 	// commands inside a script included) of each half of one cycle, done
 	// alone: "floor acquire", "gateway release", ...
 	Scripts map[string]map[string]int64 `json:"scripts"`
-	Notes   []string                    `json:"notes,omitempty"`
+	// Etcd is the etcd side (-etcd), nil when it did not run.
+	Etcd  *EtcdResult `json:"etcd,omitempty"`
+	Notes []string    `json:"notes,omitempty"`
 }
 
 // Round is one floor phase and the gateway phase right after it.
@@ -87,18 +89,13 @@ func (r *Report) summarize() {
 		ratios = append(ratios, rd.Ratio)
 	}
 	r.Ratio = median(ratios)
+	r.Etcd.summarize()
 }
 
 // medianPhase: every number is the median of that number over ps; errors
 // and cycles are summed, the calls are the last round's (they do not vary).
 func medianPhase(ps []Phase) Phase {
-	m := func(f func(Phase) float64) float64 {
-		var xs []float64
-		for _, p := range ps {
-			xs = append(xs, f(p))
-		}
-		return median(xs)
-	}
+	m := func(f func(Phase) float64) float64 { return medianBy(ps, f) }
 	last := ps[len(ps)-1]
 	out := Phase{
 		Name:           last.Name,
@@ -168,6 +165,7 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s: first error: %s\n", p.Name, p.FirstError)
 		}
 	}
+	r.Etcd.print(w)
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

@@ -31,6 +31,21 @@ CPU and allocations per cycle (the load driver runs in this process: the
 floor phase shows what the driver alone costs; see docs/benchmarks.md).
 Stops by itself: at most 5m per phase.
 
+With -etcd each round also measures etcd's own lock recipe
+(client/v3/concurrency.Mutex) at the same concurrency and times, with the
+program of the module bench/etcd (its own go.mod, so the gateway does not
+depend on etcd), built with go build from -etcd-bench DIR or run as a
+built -etcd-bench BINARY; by default ./bench/etcd, i.e. run from the
+repository's root, else the phase is skipped with a note. It starts an
+embedded etcd (one member, temporary directory, WAL fsynced as etcd does
+by default) on free loopback ports, or uses -etcd-endpoints:
+
+  etcd lock     each client Lock+Unlock of a mutex of its own (one shared
+                session); cycles/s and the gateway/etcd ratio
+  etcd handoff  every client takes turns on ONE mutex (a session each);
+                hand-offs/s and release-to-next-holder p50/p99, from
+                Unlock returning to the next Lock returning
+
 Flags:
 `
 
@@ -49,7 +64,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "use this loopback Redis instead of starting redis-server")
 	fs.StringVar(&cfg.RedisServer, "redis-server", cfg.RedisServer, "redis-server binary to start")
 	fs.StringVar(&cfg.GatewayLogLevel, "log-level", cfg.GatewayLogLevel, "the gateway's log level (its lines are encoded, then discarded)")
-	fs.BoolVar(&cfg.Etcd, "etcd", cfg.Etcd, "also run the etcd phase (skipped when no etcd binary is on PATH)")
+	fs.BoolVar(&cfg.Etcd, "etcd", cfg.Etcd, "also run the etcd phases (etcd's concurrency.Mutex: lock cycle and hand-off)")
+	fs.StringVar(&cfg.EtcdBench, "etcd-bench", cfg.EtcdBench, "the etcd program: its module directory (built with go build) or a built binary; empty: ./"+bench.DefaultEtcdBench+" if there, else the phase is skipped")
+	fs.StringVar(&cfg.EtcdEndpoints, "etcd-endpoints", cfg.EtcdEndpoints, "comma-separated client URLs of an otherwise idle etcd to use instead of the embedded one")
 	fs.BoolVar(&jsonOut, "json", jsonOut, "print the report as JSON")
 	fs.StringVar(&cpuProfile, "cpuprofile", cpuProfile, "write a CPU profile of the last round's gateway phase to this file")
 	fs.StringVar(&memProfile, "memprofile", memProfile, "write the allocs profile of the run to this file")
@@ -97,6 +114,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	if n := rep.Floor.Errors + rep.Gateway.Errors; n > 0 {
 		return exitError{code: 1, msg: fmt.Sprintf("%d cycles failed", n)}
+	}
+	if n := rep.Etcd.Failures(); n > 0 {
+		return exitError{code: 1, msg: fmt.Sprintf("%d etcd operations failed or broke mutual exclusion", n)}
 	}
 	return nil
 }

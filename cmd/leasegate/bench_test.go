@@ -47,6 +47,7 @@ func TestBenchCommandRefusesBadInput(t *testing.T) {
 		{"a duration above the cap", []string{"-duration", "6m"}, "duration"},
 		{"a non-loopback Redis", []string{"-redis-url", "redis://192.0.2.1:6379"}, "loopback"},
 		{"a stray argument", []string{"extra"}, "unexpected arguments"},
+		{"a missing etcd program", []string{"-etcd", "-etcd-bench", "/nonexistent/etcd-bench"}, "etcd-bench"},
 	} {
 		t.Run(tc.name+" is a usage error", func(t *testing.T) {
 			r := runCLI(t, nil, append([]string{"bench"}, tc.args...)...)
