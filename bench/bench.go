@@ -77,6 +77,19 @@ type Config struct {
 	// report, when no etcd binary is on PATH (and is not implemented yet).
 	Etcd bool
 
+	// Handoff adds, to every round, the waiting hand-off of one resource
+	// between all clients and its raw-Redis floor (handoff.go);
+	// Primitives the semaphore and claim cycles (primitives.go).
+	Handoff    bool
+	Primitives bool
+	// Waiters, when above 0, makes the run a measurement of its own
+	// instead of the rounds: the RSS of a `leasegate serve` process
+	// (GatewayCommand, with GatewayEnv added to the environment) holding
+	// that many waiting acquires (waiters.go).
+	Waiters        int
+	GatewayCommand string
+	GatewayEnv     []string
+
 	// CPUProfile, when not nil, receives a pprof CPU profile of the
 	// gateway phase of the last round. Driver goroutines carry the label
 	// role=driver, so `go tool pprof -tagignore role=driver` is the
@@ -126,6 +139,7 @@ func (c Config) Validate() error {
 	} else if c.RedisServer == "" {
 		errs = append(errs, errors.New("redis-server binary or redis-url needed"))
 	}
+	errs = append(errs, c.validatePhases()...)
 	return errors.Join(errs...)
 }
 
@@ -165,6 +179,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		NumCPU:       runtime.NumCPU(),
 		RedisVersion: version,
 	}
+	if cfg.Waiters > 0 {
+		rep.Waiters, err = runWaiters(ctx, cfg, redisURL, runID)
+		if err != nil {
+			return nil, err
+		}
+		return rep, nil
+	}
 	if cfg.Etcd {
 		if _, err := exec.LookPath("etcd"); err != nil {
 			rep.Notes = append(rep.Notes, "etcd phase skipped: no etcd binary on PATH")
@@ -181,7 +202,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer gw.close()
 
-	if rep.Scripts, err = scriptCommands(ctx, stats, floor, gw); err != nil {
+	extras, err := newExtras(ctx, opt, cfg, runID, gw)
+	if err != nil {
+		return nil, err
+	}
+	defer extras.close()
+
+	if rep.Scripts, err = scriptCommands(ctx, stats, append([]cycler{floor, gw}, extras.cyclers()...)...); err != nil {
 		return nil, err
 	}
 
@@ -205,6 +232,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if rd.Floor.CyclesPerSec > 0 {
 			rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
+		}
+		if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return nil, err
 		}
 		rep.Rounds = append(rep.Rounds, rd)
 	}

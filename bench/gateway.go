@@ -120,7 +120,13 @@ func (g *gateway) cycle(ctx context.Context, i int) error {
 }
 
 func (g *gateway) send(ctx context.Context, method string, i int, body []byte, want int) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, g.urls[i], bytes.NewReader(body))
+	return g.do(ctx, method, g.urls[i], body, want)
+}
+
+// do sends one request to the gateway and returns the answer's body; an
+// answer other than want is an error.
+func (g *gateway) do(ctx context.Context, method, url string, body []byte, want int) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,13 @@ type cycler interface {
 	sends() []string
 }
 
+// ownLatencies is a cycler that measures the latency it reports itself
+// (a hand-off's release-to-next-holder) instead of each cycle's time.
+type ownLatencies interface {
+	// takeLatencies returns, sorted, the latencies since the last call.
+	takeLatencies() []time.Duration
+}
+
 // runPhase warms c up, then runs cfg.Concurrency workers doing cycles for
 // cfg.Duration and measures them. prof, when not nil, gets a CPU profile
 // of the measured part.
@@ -37,6 +44,10 @@ func runPhase(ctx context.Context, stats *redis.Client, cfg Config, c cycler, pr
 	}
 	if ctx.Err() != nil {
 		return Phase{}, ctx.Err()
+	}
+	own, hasOwn := c.(ownLatencies)
+	if hasOwn {
+		own.takeLatencies() // the warm-up's
 	}
 	before, err := readRedisStats(ctx, stats)
 	if err != nil {
@@ -53,6 +64,9 @@ func runPhase(ctx context.Context, stats *redis.Client, cfg Config, c cycler, pr
 	res := drive(ctx, cfg.Concurrency, cfg.Duration, c)
 	if prof != nil {
 		pprof.StopCPUProfile()
+	}
+	if hasOwn {
+		res.latencies = own.takeLatencies()
 	}
 	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&ms1)
