@@ -142,7 +142,7 @@ func printPhases(w io.Writer, r *Report) {
 	if has("handoff") {
 		fmt.Fprintln(w, "handoff: every client waits (wait_ms) on ONE resource over HTTP and releases it as soon as it is granted;")
 		fmt.Fprintln(w, "blpop: the same with go-redis, a token taken with BLPOP and given back with LPUSH (the raw-Redis FIFO hand-off);")
-		fmt.Fprintln(w, "  for both, cycles/s = hand-offs/s, p50/p99 = from a release's answer to the next holder's grant answer")
+		fmt.Fprintln(w, "  for both, cycles/s = hand-offs/s; p50/p99 = release to the next holder (a release's answer to the next grant's answer)")
 	}
 	if has("sem") {
 		fmt.Fprintln(w, "sem: POST + DELETE /semaphores/{n} (limit 10, a name per client); claim: POST /claims/{s}/{k} + POST .../complete")
