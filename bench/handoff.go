@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -45,20 +44,29 @@ type handoffClock struct {
 	mu       sync.Mutex
 	grants   []time.Time
 	releases []time.Time // by the index of the grant released
+	// held is each worker's index of its current grant.
+	held []int
 }
 
-// granted notes a grant answer at t and returns its index.
-func (h *handoffClock) granted(t time.Time) int {
+func newHandoffClock(workers int) *handoffClock {
+	return &handoffClock{held: make([]int, workers)}
+}
+
+// granted notes that worker i's grant answer came now.
+func (h *handoffClock) granted(i int) {
+	t := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.grants = append(h.grants, t)
-	return len(h.grants) - 1
+	h.held[i] = len(h.grants) - 1
 }
 
-// released notes, at t, the release answer of grant k.
-func (h *handoffClock) released(k int, t time.Time) {
+// released notes that worker i's release answer came now.
+func (h *handoffClock) released(i int) {
+	t := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	k := h.held[i]
 	for len(h.releases) <= k {
 		h.releases = append(h.releases, time.Time{})
 	}
@@ -85,11 +93,9 @@ func (h *handoffClock) takeLatencies() []time.Duration {
 
 // tokenFloor is the blpop phase.
 type tokenFloor struct {
-	rdb   *redis.Client
-	key   string
-	clock handoffClock
-	// grant is each worker's index of its current grant.
-	grant []int
+	*handoffClock
+	rdb *redis.Client
+	key string
 }
 
 func newTokenFloor(ctx context.Context, opt *redis.Options, cfg Config, runID string) (*tokenFloor, error) {
@@ -97,9 +103,9 @@ func newTokenFloor(ctx context.Context, opt *redis.Options, cfg Config, runID st
 	// A blocked BLPOP holds its connection.
 	o.PoolSize = cfg.Concurrency + 1
 	f := &tokenFloor{
-		rdb:   redis.NewClient(&o),
-		key:   "bench:{" + runID + "}:token",
-		grant: make([]int, cfg.Concurrency),
+		handoffClock: newHandoffClock(cfg.Concurrency),
+		rdb:          redis.NewClient(&o),
+		key:          "bench:{" + runID + "}:token",
 	}
 	if err := f.rdb.LPush(ctx, f.key, "token").Err(); err != nil {
 		_ = f.rdb.Close()
@@ -123,7 +129,7 @@ func (f *tokenFloor) acquire(ctx context.Context, i int) error {
 		}
 		return err
 	}
-	f.grant[i] = f.clock.granted(time.Now())
+	f.granted(i)
 	return nil
 }
 
@@ -131,34 +137,26 @@ func (f *tokenFloor) release(ctx context.Context, i int) error {
 	if err := f.rdb.LPush(ctx, f.key, "token").Err(); err != nil {
 		return err
 	}
-	f.clock.released(f.grant[i], time.Now())
+	f.released(i)
 	return nil
 }
 
-func (f *tokenFloor) cycle(ctx context.Context, i int) error {
-	if err := f.acquire(ctx, i); err != nil {
-		return err
-	}
-	return f.release(ctx, i)
-}
-
-func (f *tokenFloor) takeLatencies() []time.Duration { return f.clock.takeLatencies() }
+func (f *tokenFloor) cycle(ctx context.Context, i int) error { return cycleOf(ctx, f, i) }
 
 // handoff is the gateway's hand-off phase, on the lock phase's gateway.
 type handoff struct {
+	*handoffClock
 	g        *gateway
 	url      string
 	acquires [][]byte
 	releases [][]byte
-	clock    handoffClock
-	grant    []int
 }
 
 func newHandoff(g *gateway, cfg Config, runID string) *handoff {
 	h := &handoff{
-		g:     g,
-		url:   "http://" + g.srv.Addr() + "/locks/bench-" + runID + "-handoff",
-		grant: make([]int, cfg.Concurrency),
+		handoffClock: newHandoffClock(cfg.Concurrency),
+		g:            g,
+		url:          "http://" + g.srv.Addr() + "/locks/bench-" + runID + "-handoff",
 	}
 	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
 	wait := strconv.FormatInt(handoffWait.Milliseconds(), 10)
@@ -174,14 +172,10 @@ func (h *handoff) name() string    { return "handoff" }
 func (h *handoff) sends() []string { return []string{"evalsha", "eval"} }
 
 func (h *handoff) acquire(ctx context.Context, i int) error {
-	body, err := h.g.do(ctx, http.MethodPost, h.url, h.acquires[i], http.StatusOK)
-	if err != nil {
+	if err := h.g.acquireAt(ctx, h.url, h.acquires[i], "waiting acquire"); err != nil {
 		return err
 	}
-	if !bytes.Contains(body, granted) {
-		return fmt.Errorf("waiting acquire: not granted within %v: %s", handoffWait, body)
-	}
-	h.grant[i] = h.clock.granted(time.Now())
+	h.granted(i)
 	return nil
 }
 
@@ -189,15 +183,8 @@ func (h *handoff) release(ctx context.Context, i int) error {
 	if _, err := h.g.do(ctx, http.MethodDelete, h.url, h.releases[i], http.StatusNoContent); err != nil {
 		return err
 	}
-	h.clock.released(h.grant[i], time.Now())
+	h.released(i)
 	return nil
 }
 
-func (h *handoff) cycle(ctx context.Context, i int) error {
-	if err := h.acquire(ctx, i); err != nil {
-		return err
-	}
-	return h.release(ctx, i)
-}
-
-func (h *handoff) takeLatencies() []time.Duration { return h.clock.takeLatencies() }
+func (h *handoff) cycle(ctx context.Context, i int) error { return cycleOf(ctx, h, i) }

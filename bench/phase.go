@@ -28,6 +28,14 @@ type cycler interface {
 	sends() []string
 }
 
+// cycleOf is c's cycle: its acquire, then its release.
+func cycleOf(ctx context.Context, c cycler, i int) error {
+	if err := c.acquire(ctx, i); err != nil {
+		return err
+	}
+	return c.release(ctx, i)
+}
+
 // ownLatencies is a cycler that measures the latency it reports itself
 // (a hand-off's release-to-next-holder) instead of each cycle's time.
 type ownLatencies interface {

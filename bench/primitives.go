@@ -49,14 +49,7 @@ func (s *semaphoreCycle) name() string    { return "sem" }
 func (s *semaphoreCycle) sends() []string { return []string{"evalsha", "eval"} }
 
 func (s *semaphoreCycle) acquire(ctx context.Context, i int) error {
-	body, err := s.g.do(ctx, http.MethodPost, s.urls[i], s.acquires[i], http.StatusOK)
-	if err != nil {
-		return err
-	}
-	if !bytes.Contains(body, granted) {
-		return fmt.Errorf("semaphore acquire: not granted: %s", body)
-	}
-	return nil
+	return s.g.acquireAt(ctx, s.urls[i], s.acquires[i], "semaphore acquire")
 }
 
 func (s *semaphoreCycle) release(ctx context.Context, i int) error {
@@ -64,12 +57,7 @@ func (s *semaphoreCycle) release(ctx context.Context, i int) error {
 	return err
 }
 
-func (s *semaphoreCycle) cycle(ctx context.Context, i int) error {
-	if err := s.acquire(ctx, i); err != nil {
-		return err
-	}
-	return s.release(ctx, i)
-}
+func (s *semaphoreCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, s, i) }
 
 type claimCycle struct {
 	g      *gateway
@@ -144,9 +132,4 @@ func (c *claimCycle) release(ctx context.Context, i int) error {
 	return nil
 }
 
-func (c *claimCycle) cycle(ctx context.Context, i int) error {
-	if err := c.acquire(ctx, i); err != nil {
-		return err
-	}
-	return c.release(ctx, i)
-}
+func (c *claimCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, c, i) }

@@ -414,29 +414,29 @@ func startGatewayProcess(ctx context.Context, cfg Config, redisURL string, n int
 	}
 	go func() { gp.err = gp.cmd.Wait(); close(gp.done) }()
 
-	deadline := time.Now().Add(20 * time.Second)
 	hc := &http.Client{Timeout: time.Second}
-	for {
+	err = pollReady(ctx, gp.done, 20*time.Second, func() error {
 		resp, err := hc.Get(gp.base + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return gp, nil
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-gp.done:
-			return nil, fmt.Errorf("bench: leasegate serve exited at start: %w", gp.exited())
-		case <-ctx.Done():
-			gp.stop()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New("/readyz: " + resp.Status)
 		}
-		if time.Now().After(deadline) {
-			gp.stop()
-			return nil, fmt.Errorf("bench: leasegate serve on %s not ready after 20s: %v", addr, err)
-		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return gp, nil
+	case errors.Is(err, errExited):
+		return nil, fmt.Errorf("bench: leasegate serve exited at start: %w", gp.exited())
 	}
+	gp.stop()
+	if ctx.Err() == nil {
+		err = fmt.Errorf("bench: leasegate serve on %s: %w", addr, err)
+	}
+	return nil, err
 }
 
 // exited describes the process's end, nil while it runs.
