@@ -55,6 +55,14 @@ type extras struct {
 // of the lock phase, whose HTTP client and server they share.
 func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string, gw *gateway) (*extras, error) {
 	x := &extras{}
+	// The primitives first, right after the lock phases: on a shared
+	// machine the closer a phase runs to its floor, the less the load
+	// moves between them. The hand-off runs right after its own floor.
+	if cfg.Primitives {
+		x.list = append(x.list,
+			extra{c: newSemaphoreCycle(gw, cfg, runID), comparedTo: "floor"},
+			extra{c: newClaimCycle(gw, cfg, runID), comparedTo: "floor"})
+	}
 	if cfg.Handoff {
 		tf, err := newTokenFloor(ctx, opt, cfg, runID)
 		if err != nil {
@@ -64,11 +72,6 @@ func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string
 		x.list = append(x.list,
 			extra{c: tf},
 			extra{c: newHandoff(gw, cfg, runID), comparedTo: tf.name()})
-	}
-	if cfg.Primitives {
-		x.list = append(x.list,
-			extra{c: newSemaphoreCycle(gw, cfg, runID), comparedTo: "floor"},
-			extra{c: newClaimCycle(gw, cfg, runID), comparedTo: "floor"})
 	}
 	return x, nil
 }
