@@ -83,6 +83,19 @@ type Config struct {
 	EtcdBench     string
 	EtcdEndpoints string
 
+	// Handoff adds, to every round, the waiting hand-off of one resource
+	// between all clients and its raw-Redis floor (handoff.go);
+	// Primitives the semaphore and claim cycles (primitives.go).
+	Handoff    bool
+	Primitives bool
+	// Waiters, when above 0, makes the run a measurement of its own
+	// instead of the rounds: the RSS of a `leasegate serve` process
+	// (GatewayCommand, with GatewayEnv added to the environment) holding
+	// that many waiting acquires (waiters.go).
+	Waiters        int
+	GatewayCommand string
+	GatewayEnv     []string
+
 	// CPUProfile, when not nil, receives a pprof CPU profile of the
 	// gateway phase of the last round. Driver goroutines carry the label
 	// role=driver, so `go tool pprof -tagignore role=driver` is the
@@ -137,6 +150,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("etcd-bench: %w", err))
 		}
 	}
+	errs = append(errs, c.validatePhases()...)
 	return errors.Join(errs...)
 }
 
@@ -176,6 +190,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		NumCPU:       runtime.NumCPU(),
 		RedisVersion: version,
 	}
+	if cfg.Waiters > 0 {
+		rep.Waiters, err = runWaiters(ctx, cfg, redisURL, runID)
+		if err != nil {
+			return nil, err
+		}
+		return rep, nil
+	}
 	var etcd *etcdRunner // nil: no etcd phases
 	if cfg.Etcd {
 		if etcd, err = startEtcd(ctx, cfg, rep); err != nil {
@@ -192,7 +213,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer gw.close()
 
-	if rep.Scripts, err = scriptCommands(ctx, stats, floor, gw); err != nil {
+	extras, err := newExtras(ctx, opt, cfg, runID, gw)
+	if err != nil {
+		return nil, err
+	}
+	defer extras.close()
+
+	if rep.Scripts, err = scriptCommands(ctx, stats, append([]cycler{floor, gw}, extras.cyclers()...)...); err != nil {
 		return nil, err
 	}
 
@@ -217,7 +244,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if rd.Floor.CyclesPerSec > 0 {
 			rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
 		}
-		if err := etcd.round(rd.Gateway.CyclesPerSec, 0); err != nil {
+		if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return nil, err
+		}
+		var handoffs float64
+		for _, p := range rd.Phases {
+			if p.Name == "handoff" {
+				handoffs = p.CyclesPerSec
+			}
+		}
+		if err := etcd.round(rd.Gateway.CyclesPerSec, handoffs); err != nil {
 			if ctx.Err() != nil {
 				break
 			}

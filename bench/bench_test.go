@@ -98,6 +98,18 @@ func TestConfigValidate(t *testing.T) {
 		{"zero rounds are refused", func(c *bench.Config) { c.Rounds = 0 }},
 		{"a fractional TTL is refused", func(c *bench.Config) { c.TTL = 1500 * time.Millisecond }},
 		{"a non-loopback Redis is refused", func(c *bench.Config) { c.RedisURL = "redis://10.0.0.1:6379" }},
+		{"a hand-off with one client is refused", func(c *bench.Config) { c.Handoff, c.Concurrency = true, 1 }},
+		{"negative waiters are refused", func(c *bench.Config) { c.Waiters = -1 }},
+		{"waiters above the cap are refused", func(c *bench.Config) {
+			c.Waiters, c.GatewayCommand = bench.MaxWaiters+1, "leasegate"
+		}},
+		{"waiters without a leasegate binary are refused", func(c *bench.Config) { c.Waiters = 10 }},
+		{"waiters with the hand-off phases are refused", func(c *bench.Config) {
+			c.Waiters, c.GatewayCommand, c.Handoff = 10, "leasegate", true
+		}},
+		{"waiters with the primitives phases are refused", func(c *bench.Config) {
+			c.Waiters, c.GatewayCommand, c.Primitives = 10, "leasegate", true
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := bench.DefaultConfig()
@@ -107,8 +119,24 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := bench.DefaultConfig().Validate(); err != nil {
-		t.Errorf("DefaultConfig().Validate(): got %v, want nil", err)
+	for _, tc := range []struct {
+		name string
+		edit func(*bench.Config)
+	}{
+		{"the defaults are accepted", func(*bench.Config) {}},
+		{"a hand-off between two clients is accepted", func(c *bench.Config) { c.Handoff, c.Concurrency = true, 2 }},
+		{"the primitives with one client are accepted", func(c *bench.Config) { c.Primitives, c.Concurrency = true, 1 }},
+		{"waiters up to the cap are accepted", func(c *bench.Config) {
+			c.Waiters, c.GatewayCommand = bench.MaxWaiters, "leasegate"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := bench.DefaultConfig()
+			tc.edit(&cfg)
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("Validate: got %v, want nil", err)
+			}
+		})
 	}
 }
 
@@ -152,5 +180,63 @@ func TestEtcdProgramSmoke(t *testing.T) {
 	}
 	var text bytes.Buffer
 	rep.Print(&text)
+	t.Logf("\n%s", text.String())
+}
+
+// TestRunSmokeHandoffAndPrimitives runs the optional phases for a second
+// at low concurrency and checks that the report is sane; no speed is
+// asserted.
+func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := bench.DefaultConfig()
+	cfg.RedisURL = srv.URL()
+	cfg.Concurrency = 3
+	cfg.Duration = time.Second
+	cfg.Warmup = 100 * time.Millisecond
+	cfg.Rounds = 1
+	cfg.Handoff = true
+	cfg.Primitives = true
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	want := []struct{ name, comparedTo string }{{"sem", "floor"}, {"claim", "floor"}, {"blpop", ""}, {"handoff", "blpop"}}
+	if len(rep.Phases) != len(want) {
+		t.Fatalf("phases: got %d, want %d: %+v", len(rep.Phases), len(want), rep.Phases)
+	}
+	for i, p := range rep.Phases {
+		if p.Name != want[i].name || p.ComparedTo != want[i].comparedTo {
+			t.Errorf("phase %d: got %q compared to %q, want %q compared to %q", i, p.Name, p.ComparedTo, want[i].name, want[i].comparedTo)
+		}
+		if p.Cycles <= 0 || p.Errors != 0 {
+			t.Errorf("%s: got %d cycles, %d errors (first: %s); want some, none", p.Name, p.Cycles, p.Errors, p.FirstError)
+		}
+		if p.Ratio <= 0 {
+			t.Errorf("%s: got ratio %v, want > 0", p.Name, p.Ratio)
+		}
+		if p.P99ms < p.P50ms {
+			t.Errorf("%s: got p50 %.3f ms above p99 %.3f ms", p.Name, p.P50ms, p.P99ms)
+		}
+	}
+	hand := rep.Phases[3]
+	if hand.RedisCalls["publish"] < 0.5 {
+		t.Errorf("handoff: got %.2f PUBLISH per hand-off, want about 1 (the release wakes a waiter): %v", hand.RedisCalls["publish"], hand.RedisCalls)
+	}
+	if got := rep.Phases[2].RedisCalls["blpop"]; got < 0.99 || got > 1.01 {
+		t.Errorf("blpop: got %.2f BLPOP per hand-off, want 1", got)
+	}
+	if got := rep.Scripts["claim acquire"]["evalsha"]; got != 1 {
+		t.Errorf("claim acquire alone: got %d EVALSHA, want 1 (%v)", got, rep.Scripts)
+	}
+	var text bytes.Buffer
+	rep.Print(&text)
+	for _, want := range []string{"handoff", "blpop", "sem", "claim", "release to the next holder"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("printed report lacks %q:\n%s", want, text.String())
+		}
+	}
 	t.Logf("\n%s", text.String())
 }

@@ -60,9 +60,4 @@ func (f *floor) release(ctx context.Context, i int) error {
 	return nil
 }
 
-func (f *floor) cycle(ctx context.Context, i int) error {
-	if err := f.acquire(ctx, i); err != nil {
-		return err
-	}
-	return f.release(ctx, i)
-}
+func (f *floor) cycle(ctx context.Context, i int) error { return cycleOf(ctx, f, i) }

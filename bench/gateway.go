@@ -97,12 +97,18 @@ func (g *gateway) close() {
 var granted = []byte(`"acquired":true`)
 
 func (g *gateway) acquire(ctx context.Context, i int) error {
-	body, err := g.send(ctx, http.MethodPost, i, g.acquires[i], http.StatusOK)
+	return g.acquireAt(ctx, g.urls[i], g.acquires[i], "acquire")
+}
+
+// acquireAt POSTs an acquire (of a lock or a semaphore) to url; an answer
+// other than 200 with "acquired":true is an error.
+func (g *gateway) acquireAt(ctx context.Context, url string, body []byte, what string) error {
+	got, err := g.do(ctx, http.MethodPost, url, body, http.StatusOK)
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(body, granted) {
-		return fmt.Errorf("acquire: not granted: %s", body)
+	if !bytes.Contains(got, granted) {
+		return fmt.Errorf("%s: not granted: %s", what, got)
 	}
 	return nil
 }
@@ -112,15 +118,16 @@ func (g *gateway) release(ctx context.Context, i int) error {
 	return err
 }
 
-func (g *gateway) cycle(ctx context.Context, i int) error {
-	if err := g.acquire(ctx, i); err != nil {
-		return err
-	}
-	return g.release(ctx, i)
-}
+func (g *gateway) cycle(ctx context.Context, i int) error { return cycleOf(ctx, g, i) }
 
 func (g *gateway) send(ctx context.Context, method string, i int, body []byte, want int) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, g.urls[i], bytes.NewReader(body))
+	return g.do(ctx, method, g.urls[i], body, want)
+}
+
+// do sends one request to the gateway and returns the answer's body; an
+// answer other than want is an error.
+func (g *gateway) do(ctx context.Context, method, url string, body []byte, want int) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

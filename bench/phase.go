@@ -28,6 +28,21 @@ type cycler interface {
 	sends() []string
 }
 
+// cycleOf is c's cycle: its acquire, then its release.
+func cycleOf(ctx context.Context, c cycler, i int) error {
+	if err := c.acquire(ctx, i); err != nil {
+		return err
+	}
+	return c.release(ctx, i)
+}
+
+// ownLatencies is a cycler that measures the latency it reports itself
+// (a hand-off's release-to-next-holder) instead of each cycle's time.
+type ownLatencies interface {
+	// takeLatencies returns, sorted, the latencies since the last call.
+	takeLatencies() []time.Duration
+}
+
 // runPhase warms c up, then runs cfg.Concurrency workers doing cycles for
 // cfg.Duration and measures them. prof, when not nil, gets a CPU profile
 // of the measured part.
@@ -37,6 +52,10 @@ func runPhase(ctx context.Context, stats *redis.Client, cfg Config, c cycler, pr
 	}
 	if ctx.Err() != nil {
 		return Phase{}, ctx.Err()
+	}
+	own, hasOwn := c.(ownLatencies)
+	if hasOwn {
+		own.takeLatencies() // the warm-up's
 	}
 	before, err := readRedisStats(ctx, stats)
 	if err != nil {
@@ -53,6 +72,9 @@ func runPhase(ctx context.Context, stats *redis.Client, cfg Config, c cycler, pr
 	res := drive(ctx, cfg.Concurrency, cfg.Duration, c)
 	if prof != nil {
 		pprof.StopCPUProfile()
+	}
+	if hasOwn {
+		res.latencies = own.takeLatencies()
 	}
 	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&ms1)

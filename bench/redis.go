@@ -59,26 +59,45 @@ func startRedis(ctx context.Context, bin string) (*redisProcess, error) {
 
 	rdb := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	err = pollReady(ctx, p.done, 10*time.Second, func() error {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := rdb.Ping(pctx).Err()
-		cancel()
+		defer cancel()
+		return rdb.Ping(pctx).Err()
+	})
+	switch {
+	case err == nil:
+		return p, nil
+	case errors.Is(err, errExited):
+		err = fmt.Errorf("bench: redis-server exited at start (port %d taken?)", port)
+	case ctx.Err() == nil:
+		err = fmt.Errorf("bench: redis-server on %s did not answer PING: %w", p.addr, err)
+	}
+	p.stop()
+	return nil, err
+}
+
+// errExited: the process being waited for exited.
+var errExited = errors.New("exited")
+
+// pollReady calls ready every 20 ms until it returns nil. It gives up
+// with errExited when done is closed, with ctx's error when ctx ends, and
+// with ready's last error once limit has passed.
+func pollReady(ctx context.Context, done <-chan struct{}, limit time.Duration, ready func() error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := ready()
 		if err == nil {
-			return p, nil
+			return nil
 		}
 		select {
-		case <-p.done:
-			p.stop()
-			return nil, fmt.Errorf("bench: redis-server exited at start (port %d taken?)", port)
+		case <-done:
+			return errExited
 		case <-ctx.Done():
-			p.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("bench: redis-server on %s did not answer PING: %w", p.addr, err)
+			return fmt.Errorf("not ready after %v: %w", limit, err)
 		}
 	}
 }

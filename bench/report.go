@@ -25,6 +25,11 @@ type Report struct {
 	Gateway Phase   `json:"gateway"`
 	Ratio   float64 `json:"ratio"`
 	Rounds  []Round `json:"rounds"`
+	// Phases are the medians of the rounds' Phases (-handoff,
+	// -primitives), matched by name.
+	Phases []Phase `json:"phases,omitempty"`
+	// Waiters is the -waiters measurement, which runs instead of rounds.
+	Waiters *WaitersReport `json:"waiters,omitempty"`
 
 	// Scripts: the Redis commands (as INFO commandstats counts them,
 	// commands inside a script included) of each half of one cycle, done
@@ -40,6 +45,8 @@ type Round struct {
 	Floor   Phase   `json:"floor"`
 	Gateway Phase   `json:"gateway"`
 	Ratio   float64 `json:"ratio"`
+	// Phases are the optional phases that ran after them, in order.
+	Phases []Phase `json:"phases,omitempty"`
 }
 
 // Phase is what one phase measured.
@@ -71,6 +78,11 @@ type Phase struct {
 	AllocsPerCycle float64 `json:"allocs_per_cycle"`
 	BytesPerCycle  float64 `json:"bytes_per_cycle"`
 	GCCycles       uint32  `json:"gc_cycles"`
+
+	// An optional phase's cycles/s divided by those of the phase named
+	// ComparedTo in the same round (its floor); the floors have none.
+	ComparedTo string  `json:"compared_to,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"`
 }
 
 // summarize fills Floor, Gateway and Ratio from the rounds.
@@ -90,6 +102,7 @@ func (r *Report) summarize() {
 	}
 	r.Ratio = median(ratios)
 	r.Etcd.summarize()
+	r.Phases = medianPhases(r.Rounds)
 }
 
 // medianPhase: every number is the median of that number over ps; errors
@@ -99,6 +112,8 @@ func medianPhase(ps []Phase) Phase {
 	last := ps[len(ps)-1]
 	out := Phase{
 		Name:           last.Name,
+		ComparedTo:     last.ComparedTo,
+		Ratio:          m(func(p Phase) float64 { return p.Ratio }),
 		Seconds:        m(func(p Phase) float64 { return p.Seconds }),
 		CyclesPerSec:   m(func(p Phase) float64 { return p.CyclesPerSec }),
 		P50ms:          m(func(p Phase) float64 { return p.P50ms }),
@@ -124,6 +139,10 @@ func medianPhase(ps []Phase) Phase {
 
 // Print writes the report as text tables.
 func (r *Report) Print(w io.Writer) {
+	if r.Waiters != nil {
+		r.printWaiters(w)
+		return
+	}
 	fmt.Fprintf(w, "leasegate bench: %d clients, %v per phase, %d round(s), median shown\n", r.Concurrency, r.Duration, len(r.Rounds))
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %d CPUs, redis-server %s\n\n", r.GoVersion, r.GOMAXPROCS, r.NumCPU, r.RedisVersion)
 	fmt.Fprintf(w, "%-8s %10s %8s %8s %8s %10s %10s %10s %10s %9s %9s %7s\n",
@@ -138,8 +157,12 @@ func (r *Report) Print(w io.Writer) {
 	}
 	row(r.Floor, 1)
 	row(r.Gateway, r.Ratio)
+	for _, p := range r.Phases {
+		row(p, p.Ratio)
+	}
 	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
 	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
+	printPhases(w, r)
 
 	if len(r.Rounds) > 1 {
 		fmt.Fprintln(w, "\nrounds (cycles/s floor / gateway = ratio):")
@@ -148,7 +171,7 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w, "\nredis commands per cycle (commandstats calls; then usec, a script's including its commands'):")
-	for _, p := range []Phase{r.Floor, r.Gateway} {
+	for _, p := range append([]Phase{r.Floor, r.Gateway}, r.Phases...) {
 		fmt.Fprintf(w, "  %-8s %s\n", p.Name, formatCalls(p.RedisCalls))
 		fmt.Fprintf(w, "  %-8s %s\n", "", formatCalls(p.RedisUsec))
 	}
@@ -160,7 +183,7 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %s\n", k, formatCalls(calls))
 	}
-	for _, p := range []Phase{r.Floor, r.Gateway} {
+	for _, p := range append([]Phase{r.Floor, r.Gateway}, r.Phases...) {
 		if p.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", p.Name, p.FirstError)
 		}

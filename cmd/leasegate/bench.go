@@ -46,6 +46,15 @@ by default) on free loopback ports, or uses -etcd-endpoints:
                 hand-offs/s and release-to-next-holder p50/p99, from
                 Unlock returning to the next Lock returning
 
+-handoff adds two phases to every round: all clients wait on ONE
+resource (POST /locks/{r} with wait_ms, DELETE when granted), and the
+same hand-off done with go-redis (BLPOP a token, LPUSH it back), with
+hand-offs/s and release-to-next-holder latency. -primitives adds the
+semaphore (POST+DELETE /semaphores/{n}) and claim (POST /claims/{s}/{k} +
+.../complete) cycles, compared with the floor. -waiters N measures instead
+the memory of a separate "leasegate serve" process holding N waiting
+acquires (VmRSS, VmHWM, Go heap and stacks), then releases them all.
+
 Flags:
 `
 
@@ -67,9 +76,16 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.BoolVar(&cfg.Etcd, "etcd", cfg.Etcd, "also run the etcd phases (etcd's concurrency.Mutex: lock cycle and hand-off)")
 	fs.StringVar(&cfg.EtcdBench, "etcd-bench", cfg.EtcdBench, "the etcd program: its module directory (built with go build) or a built binary; empty: ./"+bench.DefaultEtcdBench+" if there, else the phase is skipped")
 	fs.StringVar(&cfg.EtcdEndpoints, "etcd-endpoints", cfg.EtcdEndpoints, "comma-separated client URLs of an otherwise idle etcd to use instead of the embedded one")
+	fs.BoolVar(&cfg.Handoff, "handoff", cfg.Handoff, "also run the waiting hand-off phases (one resource, every client waiting)")
+	fs.BoolVar(&cfg.Primitives, "primitives", cfg.Primitives, "also run the semaphore and claim cycle phases")
+	fs.IntVar(&cfg.Waiters, "waiters", cfg.Waiters, fmt.Sprintf("instead of the rounds, measure a leasegate serve process's memory with this many waiting acquires (at most %d)", bench.MaxWaiters))
 	fs.BoolVar(&jsonOut, "json", jsonOut, "print the report as JSON")
 	fs.StringVar(&cpuProfile, "cpuprofile", cpuProfile, "write a CPU profile of the last round's gateway phase to this file")
 	fs.StringVar(&memProfile, "memprofile", memProfile, "write the allocs profile of the run to this file")
+	if exe, err := os.Executable(); err == nil {
+		cfg.GatewayCommand = exe
+	}
+	cfg.GatewayEnv = benchGatewayEnv
 	if err := parseCommand(fs, benchUsage, args, getenv, stderr, func() error { return cfg.Validate() }); err != nil {
 		return err
 	}
@@ -112,11 +128,22 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return err
 	}
-	if n := rep.Floor.Errors + rep.Gateway.Errors; n > 0 {
+	n := rep.Floor.Errors + rep.Gateway.Errors
+	for _, p := range rep.Phases {
+		n += p.Errors
+	}
+	if n > 0 {
 		return exitError{code: 1, msg: fmt.Sprintf("%d cycles failed", n)}
 	}
 	if n := rep.Etcd.Failures(); n > 0 {
 		return exitError{code: 1, msg: fmt.Sprintf("%d etcd operations failed or broke mutual exclusion", n)}
 	}
+	if w := rep.Waiters; w != nil && (w.Errors > 0 || w.TimedOut > 0) {
+		return exitError{code: 1, msg: fmt.Sprintf("%d waiters failed, %d timed out", w.Errors, w.TimedOut)}
+	}
 	return nil
 }
+
+// benchGatewayEnv is added to the environment of the gateway process of
+// -waiters (tests make it run main).
+var benchGatewayEnv []string

@@ -38,6 +38,43 @@ func TestBenchCommand(t *testing.T) {
 	}
 }
 
+// TestBenchWaitersCommand: -waiters starts this binary as `leasegate
+// serve` (TestMain runs main), parks a few waiting acquires on it, reads
+// its memory and releases them all.
+func TestBenchWaitersCommand(t *testing.T) {
+	srv := redistest.Start(t)
+	benchGatewayEnv = []string{"LEASEGATE_TEST_RUN_MAIN=1"}
+	t.Cleanup(func() { benchGatewayEnv = nil })
+	r := runCLI(t, nil, "bench", "--json", "-waiters", "20", "-redis-url", srv.URL(), "-log-level", "warn")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q, want 0", r.code, r.stderr)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("stdout %q: not a JSON report: %v", r.stdout, err)
+	}
+	w := rep.Waiters
+	if w == nil {
+		t.Fatalf("report has no waiters measurement: %s", r.stdout)
+	}
+	if w.Waiters != 20 || w.Granted != 20 || w.TimedOut != 0 || w.Errors != 0 {
+		t.Errorf("got %d waiters, %d granted, %d timed out, %d errors; want 20, 20, 0, 0 (first error %q)",
+			w.Waiters, w.Granted, w.TimedOut, w.Errors, w.FirstError)
+	}
+	if w.At.Waiters != 20 || w.After.Waiters != 0 {
+		t.Errorf("waiters gauge: got %v with the waiters and %v after, want 20 and 0", w.At.Waiters, w.After.Waiters)
+	}
+	if w.Before.RSS <= 0 || w.At.RSS <= 0 || w.At.HWM < w.At.RSS {
+		t.Errorf("got RSS %d before, %d with the waiters (HWM %d); want positive, HWM >= RSS", w.Before.RSS, w.At.RSS, w.At.HWM)
+	}
+	if w.At.Goroutines < w.Before.Goroutines+20 {
+		t.Errorf("goroutines: got %v with 20 waiters, %v before; want at least one more per waiter", w.At.Goroutines, w.Before.Goroutines)
+	}
+	if len(rep.Rounds) != 0 {
+		t.Errorf("got %d rounds, want none: -waiters runs alone", len(rep.Rounds))
+	}
+}
+
 func TestBenchCommandRefusesBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -48,6 +85,9 @@ func TestBenchCommandRefusesBadInput(t *testing.T) {
 		{"a non-loopback Redis", []string{"-redis-url", "redis://192.0.2.1:6379"}, "loopback"},
 		{"a stray argument", []string{"extra"}, "unexpected arguments"},
 		{"a missing etcd program", []string{"-etcd", "-etcd-bench", "/nonexistent/etcd-bench"}, "etcd-bench"},
+		{"waiters above the cap", []string{"-waiters", "20001"}, "waiters"},
+		{"waiters with the hand-off phases", []string{"-waiters", "10", "-handoff"}, "measurement of its own"},
+		{"a hand-off with one client", []string{"-handoff", "-c", "1"}, "at least 2 clients"},
 	} {
 		t.Run(tc.name+" is a usage error", func(t *testing.T) {
 			r := runCLI(t, nil, append([]string{"bench"}, tc.args...)...)

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The hand-off phases (-handoff): every client wants ONE resource; the
+// holder releases it as soon as it is granted, and the next waiting client
+// gets it. A cycle is one grant, so cycles/s are hand-offs/s; the latency
+// reported is from the moment a release's answer reaches its client to
+// the moment the next holder's grant answer reaches that one (handoffClock).
+//
+//	handoff  POST /locks/{r} with wait_ms (waits in the gateway's FIFO
+//	         queue, woken by the release's PUBLISH), DELETE when granted
+//	blpop    the raw-Redis floor of a FIFO hand-off: one token in a list,
+//	         taken with BLPOP (Redis queues blocked clients FIFO and hands
+//	         an LPUSHed element straight to the oldest), given back with
+//	         LPUSH. No lease, no expiry, no fencing token, no owner check:
+//	         the least any Redis hand-off can cost, one command each way.
+//
+// SET NX PX with a client-side retry is not used as the floor: it does
+// not queue, so its rate depends on the retry interval chosen, not on
+// Redis.
+
+// handoffWait is the wait_ms of a waiting acquire (and BLPOP's timeout):
+// far longer than a turn of the queue at MaxConcurrency clients.
+const handoffWait = 30 * time.Second
+
+// handoffClock pairs each release with the grant that follows it. Grants
+// of one resource are seen in the order they were made: a holder notes
+// its grant before it sends its release, and the next grant can only be
+// made after that release. So the k-th grant noted is hand-off k, and the
+// holder notes its release's answer under the same k.
+type handoffClock struct {
+	mu       sync.Mutex
+	grants   []time.Time
+	releases []time.Time // by the index of the grant released
+	// held is each worker's index of its current grant.
+	held []int
+}
+
+func newHandoffClock(workers int) *handoffClock {
+	return &handoffClock{held: make([]int, workers)}
+}
+
+// granted notes that worker i's grant answer came now.
+func (h *handoffClock) granted(i int) {
+	t := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.grants = append(h.grants, t)
+	h.held[i] = len(h.grants) - 1
+}
+
+// released notes that worker i's release answer came now.
+func (h *handoffClock) released(i int) {
+	t := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := h.held[i]
+	for len(h.releases) <= k {
+		h.releases = append(h.releases, time.Time{})
+	}
+	h.releases[k] = t
+}
+
+// takeLatencies returns, sorted, the release-to-next-grant times noted
+// since the last call, and forgets them. A next grant seen before the
+// release's own answer (both answers can leave in the same instant)
+// counts as 0.
+func (h *handoffClock) takeLatencies() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []time.Duration
+	for k := 1; k < len(h.grants); k++ {
+		if k-1 < len(h.releases) && !h.releases[k-1].IsZero() {
+			out = append(out, max(h.grants[k].Sub(h.releases[k-1]), 0))
+		}
+	}
+	h.grants, h.releases = nil, nil
+	slices.Sort(out)
+	return out
+}
+
+// tokenFloor is the blpop phase.
+type tokenFloor struct {
+	*handoffClock
+	rdb *redis.Client
+	key string
+}
+
+func newTokenFloor(ctx context.Context, opt *redis.Options, cfg Config, runID string) (*tokenFloor, error) {
+	o := *opt
+	// A blocked BLPOP holds its connection.
+	o.PoolSize = cfg.Concurrency + 1
+	f := &tokenFloor{
+		handoffClock: newHandoffClock(cfg.Concurrency),
+		rdb:          redis.NewClient(&o),
+		key:          "bench:{" + runID + "}:token",
+	}
+	if err := f.rdb.LPush(ctx, f.key, "token").Err(); err != nil {
+		_ = f.rdb.Close()
+		return nil, fmt.Errorf("bench: blpop: %w", err)
+	}
+	return f, nil
+}
+
+func (f *tokenFloor) name() string    { return "blpop" }
+func (f *tokenFloor) sends() []string { return []string{"blpop", "lpush"} }
+
+func (f *tokenFloor) close() {
+	_ = f.rdb.Del(context.Background(), f.key).Err()
+	_ = f.rdb.Close()
+}
+
+func (f *tokenFloor) acquire(ctx context.Context, i int) error {
+	if _, err := f.rdb.BLPop(ctx, handoffWait, f.key).Result(); err != nil {
+		if errors.Is(err, redis.Nil) {
+			return fmt.Errorf("BLPOP %s: no token within %v", f.key, handoffWait)
+		}
+		return err
+	}
+	f.granted(i)
+	return nil
+}
+
+func (f *tokenFloor) release(ctx context.Context, i int) error {
+	if err := f.rdb.LPush(ctx, f.key, "token").Err(); err != nil {
+		return err
+	}
+	f.released(i)
+	return nil
+}
+
+func (f *tokenFloor) cycle(ctx context.Context, i int) error { return cycleOf(ctx, f, i) }
+
+// handoff is the gateway's hand-off phase, on the lock phase's gateway.
+type handoff struct {
+	*handoffClock
+	g        *gateway
+	url      string
+	acquires [][]byte
+	releases [][]byte
+}
+
+func newHandoff(g *gateway, cfg Config, runID string) *handoff {
+	h := &handoff{
+		handoffClock: newHandoffClock(cfg.Concurrency),
+		g:            g,
+		url:          "http://" + g.srv.Addr() + "/locks/bench-" + runID + "-handoff",
+	}
+	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
+	wait := strconv.FormatInt(handoffWait.Milliseconds(), 10)
+	for i := range cfg.Concurrency {
+		owner := "bench-owner-" + strconv.Itoa(i)
+		h.acquires = append(h.acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+`,"wait_ms":`+wait+`}`))
+		h.releases = append(h.releases, []byte(`{"owner":"`+owner+`"}`))
+	}
+	return h
+}
+
+func (h *handoff) name() string    { return "handoff" }
+func (h *handoff) sends() []string { return []string{"evalsha", "eval"} }
+
+func (h *handoff) acquire(ctx context.Context, i int) error {
+	if err := h.g.acquireAt(ctx, h.url, h.acquires[i], "waiting acquire"); err != nil {
+		return err
+	}
+	h.granted(i)
+	return nil
+}
+
+func (h *handoff) release(ctx context.Context, i int) error {
+	if _, err := h.g.do(ctx, http.MethodDelete, h.url, h.releases[i], http.StatusNoContent); err != nil {
+		return err
+	}
+	h.released(i)
+	return nil
+}
+
+func (h *handoff) cycle(ctx context.Context, i int) error { return cycleOf(ctx, h, i) }

@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The optional phases of a round (-handoff, -primitives): each one runs
+// after the floor and gateway phases, for the same time, at the same
+// concurrency, and is compared with a floor measured in the same round.
+
+// MaxWaiters bounds -waiters: every waiter is a socket in the driver and
+// one in the gateway, and all of them come from one loopback address.
+const MaxWaiters = 20000
+
+// validatePhases checks the optional phases' settings.
+func (c Config) validatePhases() []error {
+	var errs []error
+	if c.Waiters < 0 || c.Waiters > MaxWaiters {
+		errs = append(errs, fmt.Errorf("waiters must be 0..%d, got %d", MaxWaiters, c.Waiters))
+	}
+	if c.Waiters > 0 {
+		if c.Handoff || c.Primitives || c.Etcd {
+			errs = append(errs, errors.New("waiters is a measurement of its own: not with handoff, primitives or etcd"))
+		}
+		if c.GatewayCommand == "" {
+			errs = append(errs, errors.New("waiters needs the leasegate binary to start `leasegate serve` with"))
+		}
+	}
+	if c.Handoff && c.Concurrency < 2 {
+		errs = append(errs, fmt.Errorf("handoff needs at least 2 clients to hand a lock between, got %d", c.Concurrency))
+	}
+	return errs
+}
+
+// extra is one optional phase: what it runs, and the name of the phase
+// of the same round whose cycles/s its ratio divides by ("" for a floor).
+type extra struct {
+	c          cycler
+	comparedTo string
+}
+
+type extras struct {
+	list    []extra
+	closers []func()
+}
+
+// newExtras builds the optional phases cfg asks for; gw is the gateway
+// of the lock phase, whose HTTP client and server they share.
+func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string, gw *gateway) (*extras, error) {
+	x := &extras{}
+	// The primitives first, right after the lock phases: on a shared
+	// machine the closer a phase runs to its floor, the less the load
+	// moves between them. The hand-off runs right after its own floor.
+	if cfg.Primitives {
+		x.list = append(x.list,
+			extra{c: newSemaphoreCycle(gw, cfg, runID), comparedTo: "floor"},
+			extra{c: newClaimCycle(gw, cfg, runID), comparedTo: "floor"})
+	}
+	if cfg.Handoff {
+		tf, err := newTokenFloor(ctx, opt, cfg, runID)
+		if err != nil {
+			return nil, err
+		}
+		x.closers = append(x.closers, tf.close)
+		x.list = append(x.list,
+			extra{c: tf},
+			extra{c: newHandoff(gw, cfg, runID), comparedTo: tf.name()})
+	}
+	return x, nil
+}
+
+func (x *extras) cyclers() []cycler {
+	var cs []cycler
+	for _, e := range x.list {
+		cs = append(cs, e.c)
+	}
+	return cs
+}
+
+func (x *extras) close() {
+	for _, f := range x.closers {
+		f()
+	}
+}
+
+// run runs every optional phase once; floor is this round's lock floor.
+func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor Phase) ([]Phase, error) {
+	var out []Phase
+	byName := map[string]Phase{floor.Name: floor}
+	for _, e := range x.list {
+		p, err := runPhase(ctx, stats, cfg, e.c, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.ComparedTo = e.comparedTo
+		switch f := byName[e.comparedTo]; {
+		case e.comparedTo == "":
+			p.Ratio = 1 // a floor
+		case f.CyclesPerSec > 0:
+			p.Ratio = p.CyclesPerSec / f.CyclesPerSec
+		}
+		byName[p.Name] = p
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// medianPhases is the median of the rounds' optional phases, by name, in
+// the order of the first round.
+func medianPhases(rounds []Round) []Phase {
+	if len(rounds) == 0 {
+		return nil
+	}
+	var out []Phase
+	for _, first := range rounds[0].Phases {
+		var ps []Phase
+		for _, rd := range rounds {
+			for _, p := range rd.Phases {
+				if p.Name == first.Name {
+					ps = append(ps, p)
+				}
+			}
+		}
+		out = append(out, medianPhase(ps))
+	}
+	return out
+}
+
+// printPhases says what the optional phases' rows mean and gives their
+// cycles/s and ratio in each round.
+func printPhases(w io.Writer, r *Report) {
+	if len(r.Phases) == 0 {
+		return
+	}
+	has := func(n string) bool {
+		return slices.ContainsFunc(r.Phases, func(p Phase) bool { return p.Name == n })
+	}
+	if has("handoff") {
+		fmt.Fprintln(w, "handoff: every client waits (wait_ms) on ONE resource over HTTP and releases it as soon as it is granted;")
+		fmt.Fprintln(w, "blpop: the same with go-redis, a token taken with BLPOP and given back with LPUSH (the raw-Redis FIFO hand-off);")
+		fmt.Fprintln(w, "  for both, cycles/s = hand-offs/s; p50/p99 = release to the next holder (a release's answer to the next grant's answer)")
+	}
+	if has("sem") {
+		fmt.Fprintln(w, "sem: POST + DELETE /semaphores/{n} (limit 10, a name per client); claim: POST /claims/{s}/{k} + POST .../complete")
+		fmt.Fprintln(w, "  (a new key every cycle, keep 1 s); both two requests, compared with the floor (two round trips)")
+	}
+	if len(r.Rounds) > 1 {
+		fmt.Fprintln(w, "\noptional phases by round (cycles/s, ratio to the phase named):")
+		for i, rd := range r.Rounds {
+			var parts []string
+			for _, p := range rd.Phases {
+				if p.ComparedTo == "" {
+					parts = append(parts, fmt.Sprintf("%s %.0f", p.Name, p.CyclesPerSec))
+				} else {
+					parts = append(parts, fmt.Sprintf("%s %.0f (%.3f of %s)", p.Name, p.CyclesPerSec, p.Ratio, p.ComparedTo))
+				}
+			}
+			fmt.Fprintf(w, "  %d: %s\n", i+1, strings.Join(parts, "; "))
+		}
+	}
+}

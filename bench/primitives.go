@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The primitives phases (-primitives), over HTTP to the lock phase's
+// gateway, each client on names of its own so that every acquire is
+// granted, as in the lock phase:
+//
+//	sem    POST /semaphores/{n} (limit 10) + DELETE /semaphores/{n}
+//	claim  POST /claims/{scope}/{key} + POST /claims/{scope}/{key}/complete
+//	       (a new key every cycle, result {"ok":true}, keep 1 s)
+//
+// Both are two requests, two script round trips, so their floor is the
+// round's lock floor (SET NX PX + compare-and-delete), as in
+// semaphore/bench_test.go's BenchmarkCyclesAgainstTheGoRedisFloor.
+
+// semaphoreLimit is the limit of every benchmark semaphore.
+const semaphoreLimit = 10
+
+type semaphoreCycle struct {
+	g        *gateway
+	urls     []string
+	acquires [][]byte
+	releases [][]byte
+}
+
+func newSemaphoreCycle(g *gateway, cfg Config, runID string) *semaphoreCycle {
+	s := &semaphoreCycle{g: g}
+	base := "http://" + g.srv.Addr() + "/semaphores/bench-" + runID + "-"
+	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
+	for i := range cfg.Concurrency {
+		owner := "bench-owner-" + strconv.Itoa(i)
+		s.urls = append(s.urls, base+strconv.Itoa(i))
+		s.acquires = append(s.acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+`,"limit":`+strconv.Itoa(semaphoreLimit)+`}`))
+		s.releases = append(s.releases, []byte(`{"owner":"`+owner+`"}`))
+	}
+	return s
+}
+
+func (s *semaphoreCycle) name() string    { return "sem" }
+func (s *semaphoreCycle) sends() []string { return []string{"evalsha", "eval"} }
+
+func (s *semaphoreCycle) acquire(ctx context.Context, i int) error {
+	return s.g.acquireAt(ctx, s.urls[i], s.acquires[i], "semaphore acquire")
+}
+
+func (s *semaphoreCycle) release(ctx context.Context, i int) error {
+	_, err := s.g.do(ctx, http.MethodDelete, s.urls[i], s.releases[i], http.StatusNoContent)
+	return err
+}
+
+func (s *semaphoreCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, s, i) }
+
+type claimCycle struct {
+	g      *gateway
+	base   []string // per worker: .../claims/{scope}/w{i}-
+	owners []string
+	claims [][]byte
+	ttl    string
+	// Per worker: the sequence number of its current key and the token
+	// of its pending claim.
+	seq    []int
+	tokens []int64
+}
+
+func newClaimCycle(g *gateway, cfg Config, runID string) *claimCycle {
+	c := &claimCycle{
+		g:      g,
+		ttl:    strconv.FormatInt(int64(cfg.TTL/time.Second), 10),
+		seq:    make([]int, cfg.Concurrency),
+		tokens: make([]int64, cfg.Concurrency),
+	}
+	base := "http://" + g.srv.Addr() + "/claims/bench-" + runID + "/w"
+	for i := range cfg.Concurrency {
+		owner := "bench-owner-" + strconv.Itoa(i)
+		c.base = append(c.base, base+strconv.Itoa(i)+"-")
+		c.owners = append(c.owners, owner)
+		c.claims = append(c.claims, []byte(`{"owner":"`+owner+`","ttl_seconds":`+c.ttl+`}`))
+	}
+	return c
+}
+
+func (c *claimCycle) name() string    { return "claim" }
+func (c *claimCycle) sends() []string { return []string{"evalsha", "eval"} }
+
+func (c *claimCycle) url(i int) string { return c.base[i] + strconv.Itoa(c.seq[i]) }
+
+var tokenField = []byte(`"token":`)
+
+// acquire claims a new key: 201, state pending.
+func (c *claimCycle) acquire(ctx context.Context, i int) error {
+	c.seq[i]++
+	body, err := c.g.do(ctx, http.MethodPost, c.url(i), c.claims[i], http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	j := bytes.Index(body, tokenField)
+	if j < 0 {
+		return fmt.Errorf("claim: no token in %s", body)
+	}
+	rest := body[j+len(tokenField):]
+	end := bytes.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(rest)
+	}
+	if c.tokens[i], err = strconv.ParseInt(string(rest[:end]), 10, 64); err != nil {
+		return fmt.Errorf("claim: token in %s: %w", body, err)
+	}
+	return nil
+}
+
+var claimDone = []byte(`"state":"done"`)
+
+// release completes the claim acquire took.
+func (c *claimCycle) release(ctx context.Context, i int) error {
+	body := []byte(`{"owner":"` + c.owners[i] + `","token":` + strconv.FormatInt(c.tokens[i], 10) + `,"result":{"ok":true},"keep_seconds":1}`)
+	got, err := c.g.do(ctx, http.MethodPost, c.url(i)+"/complete", body, http.StatusOK)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(got, claimDone) {
+		return errors.New("complete: not done: " + string(got))
+	}
+	return nil
+}
+
+func (c *claimCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, c, i) }
