@@ -148,16 +148,12 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	if s.opts.Outbox {
 		flagID, banID = newEventID(), newEventID()
 	}
-	v, err := scripts.UserAttempt.Run(ctx, s.rdb,
+	v, arr, status, err := reply.RunFlagged(ctx, s.rdb, scripts.UserAttempt, "attempt",
 		append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.outboxKeys()...),
 		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
 		s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
 		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
-		flagID, banID, tenant, s.maxLen()).Result()
-	if err != nil {
-		return Result{}, scriptreply.Unavailable(err)
-	}
-	arr, status, err := reply.Flagged("attempt", v)
+		flagID, banID, tenant, s.maxLen())
 	if err != nil {
 		return Result{}, err
 	}
