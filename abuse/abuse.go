@@ -151,16 +151,12 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	if s.out.On() {
 		flagID, banID = outbox.NewID(), outbox.NewID()
 	}
-	v, err := scripts.UserAttempt.Run(ctx, s.rdb,
+	v, arr, status, err := reply.RunFlagged(ctx, s.rdb, scripts.UserAttempt, "attempt",
 		append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.out.Keys()...),
 		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
 		s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
 		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
-		flagID, banID, tenant, s.out.MaxLen()).Result()
-	if err != nil {
-		return Result{}, scriptreply.Unavailable(err)
-	}
-	arr, status, err := reply.Flagged("attempt", v)
+		flagID, banID, tenant, s.out.MaxLen())
 	if err != nil {
 		return Result{}, err
 	}

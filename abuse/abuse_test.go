@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -179,19 +178,10 @@ func TestConcurrentAttemptsCountExactlyOnce(t *testing.T) {
 		const n = 200
 		results := make([]Result, n)
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				<-start
-				results[i], errs[i] = svc.Attempt(ctx, "", "burst", "u-burst", time.Minute,
-					Meta{ClientIP: "192.0.2.7", RequestID: fmt.Sprintf("r%d", i)})
-			}(i)
-		}
-		close(start)
-		wg.Wait()
+		redistest.Burst(n, func(i int) {
+			results[i], errs[i] = svc.Attempt(ctx, "", "burst", "u-burst", time.Minute,
+				Meta{ClientIP: "192.0.2.7", RequestID: fmt.Sprintf("r%d", i)})
+		})
 		seen := make([]int, n+1)
 		acquired, flaggedNow := 0, 0
 		for i := range results {

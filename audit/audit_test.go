@@ -86,3 +86,25 @@ func TestAuditActorSaysOpenInOpenMode(t *testing.T) {
 		t.Errorf("got %q, want oncall", got)
 	}
 }
+
+func TestWrapRecordsTheServicesThatAreThereAndLeavesNilAlone(t *testing.T) {
+	rec := audit.Recorder{}
+	t.Run("absent flags and claims stay nil", func(t *testing.T) {
+		op, flags, claims := rec.Wrap(nil, nil, nil)
+		if _, ok := op.(audit.Locks); !ok {
+			t.Errorf("operator: got %T, want audit.Locks", op)
+		}
+		if flags != nil || claims != nil {
+			t.Errorf("got flags %v, claims %v, want both nil", flags, claims)
+		}
+	})
+	t.Run("present flags and claims are wrapped", func(t *testing.T) {
+		_, flags, claims := rec.Wrap(nil, audit.Flags{}, audit.Claims{})
+		if f, ok := flags.(audit.Flags); !ok || f.FlagRegistry == nil {
+			t.Errorf("flags: got %#v, want audit.Flags around the registry", flags)
+		}
+		if c, ok := claims.(audit.Claims); !ok || c.ClaimService == nil {
+			t.Errorf("claims: got %#v, want audit.Claims around the service", claims)
+		}
+	})
+}

@@ -110,3 +110,16 @@ func (c Claims) Remove(ctx context.Context, tenant, scope, key, reason string, m
 	}
 	return st, err
 }
+
+// Wrap gives each service whose operator actions the trail records its
+// recording wrapper: the lock operator always, the flag registry and the
+// claim service when they are there (nil stays nil).
+func (r Recorder) Wrap(op leasegate.LockOperator, flags leasegate.FlagRegistry, claims leasegate.ClaimService) (leasegate.LockOperator, leasegate.FlagRegistry, leasegate.ClaimService) {
+	if flags != nil {
+		flags = Flags{FlagRegistry: flags, Rec: r}
+	}
+	if claims != nil {
+		claims = Claims{ClaimService: claims, Rec: r}
+	}
+	return Locks{LockOperator: op, Rec: r}, flags, claims
+}

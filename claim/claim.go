@@ -71,12 +71,8 @@ func (s *Service) Claim(ctx context.Context, tenant string, req leasegate.ClaimR
 	if req.TTL.Milliseconds() <= 0 {
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: ttl %v must be at least 1ms", req.TTL)
 	}
-	v, err := scripts.Claim.Run(ctx, s.rdb, []string{s.Key(tenant, req.Scope, req.Key)},
-		req.Owner, req.TTL.Milliseconds(), s.opts.Retention.Milliseconds()).Result()
-	if err != nil {
-		return leasegate.ClaimResult{}, scriptreply.Unavailable(err)
-	}
-	arr, flag, err := reply.Flagged("claim", v)
+	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.Claim, "claim", []string{s.Key(tenant, req.Scope, req.Key)},
+		req.Owner, req.TTL.Milliseconds(), s.opts.Retention.Milliseconds())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
 	}
@@ -113,12 +109,8 @@ func (s *Service) Complete(ctx context.Context, tenant string, req leasegate.Com
 	if keep.Milliseconds() <= 0 {
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: keep %v must be at least 1ms", keep)
 	}
-	v, err := scripts.ClaimComplete.Run(ctx, s.rdb, []string{s.Key(tenant, req.Scope, req.Key)},
-		req.Owner, strconv.FormatInt(req.Token, 10), string(req.Result), keep.Milliseconds()).Result()
-	if err != nil {
-		return leasegate.ClaimResult{}, scriptreply.Unavailable(err)
-	}
-	arr, flag, err := reply.Flagged("claim_complete", v)
+	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.ClaimComplete, "claim_complete", []string{s.Key(tenant, req.Scope, req.Key)},
+		req.Owner, strconv.FormatInt(req.Token, 10), string(req.Result), keep.Milliseconds())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
 	}
@@ -156,11 +148,7 @@ func (s *Service) Abandon(ctx context.Context, tenant, scope, key, owner string,
 
 // Get implements leasegate.ClaimService.
 func (s *Service) Get(ctx context.Context, tenant, scope, key string) (leasegate.ClaimResult, error) {
-	v, err := scripts.ClaimStatus.Run(ctx, s.rdb, []string{s.Key(tenant, scope, key)}).Result()
-	if err != nil {
-		return leasegate.ClaimResult{}, scriptreply.Unavailable(err)
-	}
-	arr, flag, err := reply.Flagged("claim_status", v)
+	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.ClaimStatus, "claim_status", []string{s.Key(tenant, scope, key)})
 	if err != nil {
 		return leasegate.ClaimResult{}, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -62,22 +61,12 @@ type UserFlags struct {
 
 // ListFlagged returns a page of flagged users (ops role).
 func (c *Client) ListFlagged(ctx context.Context, opts ListFlaggedOptions) (FlagPage, error) {
-	q := url.Values{}
+	q := pageQuery(opts.Limit, opts.Cursor)
 	if opts.Lock != "" {
 		q.Set("lock", opts.Lock)
 	}
-	if opts.Limit > 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	if opts.Cursor != "" {
-		q.Set("cursor", opts.Cursor)
-	}
-	path := "/abuse/flagged"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	var out FlagPage
-	_, err := c.do(ctx, http.MethodGet, path, nil, &out)
+	_, err := c.do(ctx, http.MethodGet, withQuery("/abuse/flagged", q), nil, &out)
 	return out, err
 }
 

@@ -11,22 +11,27 @@ import (
 	"github.com/leasegate/leasegate/server"
 )
 
-// A user lock counts repeated attempts; the fifth flags the user, an
-// operator bans them, and the next attempt is refused with Retry-After.
-func ExampleClient_UserLock() {
+// exampleServer runs the whole gateway (server.New: user locks, bans
+// and their abuse log) on an in-memory Redis for the examples.
+func exampleServer() (baseURL string, stop func()) {
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.AbuseLog = io.Discard
 	srv, err := server.New(cfg, nil)
 	if err != nil {
-		fmt.Println(err)
-		return
+		panic(err)
 	}
 	go func() { _ = srv.Serve() }()
-	defer func() { _ = srv.Shutdown(context.Background()) }()
+	return "http://" + srv.Addr(), func() { _ = srv.Shutdown(context.Background()) }
+}
 
+// A user lock counts repeated attempts; the fifth flags the user, an
+// operator bans them, and the next attempt is refused with Retry-After.
+func ExampleClient_UserLock() {
+	base, stop := exampleServer()
+	defer stop()
 	ctx := context.Background()
-	c := client.New("http://" + srv.Addr())
+	c := client.New(base)
 	for i := 0; i < 5; i++ {
 		res, err := c.UserLock(ctx, "password-reset", "user-42", time.Minute)
 		if err != nil {
@@ -39,7 +44,7 @@ func ExampleClient_UserLock() {
 		fmt.Println(err)
 		return
 	}
-	_, err = c.UserLock(ctx, "password-reset", "user-42", time.Minute)
+	_, err := c.UserLock(ctx, "password-reset", "user-42", time.Minute)
 	var ce *client.Error
 	if errors.Is(err, client.ErrAbnormalUsage) && errors.As(err, &ce) {
 		fmt.Println("banned, retry after", ce.RetryAfter)

@@ -4,30 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/leasegate/leasegate/client"
-	"github.com/leasegate/leasegate/server"
 )
 
 // Every user-lock answer carries the IETF RateLimit header fields; the
 // client reads them into UserLock.RateLimit (and Error.RateLimit for a
 // ban), so a caller can slow down before it is flagged.
 func ExampleUserLock_rateLimit() {
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.AbuseLog = io.Discard
-	srv, err := server.New(cfg, nil)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	go func() { _ = srv.Serve() }()
-	defer func() { _ = srv.Shutdown(context.Background()) }()
-
+	base, stop := exampleServer()
+	defer stop()
 	ctx := context.Background()
-	c := client.New("http://" + srv.Addr())
+	c := client.New(base)
 	for i := 0; i < 5; i++ {
 		res, err := c.UserLock(ctx, "login", "user-7", time.Minute)
 		if err != nil {
@@ -41,7 +30,7 @@ func ExampleUserLock_rateLimit() {
 		fmt.Println(err)
 		return
 	}
-	_, err = c.UserLock(ctx, "login", "user-7", time.Minute)
+	_, err := c.UserLock(ctx, "login", "user-7", time.Minute)
 	var ce *client.Error
 	if errors.As(err, &ce) && ce.RateLimit != nil {
 		fmt.Printf("banned: %d left, reset in %v\n", ce.RateLimit.Remaining, ce.RateLimit.Reset)

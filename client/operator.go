@@ -49,15 +49,9 @@ type pageCursor struct {
 // List returns a page of the live leases of the key's tenant whose
 // resource starts with opts.Prefix, in resource order (ops role).
 func (c *Client) List(ctx context.Context, opts ListOptions) (LockList, error) {
-	q := url.Values{}
+	q := pageQuery(opts.Limit, opts.Cursor)
 	if opts.Prefix != "" {
 		q.Set("prefix", opts.Prefix)
-	}
-	if opts.Limit > 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	if opts.Cursor != "" {
-		q.Set("cursor", opts.Cursor)
 	}
 	var out struct {
 		LockList
@@ -101,13 +95,7 @@ type AuditPage struct {
 // Audit returns a page of the audit trail (ops role); cursor "" is the
 // newest.
 func (c *Client) Audit(ctx context.Context, limit int, cursor string) (AuditPage, error) {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
+	q := pageQuery(limit, cursor)
 	var out struct {
 		AuditPage
 		pageCursor
@@ -117,6 +105,20 @@ func (c *Client) Audit(ctx context.Context, limit int, cursor string) (AuditPage
 		out.AuditPage.NextCursor = *nc
 	}
 	return out.AuditPage, err
+}
+
+// pageQuery is the query of a paged listing: the page size (0: the
+// gateway's default) and the cursor ("": the first page), each left out
+// when not set.
+func pageQuery(limit int, cursor string) url.Values {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
 }
 
 func withQuery(path string, q url.Values) string {

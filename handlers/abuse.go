@@ -60,9 +60,11 @@ func toFlagsJSON(flags []leasegate.Flag) []flagJSON {
 	return out
 }
 
-type flagPageJSON struct {
-	Items      []flagJSON `json:"items"`
-	NextCursor *string    `json:"next_cursor"`
+// pageJSON is one page of a listing: its items and the cursor of the
+// next page (null on the last).
+type pageJSON[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"next_cursor"`
 }
 
 type banJSON struct {
@@ -141,11 +143,7 @@ func (a *API) listFlagged(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := flagPageJSON{Items: toFlagsJSON(p.Items)}
-	if p.NextCursor != "" {
-		out.NextCursor = &p.NextCursor
-	}
-	return sendJSON(c, http.StatusOK, out)
+	return sendJSON(c, http.StatusOK, pageJSON[flagJSON]{Items: toFlagsJSON(p.Items), NextCursor: cursorJSON(p.NextCursor)})
 }
 
 func (a *API) getFlagged(c echo.Context) error {

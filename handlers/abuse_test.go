@@ -3,7 +3,6 @@ package handlers_test
 import (
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -306,18 +305,9 @@ func TestConcurrentUserLockRequests(t *testing.T) {
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 	const n = 200
 	got := make([]*testenv.Answer, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			got[i] = testenv.Serve(env.E, httptest.NewRequest("POST", "/user-locks/burst/u-http", nil))
-		}(i)
-	}
-	close(start)
-	wg.Wait()
+	redistest.Burst(n, func(i int) {
+		got[i] = testenv.Serve(env.E, httptest.NewRequest("POST", "/user-locks/burst/u-http", nil))
+	})
 	seen := map[float64]int{}
 	acquired := 0
 	for _, a := range got {

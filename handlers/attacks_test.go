@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 func TestATK01_ReleaseByANonOwnerIsForbiddenAndTheLockStays(t *testing.T) {
@@ -203,20 +204,11 @@ func TestATK10_ConcurrentAcquiresOfAFreeResourceHaveOneWinner(t *testing.T) {
 
 func atk10(t *testing.T, h *harness) {
 	const n = 100
-	start := make(chan struct{})
 	results := make([]acquireJSON, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			res := h.Do(t, http.MethodPost, "/locks/atk10", `{"owner":"svc-`+itoa(i)+`","ttl_seconds":30}`)
-			res.JSON(t, http.StatusOK, &results[i])
-		}(i)
-	}
-	close(start)
-	wg.Wait()
+	redistest.Burst(n, func(i int) {
+		res := h.Do(t, http.MethodPost, "/locks/atk10", `{"owner":"svc-`+itoa(i)+`","ttl_seconds":30}`)
+		res.JSON(t, http.StatusOK, &results[i])
+	})
 	var winners []lockJSON
 	for _, r := range results {
 		switch {

@@ -49,7 +49,7 @@ var opsPage = template.Must(template.New("page.html").Funcs(template.FuncMap{
 		t = t.UTC()
 		return template.HTML(`<span class="nw">` + t.Format(time.DateOnly) + `</span> <span class="nw">` + t.Format(time.TimeOnly) + `</span>`)
 	},
-}).ParseFS(opsFiles, "opspage/page.html", "opspage/timeline.html", "opspage/head.html"))
+}).ParseFS(opsFiles, "opspage/page.html", "opspage/timeline.html", "opspage/head.html", "opspage/paging.html"))
 
 var loginPage = template.Must(template.ParseFS(opsFiles, "opspage/login.html", "opspage/head.html"))
 

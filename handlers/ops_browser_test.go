@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -66,6 +67,24 @@ func startChromium(t *testing.T) context.Context {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	return bctx
+}
+
+// openTab serves h on a test server and opens a tab on it in a browser
+// context of its own (no cookies from another tab). step is the context
+// of one step of the tab, bounded against hangs only: on a loaded
+// two-core machine one step (a click, a navigation and two waits) has
+// taken over 30 s.
+func openTab(t *testing.T, bctx context.Context, h http.Handler) (baseURL string, step func() context.Context) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	return srv.URL, func() context.Context {
+		ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
 }
 
 // Very long names without a break opportunity, which must wrap rather
@@ -142,22 +161,11 @@ func TestOpsPageInChromium(t *testing.T) {
 				e = env.Instance(t, nil, nil)
 			}
 			seedFlags(t, env, e)
-			srv := httptest.NewServer(e)
-			t.Cleanup(srv.Close)
-
-			// A browser context of its own: no cookies from the other run.
-			ctx, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
-			t.Cleanup(cancel)
-			// A bound against hangs only: on a loaded two-core machine one
-			// step (a click, a navigation and two waits) has taken over 30 s.
-			step := func() context.Context {
-				ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-				t.Cleanup(cancel)
-				return ctx
-			}
+			// A tab of its own: no cookies from the other run.
+			base, step := openTab(t, bctx, e)
 			row := chromedp.CSS(`tr[data-user="u-clear-me"]`)
 
-			if err := chromedp.Do(step(), chromedp.Navigate(srv.URL+"/ops/")); err != nil {
+			if err := chromedp.Do(step(), chromedp.Navigate(base+"/ops/")); err != nil {
 				t.Fatalf("opening /ops/: %v", err)
 			}
 			if withKeys {
@@ -165,7 +173,7 @@ func TestOpsPageInChromium(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := srv.URL + "/ops/login"; loc != want {
+				if want := base + "/ops/login"; loc != want {
 					t.Fatalf("got sent to %q, want %q", loc, want)
 				}
 				if err := chromedp.Do(step(),
@@ -239,7 +247,7 @@ func TestOpsPageInChromium(t *testing.T) {
 
 				// A failed load is a page with a way back, not JSON.
 				if err := chromedp.Do(step(),
-					chromedp.Navigate(srv.URL+"/ops/no-such-page"),
+					chromedp.Navigate(base+"/ops/no-such-page"),
 					chromedp.WaitVisible(chromedp.CSS(`.back a`)),
 				); err != nil {
 					t.Fatalf("opening an unknown page: %v", err)
@@ -296,7 +304,7 @@ func TestOpsPageInChromium(t *testing.T) {
 			if err := chromedp.Do(step(),
 				chromedp.Click(chromedp.CSS(`form.logout button`)),
 				chromedp.WaitVisible(chromedp.CSS(`input#key`)),
-				chromedp.Navigate(srv.URL+"/ops/"),
+				chromedp.Navigate(base+"/ops/"),
 				chromedp.WaitVisible(chromedp.CSS(`input#key`)),
 			); err != nil {
 				t.Fatalf("logging out: %v", err)

@@ -33,7 +33,7 @@ var opsLocksPages = template.Must(template.New("locks").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format(time.DateTime)
 	},
-}).ParseFS(opsFiles, "opspage/locks.html"))
+}).ParseFS(opsFiles, "opspage/locks.html", "opspage/paging.html"))
 
 // opsLocksPageSize is how many locks or audit records a page shows.
 const opsLocksPageSize = 50

@@ -1,8 +1,6 @@
 package handlers_test
 
 import (
-	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,19 +30,10 @@ func TestOpsLocksViewInChromium(t *testing.T) {
 		testenv.Do(t, e, "POST", "/locks/"+r, `{"owner":"worker-`+r[len(r)-1:]+`","ttl_seconds":600}`, ops...).Want(t, 200)
 	}
 	testenv.Do(t, e, "POST", "/locks/checkin%3Auser-1", `{"owner":"someone-else","ttl_seconds":60}`, ops...).Want(t, 200)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-
-	ctx, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	step := func() context.Context {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		t.Cleanup(cancel)
-		return ctx
-	}
+	base, step := openTab(t, bctx, e)
 	if err := chromedp.Do(step(),
 		chromedp.EmulateViewport(1280, 800),
-		chromedp.Navigate(srv.URL+"/ops/locks"),
+		chromedp.Navigate(base+"/ops/locks"),
 		chromedp.WaitVisible(chromedp.CSS(`input#key`)),
 		chromedp.SendKeys(chromedp.CSS(`input#key`), loginOpsKey),
 		chromedp.Click(chromedp.CSS(`form.login button`)),
@@ -54,7 +43,7 @@ func TestOpsLocksViewInChromium(t *testing.T) {
 	}
 	// The login lands on /ops/; the Locks view is one click away.
 	if err := chromedp.Do(step(),
-		chromedp.Navigate(srv.URL+"/ops/locks"),
+		chromedp.Navigate(base+"/ops/locks"),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-resource="checkin:user-1"]`)),
 	); err != nil {
 		t.Fatalf("opening the Locks view: %v", err)

@@ -29,28 +29,23 @@ type classChildren struct {
 }
 
 func (m *Metrics) newContention() {
-	m.LockWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: ns, Name: "lock_wait_seconds",
-		Help:    "From the acquire request to the grant, for granted acquires, by resource class.",
-		Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-	}, []string{"class"})
-	m.LockHold = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: ns, Name: "lock_hold_seconds",
-		Help:    "From the grant to the release or forced release (by the Redis clock), by resource class.",
-		Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 86400},
-	}, []string{"class"})
-	m.LockContended = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "lock_contended_acquires_total",
-		Help: "Acquires that found the lease held by another owner (answered contended, or made to wait), by resource class.",
-	}, []string{"class"})
-	m.LockForceReleases = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "lock_force_releases_total",
-		Help: "Leases ended by an operator (DELETE /locks/{resource}?force=true), by resource class.",
-	}, []string{"class"})
-	m.LockExpiries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "lock_expiries_total",
-		Help: "Leases that ended by expiry, not by a release, as the lock index's sweep finds them, by resource class.",
-	}, []string{"class"})
+	m.LockWait = histogramVec("lock_wait_seconds",
+		"From the acquire request to the grant, for granted acquires, by resource class.",
+		[]float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		"class")
+	m.LockHold = histogramVec("lock_hold_seconds",
+		"From the grant to the release or forced release (by the Redis clock), by resource class.",
+		[]float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 86400},
+		"class")
+	m.LockContended = counterVec("lock_contended_acquires_total",
+		"Acquires that found the lease held by another owner (answered contended, or made to wait), by resource class.",
+		"class")
+	m.LockForceReleases = counterVec("lock_force_releases_total",
+		"Leases ended by an operator (DELETE /locks/{resource}?force=true), by resource class.",
+		"class")
+	m.LockExpiries = counterVec("lock_expiries_total",
+		"Leases that ended by expiry, not by a release, as the lock index's sweep finds them, by resource class.",
+		"class")
 	m.reg.MustRegister(m.LockWait, m.LockHold, m.LockContended, m.LockForceReleases, m.LockExpiries)
 	m.SetLockClasses(nil)
 }

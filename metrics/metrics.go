@@ -151,68 +151,44 @@ func (m *Metrics) WebhookOutboxFailed() {
 func New(reg *prometheus.Registry) *Metrics {
 	m := &Metrics{
 		reg: reg,
-		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Name: "http_request_duration_seconds",
-			Help:    "HTTP request latency by route template, method and status.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"route", "method", "status"}),
-		Acquires: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "lock_acquires_total",
-			Help: "Acquire outcomes: acquired, contended, waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting).",
-		}, []string{"outcome"}),
-		Releases: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "lock_releases_total",
-			Help: "Release results: released, not_found, forbidden.",
-		}, []string{"result"}),
-		Renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "lock_renewals_total",
-			Help: "Renew results: renewed, not_found, forbidden.",
-		}, []string{"result"}),
-		Waiters: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Name: "lock_waiters",
-			Help: "Acquires currently waiting (wait_ms) in this gateway.",
-		}),
-		RedisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "redis_errors_total",
-			Help: "Redis calls that failed, by operation.",
-		}, []string{"op"}),
-		RedisLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Name: "redis_duration_seconds",
-			Help:    "Latency of Redis calls (one script each), by operation.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
-		}, []string{"op"}),
-		AbuseAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "abuse_attempts_total",
-			Help: "User-lock attempts by lock name and result: acquired, repeated, banned.",
-		}, []string{"lock", "result"}),
-		AbuseFlags: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "abuse_flags_total",
-			Help: "Users flagged (one per lock, user and window).",
-		}, []string{"lock"}),
-		AbuseBans: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "abuse_bans_total",
-			Help: "Bans placed, by lock (\"\" for operator bans) and source: policy or operator.",
-		}, []string{"lock", "source"}),
-		WebhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "webhook_deliveries_total",
-			Help: "Webhook delivery attempts by result: delivered (2xx), failed (will be retried), dead (given up, dead-lettered).",
-		}, []string{"result"}),
-		WebhookOutbox: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Name: "webhook_outbox_entries",
-			Help: "Entries in the webhook outbox stream (delivered or not; bounded by its MAXLEN).",
-		}),
-		WebhookPending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Name: "webhook_pending",
-			Help: "Webhook events read but not yet delivered, over all URLs (the consumer groups' pending entries).",
-		}),
-		WebhookDead: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Name: "webhook_dead_letters",
-			Help: "Webhook events given up on after the last retry (the dead-letter stream's length).",
-		}),
-		AuthRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "auth_refusals_total",
-			Help: "Refused authentications by via (bearer, login, session) and reason (a fixed set per via, docs/metrics.md).",
-		}, []string{"via", "reason"}),
+		RequestDuration: histogramVec("http_request_duration_seconds",
+			"HTTP request latency by route template, method and status.",
+			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			"route", "method", "status"),
+		Acquires: counterVec("lock_acquires_total",
+			"Acquire outcomes: acquired, contended, waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting).",
+			"outcome"),
+		Releases: counterVec("lock_releases_total", "Release results: released, not_found, forbidden.", "result"),
+		Renewals: counterVec("lock_renewals_total", "Renew results: renewed, not_found, forbidden.", "result"),
+		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
+
+		RedisErrors: counterVec("redis_errors_total", "Redis calls that failed, by operation.", "op"),
+		RedisLatency: histogramVec("redis_duration_seconds",
+			"Latency of Redis calls (one script each), by operation.",
+			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+			"op"),
+
+		AbuseAttempts: counterVec("abuse_attempts_total",
+			"User-lock attempts by lock name and result: acquired, repeated, banned.",
+			"lock", "result"),
+		AbuseFlags: counterVec("abuse_flags_total", "Users flagged (one per lock, user and window).", "lock"),
+		AbuseBans: counterVec("abuse_bans_total",
+			"Bans placed, by lock (\"\" for operator bans) and source: policy or operator.",
+			"lock", "source"),
+
+		WebhookDeliveries: counterVec("webhook_deliveries_total",
+			"Webhook delivery attempts by result: delivered (2xx), failed (will be retried), dead (given up, dead-lettered).",
+			"result"),
+		WebhookOutbox: gauge("webhook_outbox_entries",
+			"Entries in the webhook outbox stream (delivered or not; bounded by its MAXLEN)."),
+		WebhookPending: gauge("webhook_pending",
+			"Webhook events read but not yet delivered, over all URLs (the consumer groups' pending entries)."),
+		WebhookDead: gauge("webhook_dead_letters",
+			"Webhook events given up on after the last retry (the dead-letter stream's length)."),
+
+		AuthRefusals: counterVec("auth_refusals_total",
+			"Refused authentications by via (bearer, login, session) and reason (a fixed set per via, docs/metrics.md).",
+			"via", "reason"),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Name: "build_info",
 			Help: "Always 1; labels say which build is running.",
@@ -236,27 +212,35 @@ func New(reg *prometheus.Registry) *Metrics {
 }
 
 func (m *Metrics) newPrimitives() {
-	m.SemAcquires = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "semaphore_acquires_total",
-		Help: "Semaphore acquire outcomes: acquired, contended (full), waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting), limit_mismatch.",
-	}, []string{"outcome"})
-	m.SemReleases = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "semaphore_releases_total",
-		Help: "Semaphore release results: released, not_found, forbidden.",
-	}, []string{"result"})
+	m.SemAcquires = counterVec("semaphore_acquires_total",
+		"Semaphore acquire outcomes: acquired, contended (full), waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting), limit_mismatch.",
+		"outcome")
+	m.SemReleases = counterVec("semaphore_releases_total",
+		"Semaphore release results: released, not_found, forbidden.", "result")
 	m.SemHolders = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: ns, Name: "semaphore_holders",
 		Help:    "Live holders of the semaphore after each acquire answer.",
 		Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000},
 	})
-	m.SemWaiters = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: ns, Name: "semaphore_waiters",
-		Help: "Semaphore acquires currently waiting (wait_ms) in this gateway.",
-	})
-	m.Claims = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "claims_total",
-		Help: "Claim events: started (the caller does the work), expired (started over a pending claim whose lease had expired), extended (same owner again), in_progress (409), completed, replayed (a done claim answered instead of running the work again, or a repeated complete), abandoned, removed (forced by an operator).",
-	}, []string{"event"})
+	m.SemWaiters = gauge("semaphore_waiters",
+		"Semaphore acquires currently waiting (wait_ms) in this gateway.")
+	m.Claims = counterVec("claims_total",
+		"Claim events: started (the caller does the work), expired (started over a pending claim whose lease had expired), extended (same owner again), in_progress (409), completed, replayed (a done claim answered instead of running the work again, or a repeated complete), abandoned, removed (forced by an operator).",
+		"event")
+}
+
+// counterVec, gauge and histogramVec declare a collector in the
+// leasegate namespace; New registers them.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help})
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // NewForTest returns Metrics on a fresh registry.

@@ -52,6 +52,18 @@ func errorCount(t *testing.T, m *Metrics, op string) float64 {
 	return sample(t, m, "leasegate_redis_errors_total", op).GetCounter().GetValue()
 }
 
+// wantCounts checks how many calls RedisLatency observed for op and how
+// many of them RedisErrors counted.
+func wantCounts(t *testing.T, m *Metrics, op string, observations uint64, errs float64) {
+	t.Helper()
+	if got := latencyCount(t, m, op); got != observations {
+		t.Errorf("got %d observations for op %s, want %d", got, op, observations)
+	}
+	if got := errorCount(t, m, op); got != errs {
+		t.Errorf("got %v errors for op %s, want %v", got, op, errs)
+	}
+}
+
 func testRedisHook(t *testing.T, addr string) {
 	ctx := context.Background()
 	m := NewForTest()
@@ -63,12 +75,7 @@ func testRedisHook(t *testing.T, addr string) {
 		if err := rdb.Get(ctx, "redishook:missing").Err(); !errors.Is(err, redis.Nil) {
 			t.Fatalf("GET: got %v, want redis.Nil", err)
 		}
-		if got := latencyCount(t, m, "get"); got != 1 {
-			t.Errorf("got %d get observations, want 1", got)
-		}
-		if got := errorCount(t, m, "get"); got != 0 {
-			t.Errorf("got %v get errors, want 0", got)
-		}
+		wantCounts(t, m, "get", 1, 0)
 	})
 	t.Run("a script is counted once under its name, NOSCRIPT fallback included", func(t *testing.T) {
 		for i := 0; i < 2; i++ { // first run: EVALSHA -> NOSCRIPT -> EVAL; second: EVALSHA
@@ -76,12 +83,7 @@ func testRedisHook(t *testing.T, addr string) {
 				t.Fatalf("run: %v", err)
 			}
 		}
-		if got := latencyCount(t, m, "one"); got != 2 {
-			t.Errorf("got %d observations for op one, want 2", got)
-		}
-		if got := errorCount(t, m, "one"); got != 0 {
-			t.Errorf("got %v errors for op one, want 0", got)
-		}
+		wantCounts(t, m, "one", 2, 0)
 		if got := latencyCount(t, m, "script"); got != 0 {
 			t.Errorf("got %d observations for op script, want 0", got)
 		}

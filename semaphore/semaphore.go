@@ -124,13 +124,9 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 }
 
 func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasegate.SemaphoreRequest) (leasegate.SemaphoreResult, error) {
-	v, err := scripts.SemAcquire.Run(ctx, s.rdb,
+	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.SemAcquire, "sem_acquire",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
-		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds()).Result()
-	if err != nil {
-		return leasegate.SemaphoreResult{}, scriptreply.Unavailable(err)
-	}
-	arr, flag, err := reply.Flagged("sem_acquire", v)
+		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds())
 	if err != nil {
 		return leasegate.SemaphoreResult{}, err
 	}
@@ -169,11 +165,7 @@ func (s *Service) Status(ctx context.Context, tenant, name string) (leasegate.Se
 }
 
 func (s *Service) status(ctx context.Context, k keyspace.Semaphore, name string) (leasegate.SemaphoreState, error) {
-	v, err := scripts.SemStatus.Run(ctx, s.rdb, []string{k.Permits(), k.Holders(), k.Limit()}).Result()
-	if err != nil {
-		return leasegate.SemaphoreState{}, scriptreply.Unavailable(err)
-	}
-	arr, flag, err := reply.Flagged("sem_status", v)
+	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.SemStatus, "sem_status", []string{k.Permits(), k.Holders(), k.Limit()})
 	if err != nil {
 		return leasegate.SemaphoreState{}, err
 	}
@@ -212,13 +204,9 @@ func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl tim
 		return leasegate.Permit{}, fmt.Errorf("semaphore: ttl %v must be at least 1ms", ttl)
 	}
 	k := s.Keys(tenant, name)
-	v, err := scripts.SemRenew.Run(ctx, s.rdb,
+	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.SemRenew, "sem_renew",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
-		owner, ttl.Milliseconds(), s.opts.FenceRetention.Milliseconds()).Result()
-	if err != nil {
-		return leasegate.Permit{}, scriptreply.Unavailable(err)
-	}
-	arr, flag, err := reply.Flagged("sem_renew", v)
+		owner, ttl.Milliseconds(), s.opts.FenceRetention.Milliseconds())
 	if err != nil {
 		return leasegate.Permit{}, err
 	}

@@ -31,18 +31,11 @@ func BenchmarkHTTPAcquireRelease(b *testing.B) {
 	base := gatewaytest.URL(s)
 	h := s.Handler()
 
-	// send makes one request and checks its status; errors, not Fatal,
-	// because RunParallel bodies run on other goroutines.
+	// A sender makes one request and checks its status; errors, not
+	// Fatal, because RunParallel bodies run on other goroutines.
 	type sender func(method, path string, body []byte, want int) ([]byte, error)
 	inProcess := func(method, path string, body []byte, want int) ([]byte, error) {
-		req := httptest.NewRequest(method, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != want {
-			return nil, fmt.Errorf("%s %s: got %d %s, want %d", method, path, rec.Code, rec.Body, want)
-		}
-		return rec.Body.Bytes(), nil
+		return sendInProcess(h, method, path, body, want)
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	b.Cleanup(hc.CloseIdleConnections)
@@ -106,4 +99,17 @@ func BenchmarkHTTPAcquireRelease(b *testing.B) {
 			})
 		})
 	}
+}
+
+// sendInProcess serves one JSON request on h (no network) and returns the
+// answer's body, or an error when its status is not want.
+func sendInProcess(h http.Handler, method, path string, body []byte, want int) ([]byte, error) {
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != want {
+		return nil, fmt.Errorf("%s %s: got %d %s, want %d", method, path, rec.Code, rec.Body, want)
+	}
+	return rec.Body.Bytes(), nil
 }

@@ -32,19 +32,15 @@ func BenchmarkHotPathCycle(b *testing.B) {
 			cfg := server.DefaultConfig()
 			cfg.RedisURL = srv.URL()
 			cfg.AbuseLog = io.Discard
-			setAutoPipeline(&cfg, tc.batch)
+			cfg.NoAutoPipeline = !tc.batch
 			enc := zap.NewProductionEncoderConfig()
 			log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(io.Discard), zapcore.InfoLevel))
 			h := gatewaytest.Start(b, cfg, log).Handler()
 			acquireBody := []byte(`{"owner":"bench-owner","ttl_seconds":30}`)
 			releaseBody := []byte(`{"owner":"bench-owner"}`)
 			send := func(method, path string, body []byte, want int) bool {
-				req := httptest.NewRequest(method, path, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code != want {
-					b.Errorf("%s %s: got %d %s, want %d", method, path, rec.Code, rec.Body, want)
+				if _, err := sendInProcess(h, method, path, body, want); err != nil {
+					b.Error(err)
 					return false
 				}
 				return true

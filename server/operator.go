@@ -43,14 +43,8 @@ func (s *Server) wireOperator(deps *handlers.Deps, locks *redislock.Locker) {
 		Log:          s.log.Named("operator"),
 		OutboxFailed: s.metrics.WebhookOutboxFailed,
 	})
-	deps.Operator = audit.Locks{LockOperator: s.operator, Rec: rec}
+	deps.Operator, deps.Flags, deps.Claims = rec.Wrap(s.operator, deps.Flags, deps.Claims)
 	deps.Audit = s.audit
-	if deps.Flags != nil {
-		deps.Flags = audit.Flags{FlagRegistry: deps.Flags, Rec: rec}
-	}
-	if deps.Claims != nil {
-		deps.Claims = audit.Claims{ClaimService: deps.Claims, Rec: rec}
-	}
 	s.metrics.SetLockClasses(s.cfg.LockClasses)
 }
 

@@ -8,16 +8,20 @@ import (
 	"testing"
 )
 
-// getHost sends GET path to the server with the Host header host, as a
-// browser tricked by DNS rebinding would (evil.example resolving to
-// 127.0.0.1), and returns the status and the problem's type.
-func getHost(t *testing.T, s *Server, path, host string) (int, string) {
+// getHost sends GET path to the server at addr with the Host header
+// host, as a browser tricked by DNS rebinding would (evil.example
+// resolving to 127.0.0.1), and the header pairs hdr; it returns the
+// status and the problem's type.
+func getHost(t *testing.T, addr, path, host string, hdr ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+s.Addr()+path, nil)
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Host = host
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s (Host %s): %v", path, host, err)
@@ -42,20 +46,20 @@ func TestOpenModeRefusesRequestsForOtherHosts(t *testing.T) {
 	_, port, _ := net.SplitHostPort(s.Addr())
 
 	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "localhost", "[::1]:" + port, "127.0.0.2:" + port} {
-		if code, _ := getHost(t, s, "/abuse/flagged", host); code != http.StatusOK {
+		if code, _ := getHost(t, s.Addr(), "/abuse/flagged", host); code != http.StatusOK {
 			t.Errorf("Host %q: got %d, want 200", host, code)
 		}
 	}
 	for _, host := range []string{"evil.example:" + port, "evil.example", "127.0.0.1.evil.example:" + port, "localhost.evil.example", "10.0.0.1:" + port} {
 		for _, path := range []string{"/abuse/flagged", "/ops/", "/locks/x", "/metrics"} {
-			code, typ := getHost(t, s, path, host)
+			code, typ := getHost(t, s.Addr(), path, host)
 			if code != http.StatusForbidden || typ != "https://leasegate.dev/problems/forbidden" {
 				t.Errorf("GET %s with Host %q: got %d %q, want 403 forbidden", path, host, code, typ)
 			}
 		}
 	}
 	// Health checks stay answerable whatever the Host.
-	if code, _ := getHost(t, s, "/healthz", "evil.example"); code != http.StatusOK {
+	if code, _ := getHost(t, s.Addr(), "/healthz", "evil.example"); code != http.StatusOK {
 		t.Errorf("GET /healthz with Host evil.example: got %d, want 200", code)
 	}
 
@@ -63,16 +67,8 @@ func TestOpenModeRefusesRequestsForOtherHosts(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.APIKeys = testKeyEntries()
 		s := start(t, cfg, nil)
-		req, _ := http.NewRequest(http.MethodGet, "http://"+s.Addr()+"/abuse/flagged", nil)
-		req.Host = "gateway.example"
-		req.Header.Set("Authorization", "Bearer "+testOpsKey)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Errorf("got %d, want 200", res.StatusCode)
+		if code, _ := getHost(t, s.Addr(), "/abuse/flagged", "gateway.example", "Authorization", "Bearer "+testOpsKey); code != http.StatusOK {
+			t.Errorf("got %d, want 200", code)
 		}
 	})
 	t.Run("with --insecure-open on a non-loopback address any Host is served", func(t *testing.T) {
@@ -81,15 +77,8 @@ func TestOpenModeRefusesRequestsForOtherHosts(t *testing.T) {
 		cfg.InsecureOpen = true
 		s := start(t, cfg, nil)
 		_, port, _ := net.SplitHostPort(s.Addr())
-		req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+"/abuse/flagged", nil)
-		req.Host = "gateway.lan"
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Errorf("got %d, want 200", res.StatusCode)
+		if code, _ := getHost(t, "127.0.0.1:"+port, "/abuse/flagged", "gateway.lan"); code != http.StatusOK {
+			t.Errorf("got %d, want 200", code)
 		}
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
@@ -158,7 +160,7 @@ func TestRunShutsDownGracefullyOnCancel(t *testing.T) {
 					done <- server.Run(ctx, cfg, nil)
 					return
 				}
-				done <- server.Run(ctx, cfg, zapNop())
+				done <- server.Run(ctx, cfg, zap.NewNop())
 			}()
 			waitUp(t, base)
 			if got := acquire(t, base, "before", "svc-a"); got["acquired"] != true {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -49,13 +50,9 @@ func TestShutdownAnswersWaiters(t *testing.T) {
 			answers <- v
 		}()
 	}
-	end := time.Now().Add(10 * time.Second)
-	for !strings.Contains(metricsText(t, base), "leasegate_lock_waiters 3") {
-		if time.Now().After(end) {
-			t.Fatal("3 waiters not seen in /metrics after 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "3 waiters in /metrics", func() bool {
+		return strings.Contains(metricsText(t, base), "leasegate_lock_waiters 3")
+	})
 
 	start := time.Now()
 	if err := s.Shutdown(context.Background()); err != nil {

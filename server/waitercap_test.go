@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
@@ -16,15 +17,9 @@ import (
 // acquire still gets its answer.
 func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.MaxWaiters = 1
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	go func() { _ = s.Serve() }()
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	base := "http://" + s.Addr()
+	s := gatewaytest.Start(t, cfg, nil)
+	base := gatewaytest.URL(s)
 
 	testenv.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":60}`).Want(t, http.StatusOK)
 	ctx, cancel := context.WithCancel(context.Background())

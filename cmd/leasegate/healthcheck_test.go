@@ -18,7 +18,8 @@ func TestHealthcheck(t *testing.T) {
 		return code, out.String() + errb.String()
 	}
 
-	t.Run("a 200 from the URL exits 0", func(t *testing.T) {
+	// readyServer answers 200 on /readyz and 404 elsewhere.
+	readyServer := func(t *testing.T) *httptest.Server {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/readyz" {
 				http.NotFound(w, r)
@@ -26,7 +27,12 @@ func TestHealthcheck(t *testing.T) {
 			}
 			w.WriteHeader(http.StatusOK)
 		}))
-		defer srv.Close()
+		t.Cleanup(srv.Close)
+		return srv
+	}
+
+	t.Run("a 200 from the URL exits 0", func(t *testing.T) {
+		srv := readyServer(t)
 		if code, out := check(t, []string{"--url", srv.URL + "/readyz"}, noEnv); code != 0 {
 			t.Fatalf("got exit %d (%s), want 0", code, out)
 		}
@@ -53,14 +59,7 @@ func TestHealthcheck(t *testing.T) {
 	})
 
 	t.Run("without --url it asks /readyz on LEASEGATE_ADDR, 0.0.0.0 read as loopback", func(t *testing.T) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/readyz" {
-				http.NotFound(w, r)
-				return
-			}
-			w.WriteHeader(http.StatusOK)
-		}))
-		defer srv.Close()
+		srv := readyServer(t)
 		port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 		env := func(k string) string {
 			if k == "LEASEGATE_ADDR" {

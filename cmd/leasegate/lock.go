@@ -53,15 +53,26 @@ held by another owner; 76 the lease was lost while CMD ran (CMD was sent
 Flags:
 `
 
-// heldTexts are the words the flags of a command that runs CMD under a
-// lease use for what is held: a lock's lease or a semaphore's permit.
+// heldTexts are the words of a command that runs CMD under a lease: its
+// name and usage, and what its flags call what is held (a lock's lease
+// or a semaphore's permit).
 type heldTexts struct {
+	command, usage  string
 	ttl, wait, lost string
 }
 
-// newLockFlags registers the flags `leasegate lock` and `leasegate
-// semaphore` share on fs, with their defaults.
-func newLockFlags(fs *flag.FlagSet, t heldTexts) *lockFlags {
+var lockTexts = heldTexts{command: "leasegate lock", usage: lockUsage,
+	ttl: "lease time", wait: "for the lock when another owner holds it", lost: "lease"}
+
+// newLockFlags is the flag set of `leasegate lock` or `leasegate
+// semaphore` (t says which), with the flags they share registered with
+// their defaults; its usage goes to stderr.
+func newLockFlags(t heldTexts, stderr io.Writer) (*flag.FlagSet, *lockFlags) {
+	fs := flag.NewFlagSet(t.command, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, t.usage)
+		fs.PrintDefaults()
+	}
 	f := &lockFlags{
 		url:        "http://127.0.0.1:8080",
 		ttl:        30 * time.Second,
@@ -75,7 +86,7 @@ func newLockFlags(fs *flag.FlagSet, t heldTexts) *lockFlags {
 	fs.StringVar(&f.owner, "owner", "", "owner name (default host:pid:random); not read from the environment")
 	fs.StringVar(&f.lostSignal, "lost-signal", f.lostSignal, "signal sent to CMD when the "+t.lost+" is lost (TERM, INT, HUP, KILL, USR1, USR2, QUIT)")
 	fs.DurationVar(&f.killAfter, "kill-after", f.killAfter, "after --lost-signal, send KILL if CMD still runs this long (0: never)")
-	return f
+	return fs, f
 }
 
 // withoutOwner is getenv without LEASEGATE_OWNER: that is what CMD
@@ -114,16 +125,7 @@ func (f *lockFlags) check() (syscall.Signal, *client.Client, error) {
 }
 
 func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("leasegate lock", flag.ContinueOnError)
-	f := newLockFlags(fs, heldTexts{
-		ttl:  "lease time",
-		wait: "for the lock when another owner holds it",
-		lost: "lease",
-	})
-	fs.Usage = func() {
-		fmt.Fprint(stderr, lockUsage)
-		fs.PrintDefaults()
-	}
+	fs, f := newLockFlags(lockTexts, stderr)
 	if err := parseFlags(fs, args, withoutOwner(getenv), stderr); err != nil {
 		return err
 	}

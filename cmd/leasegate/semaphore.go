@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -28,19 +27,13 @@ that differs from the limit in force); 1 other errors.
 Flags:
 `
 
+var semaphoreTexts = heldTexts{command: "leasegate semaphore", usage: semaphoreUsage,
+	ttl: "permit lease time", wait: "for a permit when all are taken", lost: "permit"}
+
 func cmdSemaphore(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("leasegate semaphore", flag.ContinueOnError)
-	f := newLockFlags(fs, heldTexts{
-		ttl:  "permit lease time",
-		wait: "for a permit when all are taken",
-		lost: "permit",
-	})
+	fs, f := newLockFlags(semaphoreTexts, stderr)
 	limit := 0
 	fs.IntVar(&limit, "limit", 0, "how many holders the semaphore allows at once (1..10000, required)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, semaphoreUsage)
-		fs.PrintDefaults()
-	}
 	// NAME may come before the flags (leasegate semaphore NAME --limit N
 	// -- CMD): the flag package stops at the first argument, so parse
 	// again after it.

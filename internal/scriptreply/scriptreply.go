@@ -5,10 +5,13 @@
 package scriptreply
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
 )
@@ -60,6 +63,18 @@ func (d Decoder) Flagged(op string, v any) ([]any, int64, error) {
 		return nil, 0, d.Reply(op, v)
 	}
 	return arr, flag, nil
+}
+
+// RunFlagged runs script op on keys with args and reads its {flag, ...}
+// reply (Flagged). A Redis failure is Unavailable, a reply of another
+// shape wraps Bad; v is the raw reply, for the caller's own shape checks.
+func (d Decoder) RunFlagged(ctx context.Context, rdb redis.Scripter, script *redis.Script, op string, keys []string, args ...any) (v any, arr []any, flag int64, err error) {
+	v, err = script.Run(ctx, rdb, keys, args...).Result()
+	if err != nil {
+		return nil, nil, 0, Unavailable(err)
+	}
+	arr, flag, err = d.Flagged(op, v)
+	return v, arr, flag, err
 }
 
 // Int reads a number the script sent as a decimal string.

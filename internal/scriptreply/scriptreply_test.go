@@ -1,9 +1,13 @@
 package scriptreply
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
 )
@@ -69,5 +73,23 @@ func TestHelpers(t *testing.T) {
 	}
 	if got := TokenArg(42); got != "42" {
 		t.Errorf("TokenArg(42): got %q, want 42", got)
+	}
+}
+
+func TestRunFlaggedRunsTheScriptAndReadsTheFlag(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+
+	v, arr, flag, err := d.RunFlagged(ctx, rdb, redis.NewScript("return {1, ARGV[1], KEYS[1]}"), "ok", []string{"k"}, "a")
+	if err != nil || flag != 1 || len(arr) != 3 || arr[1] != "a" || arr[2] != "k" || v == nil {
+		t.Errorf("got %v, %v, %d, %v; want {1, a, k} with flag 1", v, arr, flag, err)
+	}
+	if _, _, _, err := d.RunFlagged(ctx, rdb, redis.NewScript("return 'x'"), "shape", nil); !errors.Is(err, errBad) {
+		t.Errorf("a reply of another shape: got %v, want errBad", err)
+	}
+	if _, _, _, err := d.RunFlagged(ctx, rdb, redis.NewScript("return redis.error_reply('BOOM on purpose')"), "boom", nil); !errors.Is(err, leasegate.ErrUnavailable) {
+		t.Errorf("a script error: got %v, want ErrUnavailable", err)
 	}
 }

@@ -160,14 +160,8 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 	}
 	if a.Operator != nil {
 		rec := audit.Recorder{Log: a.Audit, Errors: d.Log}
-		d.Operator = audit.Locks{LockOperator: a.Operator, Rec: rec}
+		d.Operator, d.Flags, d.Claims = rec.Wrap(a.Operator, d.Flags, d.Claims)
 		d.Audit = a.Audit
-		if d.Flags != nil {
-			d.Flags = audit.Flags{FlagRegistry: d.Flags, Rec: rec}
-		}
-		if d.Claims != nil {
-			d.Claims = audit.Claims{ClaimService: d.Claims, Rec: rec}
-		}
 	}
 	switch {
 	case ring != nil:
