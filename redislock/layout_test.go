@@ -21,8 +21,8 @@ import (
 // are test fixtures only; no gateway runs them), called with that
 // version's arguments.
 type oldGateway struct {
-	rdb   *redis.Client
-	locks *redislock.Locker // for the key names only
+	rdb                            *redis.Client
+	locks                          *redislock.Locker // for the key names only
 	acq, rel, renew, status, force *redis.Script
 }
 
@@ -194,7 +194,9 @@ func (g oldSide) acquire(t *testing.T, resource, owner string) (bool, int64) {
 	return ok, tok
 }
 
-func (g oldSide) release(t *testing.T, resource, owner string) { g.oldGateway.release(t, resource, owner) }
+func (g oldSide) release(t *testing.T, resource, owner string) {
+	g.oldGateway.release(t, resource, owner)
+}
 
 type newSide struct{ *redislock.Locker }
 
