@@ -202,8 +202,10 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	if ttlMS <= 0 {
 		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	keys := []string{lock, fence}
-	args := []interface{}{owner, ttlMS, l.retentionArg, l.layoutArg}
+	// Room for the waiters and index keys and their arguments, so that
+	// appending them allocates nothing more.
+	keys := append(make([]string, 0, 4), lock, fence)
+	args := append(make([]interface{}, 0, 8), owner, ttlMS, l.retentionArg, l.layoutArg)
 	reg, _ := ctx.Value(registrationKey{}).(*Registration)
 	if reg != nil && l.opts.PublishOnlyToWaiters {
 		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
@@ -338,11 +340,11 @@ func (l *Locker) release(ctx context.Context, tenant, resource, owner string, to
 	if l.opts.ReleaseChannel != "" {
 		msg = lock
 	}
-	keys := []string{lock}
+	keys := append(make([]string, 0, 3), lock) // room for releaseExtras
 	if l.opts.PublishOnlyToWaiters && msg != "" {
 		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
 	}
-	args := []interface{}{owner, scriptreply.TokenArg(token), l.channelArg, msg}
+	args := append(make([]interface{}, 0, 7), owner, scriptreply.TokenArg(token), l.channelArg, msg)
 	keys, args = l.releaseExtras(tenant, resource, keys, args)
 	v, err := scripts.Release.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
