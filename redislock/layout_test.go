@@ -14,12 +14,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/scripts"
 )
 
 // A gateway of the version before the one-key layout, for the mixed-fleet
-// tests: the scripts of that version, kept verbatim in testdata/v1 (they
-// are test fixtures only; no gateway runs them), called with that
-// version's arguments.
+// tests: the scripts of that version (main at 7420223), kept verbatim in
+// testdata/v1 as fixtures (no gateway runs them; the copies are the
+// point), called with that version's arguments.
 type oldGateway struct {
 	rdb                            *redis.Client
 	locks                          *redislock.Locker // for the key names only
@@ -35,8 +36,9 @@ func newOldGateway(t *testing.T, rdb *redis.Client, l *redislock.Locker) *oldGat
 		}
 		return redis.NewScript(string(b))
 	}
+	// status.lua is unchanged since that version: today's serves.
 	return &oldGateway{rdb: rdb, locks: l, acq: load("acquire"), rel: load("release"),
-		renew: load("renew"), status: load("status"), force: load("force_release")}
+		renew: load("renew"), status: scripts.Status, force: load("force_release")}
 }
 
 const retentionMS = int64(24 * time.Hour / time.Millisecond)
