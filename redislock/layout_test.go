@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
 )
@@ -402,4 +403,45 @@ func TestOneKeyLayoutReadsALegacyFenceKey(t *testing.T) {
 			t.Errorf("got lock key %q", lock)
 		}
 	})
+}
+
+// A forced release burns the token for at least the retention in both
+// layouts: in the tombstone that lives that long already (one key), or in
+// the fence key (two keys, whose hash lives only to expires_at).
+func TestForcedReleaseKeepsTheBurntTokenForTheRetention(t *testing.T) {
+	for _, lay := range layouts {
+		t.Run(lay.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e *engine) {
+				ctx := context.Background()
+				l := redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t), Layout: lay.layout, FenceRetention: time.Hour})
+				o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+				lk := mustAcquire(t, l, "r", "a", ttl)
+				if _, err := o.ForceRelease(ctx, "", "r", "test", leasegate.RequestMeta{}); err != nil {
+					t.Fatal(err)
+				}
+				lock, fence := l.Keys("r")
+				tomb := e.RDB.HGetAll(ctx, lock).Val()
+				if len(tomb) != 1 || tomb["token"] != strconv.FormatInt(lk.Token, 10) {
+					t.Errorf("got lock hash %v, want a tombstone with token %d", tomb, lk.Token)
+				}
+				holder, keeper := lock, fence
+				if lay.layout == redislock.LayoutTwoKeys {
+					holder, keeper = fence, lock
+				}
+				if got := e.RDB.PTTL(ctx, holder).Val(); got < time.Hour-time.Minute {
+					t.Errorf("got PTTL %v of %s, want at least the retention", got, holder)
+				}
+				if lay.layout == redislock.LayoutOneKey {
+					if n := e.RDB.Exists(ctx, fence).Val(); n != 0 {
+						t.Errorf("got a fence key with one key, want none")
+					}
+				} else if got := e.RDB.PTTL(ctx, keeper).Val(); got > ttl {
+					t.Errorf("got tombstone PTTL %v with two keys, want at most the lease's", got)
+				}
+				if next := mustAcquire(t, l, "r", "b", ttl); next.Token <= lk.Token {
+					t.Errorf("got token %d after the forced release, want above %d", next.Token, lk.Token)
+				}
+			})
+		})
+	}
 }
