@@ -187,6 +187,7 @@ func TestOldAndNewGatewaysNeverGrantALeaseTheOtherHolds(t *testing.T) {
 // gateway is one side of a mixed fleet in the token test.
 type gateway interface {
 	acquire(t *testing.T, resource, owner string) (bool, int64)
+	renew(t *testing.T, resource, owner string)
 	release(t *testing.T, resource, owner string)
 }
 
@@ -196,6 +197,8 @@ func (g oldSide) acquire(t *testing.T, resource, owner string) (bool, int64) {
 	ok, tok, _ := g.oldGateway.acquire(t, resource, owner, ttl)
 	return ok, tok
 }
+
+func (g oldSide) renew(t *testing.T, resource, owner string) { g.renewed(t, resource, owner, ttl) }
 
 func (g oldSide) release(t *testing.T, resource, owner string) {
 	g.oldGateway.release(t, resource, owner)
@@ -210,6 +213,14 @@ func (g newSide) acquire(t *testing.T, resource, owner string) (bool, int64) {
 		t.Fatal(err)
 	}
 	return r.Acquired, r.Lock.Token
+}
+
+func (g newSide) renew(t *testing.T, resource, owner string) {
+	t.Helper()
+	if _, err := g.Renew(context.Background(), resource, owner, 0, ttl); err != nil &&
+		!errors.Is(err, redislock.ErrNotHeld) && !errors.Is(err, redislock.ErrForbidden) {
+		t.Fatal(err)
+	}
 }
 
 func (g newSide) release(t *testing.T, resource, owner string) {
@@ -247,6 +258,9 @@ func tokensRise(t *testing.T, e *engine, fleet []gateway, seed uint64) error {
 				return fmt.Errorf("step %d: got token %d after %d", i, tok, last)
 			}
 			last = tok
+		}
+		if rnd.IntN(3) == 0 {
+			fleet[rnd.IntN(len(fleet))].renew(t, "r", owner)
 		}
 		if rnd.IntN(2) == 0 {
 			fleet[rnd.IntN(len(fleet))].release(t, "r", owner)
@@ -442,6 +456,44 @@ func TestForcedReleaseKeepsTheBurntTokenForTheRetention(t *testing.T) {
 					t.Errorf("got token %d after the forced release, want above %d", next.Token, lk.Token)
 				}
 			})
+		})
+	}
+}
+
+// While the fleet switches layouts, a two-key gateway may renew or
+// re-acquire a lease granted with one key (no fence key, or an older
+// one). Its hash then lives only to expires_at, so the token must move to
+// the fence key: after the lease ends and the Redis clock steps back,
+// the next token is still above it.
+func TestATwoKeyRenewOfAOneKeyLeaseKeepsItsToken(t *testing.T) {
+	for _, how := range []string{"renew", "re-acquire"} {
+		t.Run(how, func(t *testing.T) {
+			e := newMiniEngine(t)
+			prefix := uniquePrefix(t)
+			l2 := redislock.New(e.RDB, redislock.Options{Prefix: prefix})
+			l1 := redislock.New(e.RDB, redislock.Options{Prefix: prefix, Layout: redislock.LayoutOneKey})
+			ctx := context.Background()
+			// An older fence key, as the two-key layout leaves it.
+			mustAcquire(t, l2, "r", "a", ttl)
+			mustRelease(t, l2, "r", "a")
+			e.Mini.SetTime(epoch.Add(time.Second))
+			lk := mustAcquire(t, l1, "r", "b", ttl)
+			if how == "renew" {
+				if _, err := l2.Renew(ctx, "r", "b", lk.Token, ttl); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				mustAcquire(t, l2, "r", "b", ttl)
+			}
+			e.Mini.FastForward(ttl + time.Millisecond) // Redis reaps what ended
+			e.Mini.SetTime(epoch)                      // and its clock steps back
+			for _, l := range []*redislock.Locker{l2, l1} {
+				next := mustAcquire(t, l, "r", "c", ttl)
+				if next.Token <= lk.Token {
+					t.Fatalf("got token %d, want above %d", next.Token, lk.Token)
+				}
+				mustRelease(t, l, "r", "c")
+			}
 		})
 	}
 }

@@ -81,7 +81,11 @@ if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
   redis.call('HSET', KEYS[1], 'expires_at', exps)
   redis.call('PEXPIREAT', KEYS[1], keep)
   if not onekey then
-    redis.call('PEXPIREAT', KEYS[2], exp + retention)
+    -- SET, not PEXPIREAT: a lease granted with one key has no fence key
+    -- (or an older one), and the hash, now to live only to expires_at,
+    -- must not take the token with it. The hash's token is never below
+    -- the fence key's (acquire's rule below), so this never lowers it.
+    redis.call('SET', KEYS[2], cur[2], 'PXAT', exp + retention)
   end
   return '1 ' .. cur[2] .. ' ' .. cur[3] .. ' ' .. exps .. ' ' .. nows .. ' ' .. owner
 end
