@@ -77,6 +77,7 @@ func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t
 }
 
 func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) {
+	twoKeysOnly(t)
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Minute})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)

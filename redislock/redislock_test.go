@@ -123,6 +123,7 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("Redis reaps the lock key at expires_at and the fence key a retention later", func(t *testing.T) {
+			twoKeysOnly(t)
 			l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Hour})
 			mustAcquire(t, l, "ttl", "svc-a", ttl)
 			lockTTL := e.RDB.PTTL(ctx, lockKey(l, "ttl")).Val()
