@@ -70,6 +70,13 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 			t.Errorf("got acquired %v retry %v, want false and 500ms", res.Acquired, res.RetryAfter)
 		}
 	})
+	t.Run("an empty owner comes back empty", func(t *testing.T) {
+		res, err := New(fakeScripter{"1 7 1000 2000 1000 "}, Options{}).
+			Acquire(context.Background(), "r", "", time.Second)
+		if err != nil || !res.Acquired || res.Lock.Owner != "" {
+			t.Errorf("got %+v, %v, want granted to the empty owner", res, err)
+		}
+	})
 	t.Run("the owner comes back verbatim, spaces and all", func(t *testing.T) {
 		res, err := New(fakeScripter{"0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
 			Acquire(context.Background(), "r", "svc-a", time.Second)
@@ -83,7 +90,6 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		"an integer":              int64(1),
 		"empty":                   "",
 		"owner is missing":        "1 7 1000 2000 1000",
-		"owner is empty":          "1 7 1000 2000 1000 ",
 		"flag out of range":       "2 7 1000 2000 1000 svc-a",
 		"flag is negative":        "-1 7 1000 2000 1000 svc-a",
 		"token is not a number":   "1 seven 1000 2000 1000 svc-a",

@@ -269,7 +269,9 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 		n[i] = v
 		rest = rest[j+1:]
 	}
-	if (n[0] != 0 && n[0] != 1) || rest == "" {
+	// The owner may be empty (the lock engine itself does not require
+	// one; the HTTP layer does): the space before it is still there.
+	if n[0] != 0 && n[0] != 1 {
 		return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
 	}
 	return acquireReply{
