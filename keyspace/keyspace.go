@@ -13,8 +13,8 @@
 // lock resource or one of abuse's names ("user:<id>", "abuse:index",
 // "abuse:index:<lock>"), and <suffix> says what the key holds:
 //
-//	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a live lease
-//	<prefix>{t=<tenant>;r=<resource>}:fence                    string  the last fencing token
+//	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a lease, or its tombstone (the token)
+//	<prefix>{t=<tenant>;r=<resource>}:fence                    string  the last fencing token (two-key layout)
 //	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ul:<lock>               hash    a user lock counter
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flag:<lock>             hash    a flag record
@@ -106,11 +106,14 @@ const (
 // hash tag, so a script given both runs on one Cluster node.
 type Resource struct{ base string }
 
-// Lock is the key of the live lease (a hash: owner, token, acquired_at,
-// expires_at). It is also the release message of the resource.
+// Lock is the key of the lease (a hash: owner, token, acquired_at,
+// expires_at; held only while expires_at is ahead of the Redis clock),
+// left as a tombstone holding only the token when the lease ends
+// (docs/keys.md). It is also the release message of the resource.
 func (r Resource) Lock() string { return r.base + lockSuffix }
 
-// Fence is the key of the last fencing token handed out.
+// Fence is the key of the last fencing token handed out (written by the
+// two-key layout; the one-key layout only reads it).
 func (r Resource) Fence() string { return r.base + fenceSuffix }
 
 // Waiters is the key of the acquires that wait on the resource,

@@ -48,7 +48,7 @@ func (f fakeScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd
 type reply = []interface{}
 
 func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
-	good := reply{int64(1), "7", "1000", "2000", "svc-a", "1000"}
+	good := "1 7 1000 2000 1000 svc-a"
 	t.Run("the documented reply decodes", func(t *testing.T) {
 		res, err := New(fakeScripter{good}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
 		if err != nil {
@@ -61,7 +61,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		}
 	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
-		res, err := New(fakeScripter{reply{int64(0), "7", "1000", "2000", "svc-b", "1500"}}, Options{}).
+		res, err := New(fakeScripter{"0 7 1000 2000 1500 svc-b"}, Options{}).
 			Acquire(context.Background(), "r", "svc-a", time.Second)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
@@ -70,21 +70,34 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 			t.Errorf("got acquired %v retry %v, want false and 500ms", res.Acquired, res.RetryAfter)
 		}
 	})
+	t.Run("an empty owner comes back empty", func(t *testing.T) {
+		res, err := New(fakeScripter{"1 7 1000 2000 1000 "}, Options{}).
+			Acquire(context.Background(), "r", "", time.Second)
+		if err != nil || !res.Acquired || res.Lock.Owner != "" {
+			t.Errorf("got %+v, %v, want granted to the empty owner", res, err)
+		}
+	})
+	t.Run("the owner comes back verbatim, spaces and all", func(t *testing.T) {
+		res, err := New(fakeScripter{"0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
+			Acquire(context.Background(), "r", "svc-a", time.Second)
+		if err != nil || res.Lock.Owner != "svc b  1 2 " {
+			t.Errorf("got owner %q, %v, want %q", res.Lock.Owner, err, "svc b  1 2 ")
+		}
+	})
 	bad := map[string]interface{}{
-		"not a list":              "OK",
+		"not a string":            reply{int64(1), "7", "1000", "2000", "svc-a", "1000"},
 		"nil":                     nil,
-		"too short":               reply{int64(1), "7", "1000", "2000", "svc-a"},
-		"too long":                append(append(reply{}, good...), "x"),
-		"flag is a string":        reply{"1", "7", "1000", "2000", "svc-a", "1000"},
-		"flag out of range":       reply{int64(2), "7", "1000", "2000", "svc-a", "1000"},
-		"token is a Lua number":   reply{int64(1), int64(7), "1000", "2000", "svc-a", "1000"},
-		"token is not a number":   reply{int64(1), "seven", "1000", "2000", "svc-a", "1000"},
-		"time has a fraction":     reply{int64(1), "7", "1000.5", "2000", "svc-a", "1000"},
-		"owner is missing":        reply{int64(1), "7", "1000", "2000", nil, "1000"},
-		"now is not a string":     reply{int64(1), "7", "1000", "2000", "svc-a", int64(1000)},
-		"now is not a number":     reply{int64(1), "7", "1000", "2000", "svc-a", "later"},
-		"token overflows int64":   reply{int64(1), "99999999999999999999", "1000", "2000", "svc-a", "1000"},
-		"expires_at is nil/false": reply{int64(1), "7", "1000", nil, "svc-a", "1000"},
+		"an integer":              int64(1),
+		"empty":                   "",
+		"owner is missing":        "1 7 1000 2000 1000",
+		"flag out of range":       "2 7 1000 2000 1000 svc-a",
+		"flag is negative":        "-1 7 1000 2000 1000 svc-a",
+		"token is not a number":   "1 seven 1000 2000 1000 svc-a",
+		"time has a fraction":     "1 7 1000.5 2000 1000 svc-a",
+		"now is not a number":     "1 7 1000 2000 later svc-a",
+		"token overflows int64":   "1 99999999999999999999 1000 2000 1000 svc-a",
+		"expires_at is missing":   "1 7 1000  1000 svc-a",
+		"fields are comma-joined": "1,7,1000,2000,1000,svc-a",
 	}
 	for name, reply := range bad {
 		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -71,12 +72,27 @@ func redisNow(t *testing.T, rdb *redis.Client) time.Time {
 var prefixSeq atomic.Int64
 
 // newLocker returns a Locker on rdb whose keys are unique to this test.
+// With LEASEGATE_TEST_ONE_KEY=1 in the environment, its layout is
+// LayoutOneKey (the behavioural tests then run on that layout).
 func newLocker(t *testing.T, rdb redis.Scripter, opts redislock.Options) *redislock.Locker {
 	t.Helper()
 	if opts.Prefix == "" {
 		opts.Prefix = uniquePrefix(t)
 	}
+	if os.Getenv("LEASEGATE_TEST_ONE_KEY") == "1" {
+		opts.Layout = redislock.LayoutOneKey
+	}
 	return redislock.New(rdb, opts)
+}
+
+// twoKeysOnly skips a test that pins the two-key layout's key lifetimes
+// when the suite runs on one key (TestOneKeyLayoutKeepsOneKeyThatIsAlsoTheFence
+// pins those of one key).
+func twoKeysOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("LEASEGATE_TEST_ONE_KEY") == "1" {
+		t.Skip("pins the two-key layout's key lifetimes")
+	}
 }
 
 func uniquePrefix(t *testing.T) string {

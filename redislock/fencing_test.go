@@ -77,6 +77,7 @@ func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t
 }
 
 func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) {
+	twoKeysOnly(t)
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Minute})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
@@ -93,16 +94,18 @@ func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) 
 	}
 }
 
-// This pins a documented limit (docs/fencing.md): once the fence key is
-// gone, the only floor is the Redis clock; if that clock has stepped back
-// by more than the time since the last token, a token can repeat or fall.
+// This pins a documented limit (docs/fencing.md): once the fence is gone
+// (the fence key, and the lock hash's tombstone that keeps the token too),
+// the only floor is the Redis clock; if that clock has stepped back by more
+// than the time since the last token, a token can repeat or fall.
 func TestFencingLimitATokenCanFallWhenTheClockStepsBackAfterTheFenceKeyIsGone(t *testing.T) {
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
-	if err := e.RDB.Del(context.Background(), fenceKey(l, "r")).Err(); err != nil {
-		t.Fatalf("DEL fence: %v", err)
+	lock, fence := l.Keys("r")
+	if err := e.RDB.Del(context.Background(), fence, lock).Err(); err != nil {
+		t.Fatalf("DEL fence and tombstone: %v", err)
 	}
 	e.Mini.SetTime(epoch.Add(-time.Hour))
 	if got := mustAcquire(t, l, "r", "svc-b", ttl).Token; got >= first.Token {

@@ -67,21 +67,21 @@ type indexKeys struct {
 // maxCachedIndexKeys bounds the cache (tenants come from the key file).
 const maxCachedIndexKeys = 10000
 
-func (l *Locker) indexKey() string {
+func (l *Locker) indexKey(tenant string) string {
 	c := l.indexCache
 	if c == nil {
-		return l.keys.LockIndex(l.tenant)
+		return l.keys.LockIndex(tenant)
 	}
 	c.mu.RLock()
-	k, ok := c.m[l.tenant]
+	k, ok := c.m[tenant]
 	c.mu.RUnlock()
 	if ok {
 		return k
 	}
-	k = l.keys.LockIndex(l.tenant)
+	k = l.keys.LockIndex(tenant)
 	c.mu.Lock()
 	if len(c.m) < maxCachedIndexKeys {
-		c.m[l.tenant] = k
+		c.m[tenant] = k
 	}
 	c.mu.Unlock()
 	return k
@@ -89,30 +89,30 @@ func (l *Locker) indexKey() string {
 
 // indexInScript adds the index key and arguments to an acquire.lua call
 // when the script writes the index (IndexInScript).
-func (l *Locker) indexInScript(resource string, keys []string, args []interface{}) ([]string, []interface{}) {
+func (l *Locker) indexInScript(tenant, resource string, keys []string, args []interface{}) ([]string, []interface{}) {
 	if l.opts.Index != IndexInScript {
 		return keys, args
 	}
 	if len(keys) == 2 {
 		args = append(args, "", 0)
 	}
-	return append(keys, l.indexKey()), append(args, "index", resource)
+	return append(keys, l.indexKey(tenant)), append(args, "index", resource)
 }
 
 // indexSecondStep adds a new grant to the index with IndexSecondStep.
 // Best effort: the lease is granted whatever happens here.
-func (l *Locker) indexSecondStep(ctx context.Context, resource string) {
+func (l *Locker) indexSecondStep(ctx context.Context, tenant, resource string) {
 	if l.opts.Index != IndexSecondStep {
 		return
 	}
-	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.indexKey()}, resource).Err(); err != nil {
+	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.indexKey(tenant)}, resource).Err(); err != nil {
 		indexFailures.Add(1)
 	}
 }
 
 // releaseExtras adds to a release.lua call the index (IndexInScript) and
 // the request for the hold time (Options.OnRelease).
-func (l *Locker) releaseExtras(resource string, keys []string, args []interface{}) ([]string, []interface{}) {
+func (l *Locker) releaseExtras(tenant, resource string, keys []string, args []interface{}) ([]string, []interface{}) {
 	inScript := l.opts.Index == IndexInScript
 	if !inScript && l.opts.OnRelease == nil {
 		return keys, args
@@ -123,7 +123,7 @@ func (l *Locker) releaseExtras(resource string, keys []string, args []interface{
 	}
 	if inScript {
 		index = "index"
-		keys = append(keys, l.indexKey())
+		keys = append(keys, l.indexKey(tenant))
 	}
 	return keys, append(args, hold, index, resource)
 }
@@ -131,10 +131,10 @@ func (l *Locker) releaseExtras(resource string, keys []string, args []interface{
 // releasedHold decodes release.lua's answer with 'hold': 2 + the hold
 // time in milliseconds (an integer, so no array to decode), and reports
 // the hold time. Other answers pass as they are.
-func (l *Locker) releasedHold(resource string, n int64) int64 {
+func (l *Locker) releasedHold(tenant, resource string, n int64) int64 {
 	if n < 2 || l.opts.OnRelease == nil {
 		return n // without 'hold', 2 and up are no documented answer
 	}
-	l.opts.OnRelease(l.tenant, resource, time.Duration(n-2)*time.Millisecond)
+	l.opts.OnRelease(tenant, resource, time.Duration(n-2)*time.Millisecond)
 	return 1
 }

@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -210,11 +211,13 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 	return live, stale, nil
 }
 
-// prune takes names out of the index, then re-reads their lock keys and
-// puts back any that was granted meanwhile: a grant enters the index in
-// its script (or right after it), so either it came before the re-read
-// (and is put back) or its ZADD comes after the ZREM. An entry is thus
-// never lost while its lease lives.
+// prune takes names out of the index, then re-reads their leases and
+// puts back any that is held (expires_at after the Redis clock, read in
+// the same pipeline) because it was granted meanwhile: a grant enters the
+// index in its script (or right after it), so either it came before the
+// re-read (and is put back) or its ZADD comes after the ZREM. An entry is
+// thus never lost while its lease lives. The lock key's existence says
+// nothing: with LayoutOneKey it outlives its lease as the fence.
 func (o *Operator) prune(ctx context.Context, tenant string, names []string) error {
 	idx := o.locks.keys.LockIndex(tenant)
 	members := make([]interface{}, len(names))
@@ -224,19 +227,22 @@ func (o *Operator) prune(ctx context.Context, tenant string, names []string) err
 	if err := o.rdb.ZRem(ctx, idx, members...).Err(); err != nil {
 		return scriptreply.Unavailable(err)
 	}
-	exists := make([]*redis.IntCmd, len(names))
+	leases := make([]*redis.SliceCmd, len(names))
+	var now *redis.TimeCmd
 	if _, err := o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range names {
-			exists[i] = p.Exists(ctx, o.locks.keys.Resource(tenant, n).Lock())
+			leases[i] = p.HMGet(ctx, o.locks.keys.Resource(tenant, n).Lock(), "owner", "expires_at")
 		}
+		now = p.Time(ctx)
 		return nil
 	}); err != nil {
 		return scriptreply.Unavailable(err)
 	}
+	nowMS := now.Val().UnixMilli()
 	var back []redis.Z
 	for i, n := range names {
 		switch {
-		case exists[i].Val() == 1:
+		case heldAt(leases[i].Val(), nowMS):
 			back = append(back, redis.Z{Member: n})
 		case o.opts.OnExpired != nil && o.locks.opts.Index == IndexInScript:
 			o.opts.OnExpired(tenant, n)
@@ -248,6 +254,21 @@ func (o *Operator) prune(ctx context.Context, tenant string, names []string) err
 		}
 	}
 	return nil
+}
+
+// heldAt says whether an HMGET of owner and expires_at is a lease that is
+// held at nowMS: both fields there and expires_at after nowMS, the test
+// every script makes (a tombstone has only a token).
+func heldAt(v []interface{}, nowMS int64) bool {
+	if len(v) != 2 || v[0] == nil {
+		return false
+	}
+	s, ok := v[1].(string)
+	if !ok {
+		return false
+	}
+	exp, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && exp > nowMS
 }
 
 // Sweep walks tenant's whole index in pages of batch and prunes the

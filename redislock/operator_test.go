@@ -129,11 +129,19 @@ func TestListUnderChurn(t *testing.T) {
 	})
 }
 
+// In both layouts: with one key an ended lease's key stays (as the
+// fence), so "stale" must come from expires_at, not from the key.
 func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
+	for _, lay := range layouts {
+		t.Run(lay.name, func(t *testing.T) { staleIndexEntriesArePrunedAndSwept(t, lay.layout) })
+	}
+}
+
+func staleIndexEntriesArePrunedAndSwept(t *testing.T, layout redislock.Layout) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
+		l := redislock.New(e.RDB, redislock.Options{Prefix: prefix, Layout: layout})
 		var expired atomic.Int64
 		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{OnExpired: func(string, string) { expired.Add(1) }})
 		for i := 0; i < 20; i++ {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,37 @@ type Options struct {
 	// OnRelease, when set, is told how long each released lease was held
 	// (by the Redis clock), for the contention metrics.
 	OnRelease func(tenant, resource string, held time.Duration)
+	// Layout says how a lock is stored (docs/keys.md, "One key or two").
+	// The zero value, LayoutTwoKeys, is what every earlier version
+	// writes; switch to LayoutOneKey only once no gateway of an earlier
+	// version runs against this Redis.
+	Layout Layout
+}
+
+// Layout is how a lock is stored in Redis (docs/keys.md).
+type Layout int
+
+const (
+	// LayoutTwoKeys: the lock hash lives to expires_at, a fence key
+	// (a string) keeps the last token for the retention after it. Safe
+	// alongside gateways of earlier versions, which write only this.
+	LayoutTwoKeys Layout = iota
+	// LayoutOneKey: the lock hash is also the fence: it lives to
+	// expires_at + FenceRetention, and a release leaves it holding only
+	// the token. No fence key is written. One key per resource instead of
+	// two (about 230 B per held lock instead of 375 B), but a gateway of an
+	// earlier version, which never reads the token from the hash, could
+	// then hand out a smaller token after a clock step back: use it only
+	// when every gateway runs this version or later.
+	LayoutOneKey
+)
+
+// arg is the layout as the scripts' argument.
+func (m Layout) arg() string {
+	if m == LayoutOneKey {
+		return "1"
+	}
+	return "0"
 }
 
 // DefaultReplicaTimeout is the WAIT timeout when MinReplicas is set and
@@ -91,7 +123,7 @@ type Locker struct {
 	tenant string
 	// The script arguments that never change, converted to interface
 	// values once instead of on every call.
-	retentionArg, channelArg interface{}
+	retentionArg, channelArg, layoutArg interface{}
 	// indexCache holds the tenants' index keys (index.go).
 	indexCache *indexKeys
 }
@@ -108,6 +140,7 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	opts.Index = indexMode(opts.Index, rdb)
 	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
 		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel,
+		layoutArg:  opts.Layout.arg(),
 		indexCache: &indexKeys{m: map[string]string{}}}
 }
 
@@ -142,6 +175,9 @@ func (l *Locker) Keys(resource string) (lock, fence string) {
 	return l.keys.LockKeys(l.tenant, resource)
 }
 
+// Layout is how this Locker stores its locks.
+func (l *Locker) Layout() Layout { return l.opts.Layout }
+
 // ReleaseMessage is what the release script publishes on ReleaseChannel for
 // resource: its lock key, which names tenant and resource uniquely.
 func (l *Locker) ReleaseMessage(resource string) string {
@@ -155,50 +191,49 @@ func (l *Locker) ReleaseMessage(resource string) string {
 // reported with Acquired false. Any Redis error returns ErrUnavailable and
 // never a grant.
 func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (AcquireResult, error) {
-	lock, fence := l.Keys(resource)
+	return l.acquire(ctx, l.tenant, resource, owner, ttl)
+}
+
+// acquire is Acquire in tenant (Service calls it without a Tenant view
+// per request).
+func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl time.Duration) (AcquireResult, error) {
+	lock, fence := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
 		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	keys := []string{lock, fence}
-	args := []interface{}{owner, ttlMS, l.retentionArg}
+	// Room for the waiters and index keys and their arguments, so that
+	// appending them allocates nothing more.
+	keys := append(make([]string, 0, 4), lock, fence)
+	args := append(make([]interface{}, 0, 8), owner, ttlMS, l.retentionArg, l.layoutArg)
 	reg, _ := ctx.Value(registrationKey{}).(*Registration)
 	if reg != nil && l.opts.PublishOnlyToWaiters {
-		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
+		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
 		args = append(args, reg.id, reg.ttl.Milliseconds())
 	}
-	keys, args = l.indexInScript(resource, keys, args)
+	keys, args = l.indexInScript(tenant, resource, keys, args)
 	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
 		return AcquireResult{}, scriptreply.Unavailable(err)
 	}
-	arr, ok := v.([]interface{})
-	if !ok || len(arr) != 6 {
+	str, ok := v.(string)
+	if !ok {
 		return AcquireResult{}, fmt.Errorf("%w: acquire: %v", ErrBadReply, v)
 	}
-	flag, ok := arr[0].(int64)
-	if !ok || (flag != 0 && flag != 1) {
-		return AcquireResult{}, fmt.Errorf("%w: acquire flag %v", ErrBadReply, arr[0])
-	}
-	lk, err := decodeLock(resource, arr[1:5])
+	a, err := decodeAcquire(resource, str)
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	nowStr, ok := arr[5].(string)
-	now, perr := strconv.ParseInt(nowStr, 10, 64)
-	if !ok || perr != nil {
-		return AcquireResult{}, fmt.Errorf("%w: acquire now %v", ErrBadReply, arr[5])
-	}
-	res := AcquireResult{Acquired: flag == 1, Lock: lk}
+	res := AcquireResult{Acquired: a.granted, Lock: a.lock}
 	if res.Acquired && acked != nil {
-		l.undoAcquire(ctx, resource, owner, lk.Token)
+		l.undoAcquire(ctx, tenant, resource, owner, a.lock.Token)
 		return AcquireResult{}, acked
 	}
-	if res.Acquired && arr[2] == arr[5] {
-		l.indexSecondStep(ctx, resource)
+	if res.Acquired && a.acquiredMS == a.nowMS {
+		l.indexSecondStep(ctx, tenant, resource)
 	}
 	if !res.Acquired {
-		res.RetryAfter = time.Duration(lk.ExpiresAt.UnixMilli()-now) * time.Millisecond
+		res.RetryAfter = time.Duration(a.lock.ExpiresAt.UnixMilli()-a.nowMS) * time.Millisecond
 		if reg != nil && l.opts.PublishOnlyToWaiters {
 			reg.registered.Store(true)
 		}
@@ -209,9 +244,57 @@ func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.D
 	return res, nil
 }
 
+// acquireReply is acquire.lua's answer.
+type acquireReply struct {
+	granted           bool
+	lock              Lock
+	acquiredMS, nowMS int64
+}
+
+// decodeAcquire reads acquire.lua's one-string reply,
+// '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>':
+// five decimal fields, then the owner verbatim (it may hold spaces).
+func decodeAcquire(resource, s string) (acquireReply, error) {
+	var n [5]int64
+	rest := s
+	for i := range n {
+		j := strings.IndexByte(rest, ' ')
+		if j < 0 {
+			return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
+		}
+		v, err := strconv.ParseInt(rest[:j], 10, 64)
+		if err != nil {
+			return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
+		}
+		n[i] = v
+		rest = rest[j+1:]
+	}
+	// The owner may be empty (the lock engine itself does not require
+	// one; the HTTP layer does): the space before it is still there.
+	if n[0] != 0 && n[0] != 1 {
+		return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
+	}
+	return acquireReply{
+		granted: n[0] == 1,
+		lock: Lock{
+			Resource:   resource,
+			Owner:      rest,
+			Token:      n[1],
+			AcquiredAt: time.UnixMilli(n[2]).UTC(),
+			ExpiresAt:  time.UnixMilli(n[3]).UTC(),
+		},
+		acquiredMS: n[2],
+		nowMS:      n[4],
+	}, nil
+}
+
 // Status returns the live lease on resource, or ErrNotHeld.
 func (l *Locker) Status(ctx context.Context, resource string) (Lock, error) {
-	lock, _ := l.Keys(resource)
+	return l.status(ctx, l.tenant, resource)
+}
+
+func (l *Locker) status(ctx context.Context, tenant, resource string) (Lock, error) {
+	lock, _ := l.keys.LockKeys(tenant, resource)
 	v, err := scripts.Status.Run(ctx, l.rdb, []string{lock}).Result()
 	if err != nil {
 		return Lock{}, scriptreply.Unavailable(err)
@@ -223,13 +306,17 @@ func (l *Locker) Status(ctx context.Context, resource string) (Lock, error) {
 // token. token 0 means any token of owner. An expired lease is not renewed
 // (ErrNotHeld); another owner's, or another token, gives ErrForbidden.
 func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64, ttl time.Duration) (Lock, error) {
-	lock, fence := l.Keys(resource)
+	return l.renew(ctx, l.tenant, resource, owner, token, ttl)
+}
+
+func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (Lock, error) {
+	lock, fence := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
 		return Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
 	v, acked, err := l.run(ctx, scripts.Renew, []string{lock, fence},
-		owner, ttlMS, l.opts.FenceRetention.Milliseconds(), scriptreply.TokenArg(token))
+		owner, ttlMS, l.retentionArg, scriptreply.TokenArg(token), l.layoutArg)
 	if err != nil {
 		return Lock{}, scriptreply.Unavailable(err)
 	}
@@ -246,24 +333,28 @@ func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64,
 // The error is non-nil only when Redis failed (ErrUnavailable) or answered
 // oddly; the outcome is in the result.
 func (l *Locker) Release(ctx context.Context, resource, owner string, token int64) (ReleaseResult, error) {
-	lock, _ := l.Keys(resource)
+	return l.release(ctx, l.tenant, resource, owner, token)
+}
+
+func (l *Locker) release(ctx context.Context, tenant, resource, owner string, token int64) (ReleaseResult, error) {
+	lock, _ := l.keys.LockKeys(tenant, resource)
 	msg := ""
 	if l.opts.ReleaseChannel != "" {
 		msg = lock
 	}
-	keys := []string{lock}
+	keys := append(make([]string, 0, 3), lock) // room for releaseExtras
 	if l.opts.PublishOnlyToWaiters && msg != "" {
-		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
+		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
 	}
-	args := []interface{}{owner, scriptreply.TokenArg(token), l.channelArg, msg}
-	keys, args = l.releaseExtras(resource, keys, args)
+	args := append(make([]interface{}, 0, 7), owner, scriptreply.TokenArg(token), l.channelArg, msg)
+	keys, args = l.releaseExtras(tenant, resource, keys, args)
 	v, err := scripts.Release.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
 		return 0, scriptreply.Unavailable(err)
 	}
 	if n, ok := v.(int64); ok {
 		// With 'hold' the script answers 2 + the hold time (index.go).
-		v = l.releasedHold(resource, n)
+		v = l.releasedHold(tenant, resource, n)
 	}
 	return replies.Release("release", v)
 }

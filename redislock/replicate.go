@@ -112,10 +112,10 @@ func isRedirect(err error) bool {
 
 // undoAcquire releases the grant that was not replicated, on a context that
 // outlives the caller's (which may be what just timed out).
-func (l *Locker) undoAcquire(ctx context.Context, resource, owner string, token int64) {
+func (l *Locker) undoAcquire(ctx context.Context, tenant, resource, owner string, token int64) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	// A failure here leaves the lease to expire by its TTL: never held
 	// twice, only unavailable for a while.
-	_, _ = l.Release(uctx, resource, owner, token)
+	_, _ = l.release(uctx, tenant, resource, owner, token)
 }

@@ -39,8 +39,8 @@ func NewService(l *Locker, w *Waiter, opTimeout time.Duration) *Service {
 
 // Acquire implements leasegate.LockService.
 func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.AcquireRequest) (leasegate.AcquireResult, error) {
-	l := s.locks.Tenant(tenant)
 	if req.Wait > 0 {
+		l := s.locks.Tenant(tenant)
 		if l.opts.PublishOnlyToWaiters {
 			return s.acquireRegistered(ctx, l, req)
 		}
@@ -49,7 +49,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Acqu
 			Wait: req.Wait, OpTimeout: s.opTimeout,
 		})
 	}
-	return l.Acquire(ctx, req.Resource, req.Owner, req.TTL)
+	return s.locks.acquire(ctx, tenant, req.Resource, req.Owner, req.TTL)
 }
 
 // acquireRegistered is a waiting acquire whose tries register it among
@@ -93,17 +93,17 @@ func newWaiterID() string {
 
 // Status implements leasegate.LockService.
 func (s *Service) Status(ctx context.Context, tenant, resource string) (leasegate.Lock, error) {
-	return s.locks.Tenant(tenant).Status(ctx, resource)
+	return s.locks.status(ctx, tenant, resource)
 }
 
 // Renew implements leasegate.LockService.
 func (s *Service) Renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
-	return s.locks.Tenant(tenant).Renew(ctx, resource, owner, token, ttl)
+	return s.locks.renew(ctx, tenant, resource, owner, token, ttl)
 }
 
 // Release implements leasegate.LockService.
 func (s *Service) Release(ctx context.Context, tenant, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
-	return s.locks.Tenant(tenant).Release(ctx, resource, owner, token)
+	return s.locks.release(ctx, tenant, resource, owner, token)
 }
 
 // Waiting is how many acquires wait on this gateway, and Queued how many

@@ -12,11 +12,19 @@ import (
 // TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere writes a lease and a
 // fence key exactly as the scripts before the lean rewrite left them (a
 // four-field hash with PEXPIREAT, a string token with PXAT) and checks that
-// today's scripts read, renew, release and re-grant it correctly.
+// today's scripts, in either layout, read, renew, release and re-grant it
+// correctly. (layout_test.go runs the earlier scripts themselves against
+// today's.)
 func TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere(t *testing.T) {
+	for _, lay := range layouts {
+		t.Run(lay.name, func(t *testing.T) { leasesWrittenByEarlierScripts(t, lay.layout) })
+	}
+}
+
+func leasesWrittenByEarlierScripts(t *testing.T, layout redislock.Layout) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: uniquePrefix(t)})
+		l := redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t), Layout: layout})
 		lock, fence := l.Keys("r")
 		now := redisNow(t, e.RDB)
 		exp := now.Add(time.Minute).UnixMilli()
@@ -50,8 +58,17 @@ func TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere(t *testing.T) {
 		if n := e.RDB.HLen(ctx, lock).Val(); n != 4 {
 			t.Errorf("got %d fields in the new lease, want 4", n)
 		}
-		if got := e.RDB.Get(ctx, fence).Val(); got != strconv.FormatInt(old+1, 10) {
-			t.Errorf("got fence %s, want %d", got, old+1)
+		// Two keys: the fence key has the new token. One key: the hash is
+		// the fence, and the old fence key is left to run out.
+		want := old + 1
+		if layout == redislock.LayoutOneKey {
+			want = old
+		}
+		if got := e.RDB.Get(ctx, fence).Val(); got != strconv.FormatInt(want, 10) {
+			t.Errorf("got fence key %s, want %d", got, want)
+		}
+		if got := e.RDB.HGet(ctx, lock, "token").Val(); got != strconv.FormatInt(old+1, 10) {
+			t.Errorf("got the hash's token %s, want %d", got, old+1)
 		}
 	})
 }

@@ -21,21 +21,26 @@
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, owner, now_ms}  the lease that ended
 --        {0}                                                      no live lease
 --
--- The token is burnt: the fence key keeps it (or a larger one) for at
--- least the fence retention, so the next grant gets a larger token, and
--- the former holder's renew and release find no lease (404).
+-- The token is burnt: the lock hash is left as a tombstone with only the
+-- token (release.lua), and the token stays for at least the fence
+-- retention, so the next grant gets a larger token, and the former
+-- holder's renew and release find no lease (404). A lease of the one-key
+-- layout lives to expires_at + retention already; a two-key lease's hash
+-- lives only to expires_at, so its fence key keeps the token instead.
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
 if not cur[1] or not cur[4] or tonumber(cur[4]) <= now_ms then
   return {0}
 end
-redis.call('DEL', KEYS[1])
-local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-if last < tonumber(cur[2]) then
-  redis.call('SET', KEYS[2], cur[2], 'PX', ARGV[3])
-elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at')
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+  if last < tonumber(cur[2]) then
+    redis.call('SET', KEYS[2], cur[2], 'PX', ARGV[3])
+  elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  end
 end
 redis.call('SET', KEYS[4], cur[2], 'PX', ARGV[5])
 local outbox = KEYS[5]

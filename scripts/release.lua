@@ -14,6 +14,12 @@
 --         ARGV[7] the resource, which the release takes out of it (not on
 --         Redis Cluster; docs/operations.md).
 --
+-- The lease ends by becoming a tombstone: the hash keeps only its token
+-- (the fence of the one-key layout, docs/keys.md) and the TTL it had. The
+-- two-key layout's hash lives only to expires_at and its fence key holds
+-- the token too. Every script reads a hash without owner or expires_at as
+-- no lease, as every earlier version did.
+--
 -- Reply:  1 released
 --         0 not found (no lease, or it has expired)
 --        -1 held by someone else, or the token does not match
@@ -38,7 +44,7 @@ if ARGV[6] == 'index' then
   end
 end
 -- [/locks index]
-redis.call('DEL', KEYS[1])
+redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at')
 if ARGV[3] ~= '' and (not waiters or redis.call('EXISTS', waiters) == 1) then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 end

@@ -56,6 +56,10 @@ type Config struct {
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
 	FenceRetention time.Duration
+	// OneKeyLocks stores each lock in one key that is also its fence
+	// (redislock.LayoutOneKey). Turn it on only once no gateway of an
+	// earlier version uses this Redis (docs/keys.md, "One key or two").
+	OneKeyLocks bool
 	// NoAutoPipeline turns off the batching of concurrent requests' script
 	// calls into shared pipelines (redislock.Batcher). It is always off
 	// with Redis.MinReplicas, whose WAIT needs the call's own connection.
@@ -277,6 +281,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
 		Index:                cfg.indexMode(),
 		OnRelease:            func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
+		Layout:               cfg.lockLayout(),
 	})
 	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
 		Channel:    releaseChannel,
@@ -505,4 +510,12 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// lockLayout is the lock layout cfg asks for.
+func (c Config) lockLayout() redislock.Layout {
+	if c.OneKeyLocks {
+		return redislock.LayoutOneKey
+	}
+	return redislock.LayoutTwoKeys
 }

@@ -99,6 +99,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MIN_REPLICAS":                   "2",
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
 			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
+			"LEASEGATE_ONE_KEY_LOCKS":                  "true",
 			"LEASEGATE_ALLOW_EVICTION":                 "true",
 			"LEASEGATE_LOCK_CLASSES":                   "checkin:,payments/",
 			"LEASEGATE_AUDIT_RETENTION":                "720h",
@@ -163,6 +164,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.MinReplicas = 2
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
 		want.NoAutoPipeline = true
+		want.OneKeyLocks = true
 		want.Redis.AllowEviction = true
 		want.LockClasses = []string{"checkin:", "payments/"}
 		want.AuditRetention = 720 * time.Hour

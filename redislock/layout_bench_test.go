@@ -1,0 +1,150 @@
+package redislock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// BenchmarkLockLayout measures what each lock layout costs Redis
+// (docs/benchmarks.md, "One key per lock"): the commands and Redis time
+// of an acquire+release cycle, on a resource used before (its tombstone
+// or fence key is there) and on a fresh one, and, with
+// LEASEGATE_BENCH_MEMORY=1, the memory of 100,000 held locks and of the
+// same resources once released:
+//
+//	LEASEGATE_BENCH_MEMORY=1 go test -run '^$' -bench LockLayout -benchtime 2000x ./redislock/
+func BenchmarkLockLayout(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	ctx := context.Background()
+	for i, lay := range layouts {
+		// Keys as the gateway has them: prefix "lg:", tenant "".
+		newL := func(run string) *redislock.Locker {
+			return redislock.New(rdb, redislock.Options{Prefix: fmt.Sprintf("lg%d%s:", i, run), Layout: lay.layout, Index: redislock.IndexOff})
+		}
+		cycle := func(b *testing.B, l *redislock.Locker, resource string) {
+			if res, err := l.Acquire(ctx, resource, "worker-123456", time.Minute); err != nil || !res.Acquired {
+				b.Fatalf("Acquire: %+v %v", res, err)
+			}
+			if got, err := l.Release(ctx, resource, "worker-123456", 0); err != nil || got != redislock.Released {
+				b.Fatalf("Release: %v %v", got, err)
+			}
+		}
+		b.Run(lay.name+"/same resource", func(b *testing.B) {
+			l := newL("s")
+			cycle(b, l, "checkin:1000001")
+			resetStats(b, rdb)
+			for b.Loop() {
+				cycle(b, l, "checkin:1000001")
+			}
+			calls, usec := commandstats(b, rdb)
+			b.ReportMetric(calls/float64(b.N), "redis-cmds/cycle")
+			b.ReportMetric(usec/float64(b.N), "redis-µs/cycle")
+		})
+		b.Run(lay.name+"/fresh resource", func(b *testing.B) {
+			l := newL("f")
+			resetStats(b, rdb)
+			n := 0
+			for b.Loop() {
+				n++
+				cycle(b, l, "checkin:"+strconv.Itoa(1000000+n))
+			}
+			calls, usec := commandstats(b, rdb)
+			b.ReportMetric(calls/float64(b.N), "redis-cmds/cycle")
+			b.ReportMetric(usec/float64(b.N), "redis-µs/cycle")
+		})
+		b.Run(lay.name+"/memory of 100k locks", func(b *testing.B) {
+			if os.Getenv("LEASEGATE_BENCH_MEMORY") == "" {
+				b.Skip("set LEASEGATE_BENCH_MEMORY=1 to hold 100,000 locks")
+			}
+			const n = 100_000
+			for b.Loop() {
+				// A fresh server each time, keys exactly as the gateway's.
+				rdb := redistest.Start(b).Client(b)
+				l := redislock.New(rdb, redislock.Options{Prefix: "lg:", Layout: lay.layout, Index: redislock.IndexOff})
+				each(b, 64, func(int) error { return rdb.Ping(ctx).Err() }) // the pool's connections
+				before := usedMemory(b, rdb)
+				each(b, n, func(j int) error {
+					res, err := l.Acquire(ctx, "checkin:"+strconv.Itoa(1000000+j), "worker-123456", time.Hour)
+					if err == nil && !res.Acquired {
+						err = fmt.Errorf("not acquired")
+					}
+					return err
+				})
+				held := usedMemory(b, rdb)
+				each(b, n, func(j int) error {
+					_, err := l.Release(ctx, "checkin:"+strconv.Itoa(1000000+j), "worker-123456", 0)
+					return err
+				})
+				released := usedMemory(b, rdb)
+				b.ReportMetric(float64(held-before)/n, "B/held-lock")
+				b.ReportMetric(float64(released-before)/n, "B/released-resource")
+				lock, fence := l.Keys("checkin:1000001")
+				b.Logf("%s: MEMORY USAGE of a released lock key %d, fence key %d", lay.name,
+					rdb.MemoryUsage(ctx, lock, 0).Val(), rdb.MemoryUsage(ctx, fence, 0).Val())
+			}
+		})
+	}
+}
+
+func resetStats(b *testing.B, rdb *redis.Client) {
+	b.Helper()
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// usedMemory is INFO memory's used_memory.
+func usedMemory(b *testing.B, rdb *redis.Client) int64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO memory")
+	return 0
+}
+
+// each runs fn(0..n-1) on 16 goroutines.
+func each(b *testing.B, n int, fn func(int) error) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < n; j += 16 {
+				if err := fn(j); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}

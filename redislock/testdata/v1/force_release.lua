@@ -1,0 +1,41 @@
+-- force_release.lua: an operator ends whoever's lease on one resource.
+--
+-- KEYS[1] lock key
+-- KEYS[2] fence key
+-- KEYS[3] waiters key (release.lua: publish only while it exists)
+-- KEYS[4] forced key (string: the token force-released, for watchers)
+-- ARGV[1] pub/sub channel told about the release ("" = none)
+-- ARGV[2] message published on that channel (the lock key)
+-- ARGV[3] fence retention in milliseconds
+-- ARGV[4] '1': publish only while KEYS[3] exists (Options.PublishOnlyToWaiters)
+-- ARGV[5] how long KEYS[4] lives, in milliseconds
+-- KEYS[5] the tenant's lock index, optional (not on Redis Cluster), with
+--         ARGV[6] the resource: taken out of the index
+--
+-- Reply: {1, token, acquired_at_ms, expires_at_ms, owner, now_ms}  the lease that ended
+--        {0}                                                      no live lease
+--
+-- The token is burnt: the fence key keeps it (or a larger one) for at
+-- least the fence retention, so the next grant gets a larger token, and
+-- the former holder's renew and release find no lease (404).
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
+if not cur[1] or not cur[4] or tonumber(cur[4]) <= now_ms then
+  return {0}
+end
+redis.call('DEL', KEYS[1])
+local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+if last < tonumber(cur[2]) then
+  redis.call('SET', KEYS[2], cur[2], 'PX', ARGV[3])
+elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+redis.call('SET', KEYS[4], cur[2], 'PX', ARGV[5])
+if KEYS[5] then
+  redis.call('ZREM', KEYS[5], ARGV[6])
+end
+if ARGV[1] ~= '' and (ARGV[4] ~= '1' or redis.call('EXISTS', KEYS[3]) == 1) then
+  redis.call('PUBLISH', ARGV[1], ARGV[2])
+end
+return {1, cur[2], cur[3], cur[4], cur[1], string.format('%.0f', now_ms)}

@@ -1,0 +1,31 @@
+-- renew.lua: move the expiry of a live lease; the token is unchanged.
+--
+-- KEYS[1] lock key
+-- KEYS[2] fence key
+-- ARGV[1] owner
+-- ARGV[2] ttl in milliseconds (integer > 0)
+-- ARGV[3] fence retention in milliseconds
+-- ARGV[4] token ("" = any token of this owner)
+--
+-- Reply: {1, token, acquired_at_ms, expires_at_ms, owner}  renewed
+--        {0}                                              not found or expired
+--        {-1}                                             someone else's lease, or token mismatch
+-- An expired lease is never renewed: it must be acquired again (new token).
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
+if not cur[1] or not cur[4] or tonumber(cur[4]) <= now_ms then
+  return {0}
+end
+if cur[1] ~= ARGV[1] then
+  return {-1}
+end
+if ARGV[4] ~= '' and cur[2] ~= ARGV[4] then
+  return {-1}
+end
+local exp = now_ms + tonumber(ARGV[2])
+local exps = string.format('%.0f', exp)
+redis.call('HSET', KEYS[1], 'expires_at', exps)
+redis.call('PEXPIREAT', KEYS[1], exp)
+redis.call('PEXPIREAT', KEYS[2], exp + tonumber(ARGV[3]))
+return {1, cur[2], cur[3], exps, cur[1]}
