@@ -56,8 +56,15 @@ type Options struct {
 	// FenceRetention, see DefaultFenceRetention.
 	FenceRetention time.Duration
 	// ReleaseChannel, when set, is the pub/sub channel the release script
-	// publishes to, so waiters can wake up.
+	// publishes to, so waiters can wake up. It must not contain '{': the
+	// scripts take a channel with a hash tag for a shard channel.
 	ReleaseChannel string
+	// ShardedReleases (Redis Cluster >= 7; with ReleaseChannel set) makes
+	// releases SPUBLISH on each resource's shard channel
+	// (keyspace.Resource.Released) instead of PUBLISH on ReleaseChannel,
+	// so a release reaches only the node of its slot and the gateways
+	// subscribed there (Waiter with WaiterOptions.Shards).
+	ShardedReleases bool
 	// PublishOnlyToWaiters makes a release publish only while some acquire
 	// waits on its resource, fleet-wide: Service registers each waiting
 	// acquire (Register) and its first contended try enters it among the
@@ -147,6 +154,25 @@ func (l *Locker) Keys(resource string) (lock, fence string) {
 func (l *Locker) ReleaseMessage(resource string) string {
 	lock, _ := l.Keys(resource)
 	return lock
+}
+
+// releaseChannel is the channel a release of resource publishes on, "" for
+// none: the resource's shard channel with ShardedReleases, else
+// ReleaseChannel.
+func (l *Locker) releaseChannel(resource string) string {
+	if l.opts.ReleaseChannel != "" && l.opts.ShardedReleases {
+		return l.keys.Resource(l.tenant, resource).Released()
+	}
+	return l.opts.ReleaseChannel
+}
+
+// shardChannel is the shard channel a waiter on resource subscribes to,
+// "" when releases are not sharded.
+func (l *Locker) shardChannel(resource string) string {
+	if !l.opts.ShardedReleases {
+		return ""
+	}
+	return l.releaseChannel(resource)
 }
 
 // Acquire takes the lease on resource for owner, for ttl. A free or expired
@@ -255,7 +281,11 @@ func (l *Locker) Release(ctx context.Context, resource, owner string, token int6
 	if l.opts.PublishOnlyToWaiters && msg != "" {
 		keys = append(keys, l.keys.Resource(l.tenant, resource).Waiters())
 	}
-	args := []interface{}{owner, scriptreply.TokenArg(token), l.channelArg, msg}
+	var channel interface{} = l.channelArg
+	if l.opts.ShardedReleases && msg != "" {
+		channel = l.releaseChannel(resource)
+	}
+	args := []interface{}{owner, scriptreply.TokenArg(token), channel, msg}
 	keys, args = l.releaseExtras(resource, keys, args)
 	v, err := scripts.Release.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
