@@ -73,12 +73,12 @@ type shardState struct {
 	nodes map[string]*nodeSub   // by master address
 	// reload: the slot map must be reloaded before channels are routed
 	// again (a slot moved, or a subscription failed).
-	reload  bool
+	reload bool
 	// confirmed counts the channels in chans that are confirmed.
 	confirmed int
 	kick      chan struct{} // buffered(1): the manager has work
-	done    chan struct{} // closed when the manager and readers ended
-	readers sync.WaitGroup
+	done      chan struct{} // closed when the manager and readers ended
+	readers   sync.WaitGroup
 }
 
 func (w *Waiter) startShards() {
