@@ -100,6 +100,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
 			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
 			"LEASEGATE_ALLOW_EVICTION":                 "true",
+			"LEASEGATE_REDIS_CLASSIC_PUBSUB":           "true",
 			"LEASEGATE_LOCK_CLASSES":                   "checkin:,payments/",
 			"LEASEGATE_AUDIT_RETENTION":                "720h",
 			"LEASEGATE_INDEX_SWEEP_INTERVAL":           "30s",
@@ -164,6 +165,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
 		want.NoAutoPipeline = true
 		want.Redis.AllowEviction = true
+		want.Redis.ClassicPubSub = true
 		want.LockClasses = []string{"checkin:", "payments/"}
 		want.AuditRetention = 720 * time.Hour
 		want.IndexSweepInterval = 30 * time.Second
