@@ -105,6 +105,45 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a forced release and a watcher are woken by SPUBLISH", func(t *testing.T) {
+		ctx := context.Background()
+		o := redislock.NewOperator(a.rc, a.l, a.w, redislock.OperatorOptions{WatchPoll: time.Hour})
+		res := "forced"
+		lock, _ := a.l.Keys(res)
+		mustAcquire(t, a.l, res, "holder", time.Minute)
+		events := make(chan leasegate.LockEvent, 8)
+		wctx, stop := context.WithCancel(ctx)
+		watched := make(chan error, 1)
+		go func() { watched <- o.Watch(wctx, "", res, events) }()
+		t.Cleanup(func() { stop(); <-watched })
+		if ev := <-events; ev.Kind != leasegate.EventState {
+			t.Fatalf("first event: got %v, want state", ev.Kind)
+		}
+		out := a.wait(res, "waiter", 30*time.Second)
+		eventually(t, 10*time.Second, "waiter queued and the channel subscribed", func() bool {
+			return a.w.QueuedOn(lock) == 1 && a.w.ShardSubscriptions() == 1
+		})
+		_, before := a.w.Received()
+		if _, err := o.ForceRelease(ctx, "", res, "test", leasegate.RequestMeta{}); err != nil {
+			t.Fatalf("ForceRelease: %v", err)
+		}
+		if got := receive(t, out, 5*time.Second); got.err != nil || !got.res.Acquired {
+			t.Fatalf("got %+v, %v; want acquired after the forced release", got.res, got.err)
+		}
+		select {
+		case ev := <-events:
+			if ev.Kind != leasegate.EventForceReleased {
+				t.Fatalf("watcher: got %v, want force-released", ev.Kind)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watcher was not woken by the forced release")
+		}
+		if _, after := a.w.Received(); after != before+1 {
+			t.Fatalf("sharded messages went from %d to %d, want one more (one per release, however many listen)", before, after)
+		}
+		mustRelease(t, a.l, res, "waiter")
+	})
+
 	t.Run("with classic PUBLISH the idle gateway hears every release", func(t *testing.T) {
 		p := uniquePrefix(t)
 		ca := newShardGateway(t, cl, p, false)
