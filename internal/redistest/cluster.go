@@ -156,16 +156,21 @@ func (c *Cluster) MoveSlot(t testing.TB, slot int, to *Server) *Server {
 		}
 		return v
 	}
-	slots, err := c.Nodes[0].Client(t).ClusterSlots(ctx).Result()
+	shards, err := c.Nodes[0].Client(t).ClusterShards(ctx).Result()
 	if err != nil {
-		t.Fatalf("%s: CLUSTER SLOTS: %v", c.Nodes[0], err)
+		t.Fatalf("%s: CLUSTER SHARDS: %v", c.Nodes[0], err)
 	}
 	var from *Server
-	for _, r := range slots {
-		if int(r.Start) <= slot && slot <= int(r.End) && len(r.Nodes) > 0 {
-			for _, m := range c.Nodes {
-				if m.Addr() == r.Nodes[0].Addr {
-					from = m
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int(r.Start) > slot || slot > int(r.End) {
+				continue
+			}
+			for _, nd := range sh.Nodes {
+				for _, m := range c.Nodes {
+					if nd.Role == "master" && int(nd.Port) == m.Port() {
+						from = m
+					}
 				}
 			}
 		}
