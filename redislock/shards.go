@@ -76,9 +76,12 @@ type shardState struct {
 	reload bool
 	// confirmed counts the channels in chans that are confirmed.
 	confirmed int
-	kick      chan struct{} // buffered(1): the manager has work
-	done      chan struct{} // closed when the manager and readers ended
-	readers   sync.WaitGroup
+	// warnedAt is when a failed shard subscription was last logged as a
+	// warning.
+	warnedAt time.Time
+	kick     chan struct{} // buffered(1): the manager has work
+	done     chan struct{} // closed when the manager and readers ended
+	readers  sync.WaitGroup
 }
 
 func (w *Waiter) startShards() {
@@ -407,9 +410,12 @@ func (w *Waiter) dropNode(ns *nodeSub, err error) {
 	if s.nodes[ns.addr] == ns {
 		delete(s.nodes, ns.addr)
 	}
-	had := len(ns.chans)
+	had, live := len(ns.chans), 0
 	for ch := range ns.chans {
 		if sc := s.chans[ch]; sc != nil && sc.sub == ns {
+			if sc.confirmed {
+				live++
+			}
 			sc.sub = nil
 			w.confirmLocked(sc, false)
 			w.wakeKeyLocked(sc.key)
@@ -418,16 +424,22 @@ func (w *Waiter) dropNode(ns *nodeSub, err error) {
 	closed := w.closed
 	s.reload = true
 	signal(s.kick)
+	// A live subscription lost is a warning; failures to open one again
+	// (a master down for a while) are one at most every stillDownEvery.
+	now := time.Now()
+	warn := live > 0 || (had > 0 && now.Sub(s.warnedAt) >= stillDownEvery)
+	if warn {
+		s.warnedAt = now
+	}
 	w.mu.Unlock()
 	_ = ns.ps.Close()
-	if closed {
-		return
-	}
-	if had > 0 {
-		w.log.Warn("shard subscription lost; its waiters poll until it is back",
-			zap.String("master", ns.addr), zap.Int("channels", had), zap.Error(err))
-	} else {
-		w.log.Debug("idle shard subscription closed", zap.String("master", ns.addr), zap.Error(err))
+	switch {
+	case closed:
+	case warn:
+		w.log.Warn("shard subscription lost or not opened; its waiters poll until it is back",
+			zap.String("master", ns.addr), zap.Int("channels", had), zap.Int("confirmed", live), zap.Error(err))
+	default:
+		w.log.Debug("shard subscription closed", zap.String("master", ns.addr), zap.Int("channels", had), zap.Error(err))
 	}
 }
 
