@@ -16,6 +16,7 @@
 //	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a lease, or its tombstone (the token)
 //	<prefix>{t=<tenant>;r=<resource>}:fence                    string  the last fencing token (two-key layout)
 //	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait
+//	<prefix>{t=<tenant>;r=<resource>}:released                 channel its releases (sharded pub/sub, Cluster)
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ul:<lock>               hash    a user lock counter
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flag:<lock>             hash    a flag record
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flags                   set     locks with a flag record
@@ -29,6 +30,7 @@
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:holders            hash    their tokens
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:limit              string  the limit in force
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:fence              string  the last permit token
+//	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:released           channel its releases (sharded pub/sub, Cluster)
 //	<prefix>{t=<tenant>;r=claim%3A<scope>%3A<key>}:claim        hash    a claim
 //	<prefix>{t=;r=webhook%3Aoutbox}:events                     stream  the webhook outbox (every tenant)
 //	<prefix>{t=;r=webhook%3Aoutbox}:dead                       stream  webhook events given up on
@@ -120,6 +122,24 @@ func (r Resource) Fence() string { return r.base + fenceSuffix }
 // fleet-wide (a hash of waiter ids, with a TTL), so a release publishes a
 // wake-up only when someone waits.
 func (r Resource) Waiters() string { return r.base + ":waiters" }
+
+// Released is the shard channel of the resource's releases (SPUBLISH,
+// Redis Cluster >= 7; docs/waiting.md). Its hash tag is the lock key's,
+// so it maps to the lock key's slot: a release script may publish on it,
+// and the message reaches only the node that serves the slot and the
+// gateways subscribed to it there. A channel is not a key; the name only
+// shares the layout.
+func (r Resource) Released() string { return r.base + releasedSuffix }
+
+// releasedSuffix ends every shard channel. A channel holding a hash tag
+// is a shard channel: the release scripts SPUBLISH to it (ShardChannel).
+const releasedSuffix = ":released"
+
+// ShardChannel reports whether a release channel is a shard channel
+// (Released) rather than the fleet-wide classic one: it holds a hash tag.
+// The release scripts apply the same rule ('{' in the channel: SPUBLISH),
+// which holds because a prefix never contains a brace.
+func ShardChannel(channel string) bool { return strings.Contains(channel, "{") }
 
 // User returns the abuse keys of userID in tenant.
 func (s Space) User(tenant, userID string) User {
@@ -263,6 +283,10 @@ func (k Semaphore) Limit() string { return k.base + ":sem:limit" }
 
 // Fence is the key of the last fencing token handed out.
 func (k Semaphore) Fence() string { return k.base + ":sem:fence" }
+
+// Released is the shard channel of the semaphore's releases (see
+// Resource.Released).
+func (k Semaphore) Released() string { return k.base + ":sem" + releasedSuffix }
 
 // Claim returns the key of claim (scope, key) in tenant (a hash: state,
 // owner, token, times, result). Its tag is the one of the name

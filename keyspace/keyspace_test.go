@@ -192,6 +192,8 @@ var pinned = []struct {
 	{Space{}.Resource("", "daily-report").Fence(), "lg:{t=;r=daily-report}:fence", ""},
 	{Space{Prefix: "lg:"}.Resource("acme", "job").Lock(), "lg:{t=acme;r=job}:lock", ""},
 	{Space{Prefix: "servertest:"}.Resource("acme", "job").Fence(), "servertest:{t=acme;r=job}:fence", ""},
+	{Space{}.Resource("acme", "a:b").Released(), "lg:{t=acme;r=a%3Ab}:released", ""},
+	{Space{}.Semaphore("acme", "payments").Released(), "lg:{t=acme;r=sem%3Apayments}:sem:released", ""},
 
 	// Abuse control (docs/abuse.md, with tenant T, user U and lock <lock>).
 	{Space{}.User("T", "U").Counter("<lock>"), "lg:{t=T;r=user%3AU}:ul:<lock>", "abuse.md"},
@@ -262,7 +264,7 @@ func TestKeysOfEveryRoleAreDistinctAndGroupedBySlot(t *testing.T) {
 			r := Space{}.Resource(tenant, name)
 			add(r.Lock(), fmt.Sprintf("lock of (%q, %q)", tenant, name))
 			add(r.Fence(), fmt.Sprintf("fence of (%q, %q)", tenant, name))
-			sameSlot(r.Lock(), r.Fence())
+			sameSlot(r.Lock(), r.Fence(), r.Waiters(), r.Released())
 
 			u := Space{}.User(tenant, name)
 			add(u.Flags(), fmt.Sprintf("flags of user (%q, %q)", tenant, name))

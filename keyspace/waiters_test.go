@@ -27,3 +27,24 @@ func TestLockKeysAreTheResourcesKeys(t *testing.T) {
 		}
 	}
 }
+
+// The release scripts SPUBLISH to a channel with a hash tag and PUBLISH
+// to one without; Released must be the first kind and the fleet-wide
+// channel the server names (prefix + "released") the second.
+func TestShardChannelsAreTheOnesWithAHashTag(t *testing.T) {
+	s := keyspace.Space{Prefix: "lg:"}
+	for _, c := range []struct {
+		channel string
+		want    bool
+	}{
+		{s.Resource("acme", "job").Released(), true},
+		{s.Resource("", "{a}").Released(), true},
+		{s.Semaphore("acme", "payments").Released(), true},
+		{"lg:released", false},
+		{"", false},
+	} {
+		if got := keyspace.ShardChannel(c.channel); got != c.want {
+			t.Errorf("ShardChannel(%q): got %v, want %v", c.channel, got, c.want)
+		}
+	}
+}

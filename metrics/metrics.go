@@ -29,6 +29,14 @@ type Metrics struct {
 	Releases *prometheus.CounterVec // result: released, not_found, forbidden
 	Renewals *prometheus.CounterVec // result: renewed, not_found, forbidden
 	Waiters  prometheus.Gauge
+	// ReleaseMessages counts the release wake-ups this gateway received,
+	// by kind: classic (the fleet-wide channel) or sharded (a resource's
+	// shard channel, Redis Cluster >= 7).
+	ReleaseMessages *prometheus.CounterVec // kind
+	releaseMsgs     [2]prometheus.Counter  // classic, sharded
+	// ReleaseShardChannels is how many shard channels this gateway is
+	// subscribed to (resources waited on or watched here, on Cluster).
+	ReleaseShardChannels prometheus.Gauge
 
 	// Redis
 	RedisErrors  *prometheus.CounterVec   // op
@@ -161,6 +169,11 @@ func New(reg *prometheus.Registry) *Metrics {
 		Releases: counterVec("lock_releases_total", "Release results: released, not_found, forbidden.", "result"),
 		Renewals: counterVec("lock_renewals_total", "Renew results: renewed, not_found, forbidden.", "result"),
 		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
+		ReleaseMessages: counterVec("release_messages_received_total",
+			"Release wake-up messages received from Redis pub/sub by this gateway, by kind: classic (the one channel every gateway hears) or sharded (a shard channel of a resource waited on here; Redis Cluster >= 7).",
+			"kind"),
+		ReleaseShardChannels: gauge("release_shard_channels",
+			"Shard channels this gateway is subscribed to (SSUBSCRIBE confirmed): one per resource or semaphore waited on or watched here, on Redis Cluster >= 7."),
 
 		RedisErrors: counterVec("redis_errors_total", "Redis calls that failed, by operation.", "op"),
 		RedisLatency: histogramVec("redis_duration_seconds",
@@ -197,11 +210,12 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.acquires = newLabelled(m.Acquires, "acquired", "contended", "waited", "timed_out", "abandoned")
 	m.releases = newLabelled(m.Releases, "released", "not_found", "forbidden")
 	m.renewals = newLabelled(m.Renewals, "renewed", "not_found", "forbidden")
+	m.releaseMsgs = [2]prometheus.Counter{m.ReleaseMessages.WithLabelValues("classic"), m.ReleaseMessages.WithLabelValues("sharded")}
 	m.newPrimitives()
 	m.newContention()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(
-		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters,
+		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,
@@ -241,6 +255,16 @@ func gauge(name, help string) prometheus.Gauge {
 
 func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: name, Help: help, Buckets: buckets}, labels)
+}
+
+// ReleaseMessage counts one release wake-up received (redislock's
+// WaiterOptions.OnMessage).
+func (m *Metrics) ReleaseMessage(sharded bool) {
+	i := 0
+	if sharded {
+		i = 1
+	}
+	m.releaseMsgs[i].Inc()
 }
 
 // NewForTest returns Metrics on a fresh registry.

@@ -325,7 +325,7 @@ func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, reason st
 		id = outbox.NewID()
 	}
 	v, err := scripts.ForceRelease.Run(ctx, o.rdb, append(keys, o.out.Keys()...),
-		o.locks.opts.ReleaseChannel, k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
+		o.locks.releaseChannel(tenant, resource), k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
 		o.opts.ForcedTTL.Milliseconds(), resource, indexed,
 		id, tenant, meta.Operator, reason, o.out.MaxLen()).Result()
 	if err != nil {

@@ -57,8 +57,15 @@ type Options struct {
 	// FenceRetention, see DefaultFenceRetention.
 	FenceRetention time.Duration
 	// ReleaseChannel, when set, is the pub/sub channel the release script
-	// publishes to, so waiters can wake up.
+	// publishes to, so waiters can wake up. It must not contain '{': the
+	// scripts take a channel with a hash tag for a shard channel.
 	ReleaseChannel string
+	// ShardedReleases (Redis Cluster >= 7; with ReleaseChannel set) makes
+	// releases SPUBLISH on each resource's shard channel
+	// (keyspace.Resource.Released) instead of PUBLISH on ReleaseChannel,
+	// so a release reaches only the node of its slot and the gateways
+	// subscribed there (Waiter with WaiterOptions.Shards).
+	ShardedReleases bool
 	// PublishOnlyToWaiters makes a release publish only while some acquire
 	// waits on its resource, fleet-wide: Service registers each waiting
 	// acquire (Register) and its first contended try enters it among the
@@ -183,6 +190,25 @@ func (l *Locker) Layout() Layout { return l.opts.Layout }
 func (l *Locker) ReleaseMessage(resource string) string {
 	lock, _ := l.Keys(resource)
 	return lock
+}
+
+// releaseChannel is the channel a release of resource publishes on, "" for
+// none: the resource's shard channel with ShardedReleases, else
+// ReleaseChannel.
+func (l *Locker) releaseChannel(tenant, resource string) string {
+	if l.opts.ReleaseChannel != "" && l.opts.ShardedReleases {
+		return l.keys.Resource(tenant, resource).Released()
+	}
+	return l.opts.ReleaseChannel
+}
+
+// shardChannel is the shard channel a waiter on resource subscribes to,
+// "" when releases are not sharded.
+func (l *Locker) shardChannel(resource string) string {
+	if !l.opts.ShardedReleases {
+		return ""
+	}
+	return l.releaseChannel(l.tenant, resource)
 }
 
 // Acquire takes the lease on resource for owner, for ttl. A free or expired
@@ -346,7 +372,11 @@ func (l *Locker) release(ctx context.Context, tenant, resource, owner string, to
 	if l.opts.PublishOnlyToWaiters && msg != "" {
 		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
 	}
-	args := append(make([]interface{}, 0, 7), owner, scriptreply.TokenArg(token), l.channelArg, msg)
+	var channel interface{} = l.channelArg
+	if l.opts.ShardedReleases && msg != "" {
+		channel = l.releaseChannel(tenant, resource)
+	}
+	args := append(make([]interface{}, 0, 7), owner, scriptreply.TokenArg(token), channel, msg)
 	keys, args = l.releaseExtras(tenant, resource, keys, args)
 	v, err := scripts.Release.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {

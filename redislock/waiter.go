@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leasegate/leasegate"
@@ -27,6 +28,11 @@ import (
 // confirmed active; every confirmation of the subscription (the first one
 // and each after a reconnect) wakes every head to re-check. While the
 // subscription is not active, heads also re-check every PollInterval.
+//
+// On Redis Cluster >= 7 (WaiterOptions.Shards) the keys whose waiters
+// name a shard channel are woken by sharded subscriptions instead, one
+// per master, holding only the channels of the resources this gateway
+// waits on (shards.go); the rules above hold per channel.
 //
 // Expiry needs no keyspace notifications: a contended try returns the
 // holder's remaining time by the Redis clock, and the head sleeps at most
@@ -69,6 +75,21 @@ type WaiterOptions struct {
 	// PINGed; no answer within another interval counts as a dead
 	// connection, which is reopened.
 	HealthInterval time.Duration
+	// Shards, when set (a *redis.ClusterClient on Redis >= 7), subscribes
+	// the shard channel of every key a local waiter or watcher names
+	// (WaitOptions.Channel; Locker with Options.ShardedReleases) with
+	// SSUBSCRIBE on the master of its slot, while it has one (shards.go).
+	// Channel, if set too, is still subscribed: releases of gateways that
+	// publish classically (a rolling upgrade) still wake waiters here.
+	Shards ShardRouter
+	// OnMessage, when set, is told about each release message received,
+	// sharded or on Channel (for /metrics). It runs on the subscription's
+	// reader and must not block.
+	OnMessage func(sharded bool)
+	// OnShardChannels, when set, is told how many shard channels are
+	// confirmed subscribed whenever that changes (for /metrics). It runs
+	// under the Waiter's lock and must not block.
+	OnShardChannels func(n int)
 	// Log receives subscription errors: a warning when the subscription
 	// is lost (or cannot be opened), again at most once a minute while it
 	// stays down, each retry at debug level, and an info record when it
@@ -100,6 +121,12 @@ type Waiter struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// shards are the sharded subscriptions (shards.go); nil without
+	// WaiterOptions.Shards.
+	shards *shardState
+	// messages received: classic and sharded.
+	classicMsgs, shardMsgs atomic.Uint64
+
 	// The outage being logged; touched only by the subscription loop.
 	downSince time.Time // zero while the subscription is up (or never failed)
 	retries   int
@@ -109,6 +136,8 @@ type Waiter struct {
 // queue is the FIFO of one lock key's waiters.
 type queue struct {
 	l list.List // of *waiter, oldest first
+	// channel is the key's shard channel ("" when not sharded).
+	channel string
 	// last is the head's latest contended answer and when it came, so a
 	// waiter that never tried can still give a retry_after.
 	last   AcquireResult
@@ -147,6 +176,9 @@ func NewWaiter(sub Subscriber, opts WaiterOptions) *Waiter {
 	if w.log == nil {
 		w.log = zap.NewNop()
 	}
+	if opts.Shards != nil {
+		w.startShards()
+	}
 	if sub == nil || opts.Channel == "" {
 		close(w.done)
 		return w
@@ -173,6 +205,38 @@ func (w *Waiter) Close() {
 		_ = ps.Close()
 	}
 	<-w.done
+	if w.shards != nil {
+		<-w.shards.done
+	}
+}
+
+// Received is how many release messages this Waiter has received on the
+// classic channel and on shard channels.
+func (w *Waiter) Received() (classic, sharded uint64) {
+	return w.classicMsgs.Load(), w.shardMsgs.Load()
+}
+
+func (w *Waiter) received(sharded bool) {
+	if sharded {
+		w.shardMsgs.Add(1)
+	} else {
+		w.classicMsgs.Add(1)
+	}
+	if w.opts.OnMessage != nil {
+		w.opts.OnMessage(sharded)
+	}
+}
+
+// listening reports whether a release of wt's key would reach this
+// Waiter: its shard channel is confirmed, or (not sharded) the
+// subscription is.
+func (w *Waiter) listening(wt *waiter) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[wt.key]; q != nil && q.channel != "" && w.shards != nil {
+		return w.shardListeningLocked(q.channel)
+	}
+	return w.active
 }
 
 // Active reports whether the subscription is confirmed and healthy.
@@ -252,8 +316,7 @@ func (w *Waiter) consume(ps *redis.PubSub) (confirmed bool, err error) {
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, w.opts.HealthInterval)
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && !pinged {
+			if isTimeout(err) && !pinged {
 				pinged = true
 				if err := ps.Ping(ctx); err != nil {
 					return confirmed, err
@@ -270,9 +333,15 @@ func (w *Waiter) consume(ps *redis.PubSub) (confirmed bool, err error) {
 				w.setActive()
 			}
 		case *redis.Message:
+			w.received(false)
 			w.notify(m.Payload)
 		}
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // setActive marks the subscription live and wakes every head: releases
@@ -345,8 +414,10 @@ func signal(c chan struct{}) {
 	}
 }
 
-// enqueue adds a waiter for key; ok is false after Close.
-func (w *Waiter) enqueue(key string) (wt *waiter, ok bool, err error) {
+// enqueue adds a waiter for key, whose releases come on shard channel
+// channel ("" or no WaiterOptions.Shards: on the Waiter's channel); ok is
+// false after Close.
+func (w *Waiter) enqueue(key, channel string) (wt *waiter, ok bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -357,8 +428,14 @@ func (w *Waiter) enqueue(key string) (wt *waiter, ok bool, err error) {
 	}
 	q := w.queues[key]
 	if q == nil {
-		q = &queue{}
+		if w.shards == nil {
+			channel = ""
+		}
+		q = &queue{channel: channel}
 		w.queues[key] = q
+		if channel != "" {
+			w.wantShardLocked(channel, key)
+		}
 	}
 	wt = &waiter{key: key, wake: make(chan struct{}, 1)}
 	wt.elem = q.l.PushBack(wt)
@@ -381,6 +458,9 @@ func (w *Waiter) dequeue(wt *waiter) {
 	w.count--
 	if q.l.Len() == 0 {
 		delete(w.queues, wt.key)
+		if q.channel != "" {
+			w.dropShardLocked(q.channel)
+		}
 		return
 	}
 	if wasHead {
@@ -474,7 +554,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	// because the caller went away.
 	cutByTheEnd := func() bool { return ctx.Err() == nil && !time.Now().Before(end) }
 
-	wt, ok, err := w.enqueue(l.ReleaseMessage(req.Resource))
+	wt, ok, err := w.enqueue(l.ReleaseMessage(req.Resource), l.shardChannel(req.Resource))
 	if err != nil {
 		return AcquireResult{}, err
 	}
@@ -601,7 +681,7 @@ func (w *Waiter) loop(ctx context.Context, wt *waiter, deadline <-chan time.Time
 				return waitStopped
 			}
 			d := retryAfter + w.opts.ExpiryMargin
-			if !w.Active() {
+			if !w.listening(wt) {
 				d = min(d, w.opts.PollInterval)
 			}
 			if sleep == nil {

@@ -21,6 +21,9 @@ type WaitOptions struct {
 	// Key is the queue: the message its releases publish on the Waiter's
 	// channel (e.g. a semaphore's permits key).
 	Key string
+	// Channel is the key's shard channel when its releases are sharded
+	// (WaiterOptions.Shards), "" when they come on the Waiter's channel.
+	Channel string
 	// Wait is the longest the caller waits; 0 tries once.
 	Wait time.Duration
 	// OpTimeout bounds each try (default DefaultOpTimeout).
@@ -54,7 +57,7 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 	deadline := time.NewTimer(opts.Wait)
 	defer deadline.Stop()
 
-	wt, ok, err := w.enqueue(opts.Key)
+	wt, ok, err := w.enqueue(opts.Key, opts.Channel)
 	if err != nil {
 		return false, false, err
 	}

@@ -16,7 +16,8 @@ import (
 // its last view of the lease, a timer, and a wake channel registered with
 // the Waiter under the lock key. It re-reads the lease (Status, and the
 // forced key after a lease ended) when
-//   - the release channel carries a release of the resource: the watcher
+//   - the release channel (or the resource's shard channel, subscribed
+//     while the watcher lives) carries a release of the resource: the watcher
 //     is entered among the resource's waiters (watch.lua), so releases
 //     publish even with Options.PublishOnlyToWaiters;
 //   - the lease's expires_at passes (a timer at expires_at plus a margin);
@@ -24,10 +25,18 @@ import (
 //   - the subscription comes back after an outage.
 // and reports the difference as events.
 
-// watchChan registers a wake channel for key; the returned func removes it.
-func (w *Waiter) watchChan(key string) (<-chan struct{}, func()) {
+// watchChan registers a wake channel for key, whose releases come on
+// shard channel channel ("" when not sharded); the returned func removes
+// it.
+func (w *Waiter) watchChan(key, channel string) (<-chan struct{}, func()) {
 	c := make(chan struct{}, 1)
 	w.mu.Lock()
+	if w.shards == nil {
+		channel = ""
+	}
+	if channel != "" {
+		w.wantShardLocked(channel, key)
+	}
 	if w.watchers == nil {
 		w.watchers = map[string]map[chan struct{}]struct{}{}
 	}
@@ -44,6 +53,9 @@ func (w *Waiter) watchChan(key string) (<-chan struct{}, func()) {
 		delete(m, c)
 		if len(m) == 0 {
 			delete(w.watchers, key)
+		}
+		if channel != "" {
+			w.dropShardLocked(channel)
 		}
 	}
 }
@@ -80,7 +92,7 @@ func (w *Waiter) Watched() int {
 func (o *Operator) Watch(ctx context.Context, tenant, resource string, events chan<- leasegate.LockEvent) error {
 	l := o.locks.Tenant(tenant)
 	k := o.locks.keys.Resource(tenant, resource)
-	wake, unwatch := o.waiter.watchChan(k.Lock())
+	wake, unwatch := o.waiter.watchChan(k.Lock(), l.shardChannel(resource))
 	defer unwatch()
 
 	id := "watch-" + newWaiterID()

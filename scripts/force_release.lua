@@ -54,6 +54,8 @@ if outbox then
     'reason', ARGV[11])
 end
 if ARGV[1] ~= '' and (ARGV[4] ~= '1' or redis.call('EXISTS', KEYS[3]) == 1) then
-  redis.call('PUBLISH', ARGV[1], ARGV[2])
+  -- A channel with a hash tag is the resource's shard channel (Redis
+  -- Cluster >= 7, keyspace.ShardChannel): SPUBLISH reaches only its slot.
+  redis.call(string.find(ARGV[1], '{', 1, true) and 'SPUBLISH' or 'PUBLISH', ARGV[1], ARGV[2])
 end
 return {1, cur[2], cur[3], cur[4], cur[1], string.format('%.0f', now_ms)}

@@ -46,7 +46,9 @@ end
 -- [/locks index]
 redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at')
 if ARGV[3] ~= '' and (not waiters or redis.call('EXISTS', waiters) == 1) then
-  redis.call('PUBLISH', ARGV[3], ARGV[4])
+  -- A channel with a hash tag is the resource's shard channel (Redis
+  -- Cluster >= 7, keyspace.ShardChannel): SPUBLISH reaches only its slot.
+  redis.call(string.find(ARGV[3], '{', 1, true) and 'SPUBLISH' or 'PUBLISH', ARGV[3], ARGV[4])
 end
 -- [locks index] the hold time
 if ARGV[5] == 'hold' and cur[4] then

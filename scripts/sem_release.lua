@@ -33,6 +33,8 @@ end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 if ARGV[3] ~= '' then
-  redis.call('PUBLISH', ARGV[3], ARGV[4])
+  -- A channel with a hash tag is the resource's shard channel (Redis
+  -- Cluster >= 7, keyspace.ShardChannel): SPUBLISH reaches only its slot.
+  redis.call(string.find(ARGV[3], '{', 1, true) and 'SPUBLISH' or 'PUBLISH', ARGV[3], ARGV[4])
 end
 return 1

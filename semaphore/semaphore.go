@@ -36,6 +36,11 @@ type Options struct {
 	// ReleaseChannel, when set, is where releases are published so that
 	// waiters wake (the Waiter's channel).
 	ReleaseChannel string
+	// ShardedReleases (Redis Cluster >= 7; with ReleaseChannel set)
+	// publishes each release with SPUBLISH on the semaphore's shard
+	// channel (keyspace.Semaphore.Released) instead, and waits subscribe
+	// to it (redislock.WaiterOptions.Shards), as the locks do.
+	ShardedReleases bool
 	// OpTimeout bounds each Redis call of a waiting acquire (default
 	// redislock.DefaultOpTimeout).
 	OpTimeout time.Duration
@@ -83,7 +88,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 	var last leasegate.SemaphoreResult
 	tried := false
 	done, waited, err := s.waiter.WaitFor(ctx, redislock.WaitOptions{
-		Key: k.Permits(), Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
+		Key: k.Permits(), Channel: s.shardChannel(k), Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
 		Mine: func(ctx context.Context) (bool, error) {
 			st, err := s.status(ctx, k, req.Name)
 			if errors.Is(err, leasegate.ErrSemaphoreNotHeld) {
@@ -224,12 +229,15 @@ func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl tim
 // Release implements leasegate.SemaphoreService.
 func (s *Service) Release(ctx context.Context, tenant, name, owner string, token int64) (leasegate.ReleaseResult, error) {
 	k := s.Keys(tenant, name)
-	msg := ""
-	if s.opts.ReleaseChannel != "" {
+	msg, channel := "", s.opts.ReleaseChannel
+	if channel != "" {
 		msg = k.Permits()
+		if s.opts.ShardedReleases {
+			channel = k.Released()
+		}
 	}
 	v, err := scripts.SemRelease.Run(ctx, s.rdb, []string{k.Permits(), k.Holders()},
-		owner, scriptreply.TokenArg(token), s.opts.ReleaseChannel, msg).Result()
+		owner, scriptreply.TokenArg(token), channel, msg).Result()
 	if err != nil {
 		return 0, scriptreply.Unavailable(err)
 	}
@@ -243,4 +251,13 @@ func decodePermit(name, owner string, f []any) (leasegate.Permit, error) {
 		return leasegate.Permit{}, err
 	}
 	return leasegate.Permit{Name: name, Owner: owner, Token: tok, AcquiredAt: acq, ExpiresAt: exp}, nil
+}
+
+// shardChannel is the shard channel a wait on k subscribes to, "" when
+// releases are not sharded.
+func (s *Service) shardChannel(k keyspace.Semaphore) string {
+	if s.opts.ReleaseChannel == "" || !s.opts.ShardedReleases {
+		return ""
+	}
+	return k.Released()
 }

@@ -375,10 +375,17 @@ func TestRedisMetricsOnClusterWithMinReplicas(t *testing.T) {
 // server's /metrics.
 func redisOps(t *testing.T, s *server.Server, op string) float64 {
 	t.Helper()
+	return metric(t, s, `leasegate_redis_duration_seconds_count{op="`+op+`"}`)
+}
+
+// metric reads one series (name and labels, as /metrics writes them) from
+// the server's /metrics; 0 when it is not there.
+func metric(t *testing.T, s *server.Server, series string) float64 {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)
-	prefix := `leasegate_redis_duration_seconds_count{op="` + op + `"} `
+	prefix := series + " "
 	for _, l := range strings.Split(rec.Body.String(), "\n") {
 		if strings.HasPrefix(l, prefix) {
 			v, err := strconv.ParseFloat(strings.TrimPrefix(l, prefix), 64)

@@ -261,8 +261,11 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		return nil, err
 	}
 	// Releases are published on one channel; one subscription per
-	// process wakes the waiting acquires (docs/waiting.md).
+	// process wakes the waiting acquires (docs/waiting.md). On Redis
+	// Cluster >= 7 they go to each resource's shard channel instead, and
+	// the Waiter subscribes those it waits on (pubsub.go).
 	releaseChannel := cfg.KeyPrefix + "released"
+	shards := s.shardRouter()
 	var scripter redis.Scripter = s.rdb
 	if !cfg.NoAutoPipeline && cfg.Redis.MinReplicas == 0 {
 		if s.batcher, err = redislock.NewBatcher(s.rdb, redislock.BatchOptions{Timeout: cfg.HTTP.RequestTimeout}); err != nil {
@@ -272,9 +275,10 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		scripter = s.batcher
 	}
 	locks := redislock.New(scripter, redislock.Options{
-		Prefix:         cfg.KeyPrefix,
-		FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel,
+		Prefix:          cfg.KeyPrefix,
+		FenceRetention:  cfg.FenceRetention,
+		ReleaseChannel:  releaseChannel,
+		ShardedReleases: shards != nil,
 		// Waiting acquires go through the Service, which registers them.
 		PublishOnlyToWaiters: true,
 		MinReplicas:          cfg.Redis.MinReplicas,
@@ -283,11 +287,19 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		OnRelease:            func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
 		Layout:               cfg.lockLayout(),
 	})
-	s.waiter = redislock.NewWaiter(s.rdb, redislock.WaiterOptions{
+	wopts := redislock.WaiterOptions{
 		Channel:    releaseChannel,
 		Log:        log.Named("waiter"),
 		MaxWaiters: cfg.MaxWaiters,
-	})
+		OnMessage:  s.metrics.ReleaseMessage,
+		OnShardChannels: func(n int) {
+			s.metrics.ReleaseShardChannels.Set(float64(n))
+		},
+	}
+	if shards != nil {
+		wopts.Shards = shards
+	}
+	s.waiter = redislock.NewWaiter(s.rdb, wopts)
 	abuseLog := cfg.AbuseLog
 	if abuseLog == nil {
 		abuseLog = os.Stdout
@@ -318,7 +330,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	// claim removals go to the abuse log (docs/claims.md).
 	deps.Semaphores = semaphore.New(s.rdb, s.waiter, semaphore.Options{
 		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel, OpTimeout: cfg.HTTP.RequestTimeout,
+		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
+		OpTimeout: cfg.HTTP.RequestTimeout,
 	})
 	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: NewAbuseLogger(abuseLog).Named("claims")})
 	s.wireOperator(&deps, locks)

@@ -101,6 +101,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
 			"LEASEGATE_ONE_KEY_LOCKS":                  "true",
 			"LEASEGATE_ALLOW_EVICTION":                 "true",
+			"LEASEGATE_REDIS_CLASSIC_PUBSUB":           "true",
 			"LEASEGATE_LOCK_CLASSES":                   "checkin:,payments/",
 			"LEASEGATE_AUDIT_RETENTION":                "720h",
 			"LEASEGATE_INDEX_SWEEP_INTERVAL":           "30s",
@@ -166,6 +167,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.NoAutoPipeline = true
 		want.OneKeyLocks = true
 		want.Redis.AllowEviction = true
+		want.Redis.ClassicPubSub = true
 		want.LockClasses = []string{"checkin:", "payments/"}
 		want.AuditRetention = 720 * time.Hour
 		want.IndexSweepInterval = 30 * time.Second

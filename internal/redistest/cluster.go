@@ -140,3 +140,75 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	}
 	return rc
 }
+
+// MoveSlot moves slot, with its keys, from the master that serves it to
+// master to, as `redis-cli --cluster reshard` does: SETSLOT IMPORTING and
+// MIGRATING, MIGRATE of every key, then SETSLOT NODE on every master. The
+// old owner pushes a sunsubscribe to the clients of the slot's shard
+// channels (Redis 7). It returns the master the slot left.
+func (c *Cluster) MoveSlot(t testing.TB, slot int, to *Server) *Server {
+	t.Helper()
+	ctx := context.Background()
+	id := func(s *Server) string {
+		v, err := s.Client(t).Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			t.Fatalf("%s: CLUSTER MYID: %v", s, err)
+		}
+		return v
+	}
+	shards, err := c.Nodes[0].Client(t).ClusterShards(ctx).Result()
+	if err != nil {
+		t.Fatalf("%s: CLUSTER SHARDS: %v", c.Nodes[0], err)
+	}
+	var from *Server
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int(r.Start) > slot || slot > int(r.End) {
+				continue
+			}
+			for _, nd := range sh.Nodes {
+				for _, m := range c.Nodes {
+					if nd.Role == "master" && int(nd.Port) == m.Port() {
+						from = m
+					}
+				}
+			}
+		}
+	}
+	if from == nil {
+		t.Fatalf("MoveSlot: no master serves slot %d", slot)
+	}
+	if from == to {
+		t.Fatalf("MoveSlot: slot %d is already on %s", slot, to)
+	}
+	fromID, toID := id(from), id(to)
+	fc, tc := from.Client(t), to.Client(t)
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("MoveSlot %d %s -> %s: %s: %v", slot, from, to, what, err)
+		}
+	}
+	must("IMPORTING", tc.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID).Err())
+	must("MIGRATING", fc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID).Err())
+	for {
+		keys, err := fc.Do(ctx, "CLUSTER", "GETKEYSINSLOT", slot, 100).StringSlice()
+		must("GETKEYSINSLOT", err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []interface{}{"MIGRATE", "127.0.0.1", to.Port(), "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must("MIGRATE", fc.Do(ctx, args...).Err())
+	}
+	must("NODE on the new owner", tc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err())
+	must("NODE on the old owner", fc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err())
+	for _, n := range c.Nodes {
+		if n != from && n != to {
+			must("NODE on "+n.String(), n.Client(t).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err())
+		}
+	}
+	return from
+}

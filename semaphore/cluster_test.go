@@ -1,0 +1,67 @@
+package semaphore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/keyspace"
+	"github.com/leasegate/leasegate/redislock"
+	"github.com/leasegate/leasegate/semaphore"
+)
+
+// TestShardedSemaphoreWakeUpOnRealCluster: with ShardedReleases a
+// semaphore release SPUBLISHes on the semaphore's shard channel (a script
+// may publish only to a channel of its own slot), and a wait subscribed
+// there is woken by it: the permit has a minute left and polling is off,
+// so nothing else wakes it within the bound.
+func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	rc := cl.Client(t)
+	prefix := fmt.Sprintf("semsh%d:", time.Now().UnixNano())
+	w := redislock.NewWaiter(rc, redislock.WaiterOptions{Channel: prefix + "released", Shards: rc, PollInterval: time.Hour})
+	t.Cleanup(w.Close)
+	s := semaphore.New(rc, w, semaphore.Options{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true})
+	for i := 0; i < 6; i++ {
+		name := fmt.Sprintf("pool-%d", i)
+		first, err := s.Acquire(ctx, "", leasegate.SemaphoreRequest{Name: name, Owner: "a", TTL: time.Minute, Limit: 1})
+		if err != nil || !first.Acquired {
+			t.Fatalf("%s: first acquire: got %+v, %v; want acquired", name, first, err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			r, err := s.Acquire(ctx, "", leasegate.SemaphoreRequest{Name: name, Owner: "b", TTL: time.Minute, Limit: 1, Wait: 30 * time.Second})
+			if err == nil && !r.Acquired {
+				err = fmt.Errorf("not acquired: %+v", r)
+			}
+			got <- err
+		}()
+		permits := keyspace.Space{Prefix: prefix}.Semaphore("", name).Permits()
+		deadline := time.Now().Add(10 * time.Second)
+		for w.QueuedOn(permits) == 0 || w.ShardSubscriptions() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the wait did not queue and subscribe within 10s", name)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		_, before := w.Received()
+		if res, err := s.Release(ctx, "", name, "a", 0); err != nil || res != leasegate.Released {
+			t.Fatalf("%s: release: got %v, %v; want released", name, res, err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the wait was not woken by the release", name)
+		}
+		if _, after := w.Received(); after != before+1 {
+			t.Fatalf("%s: sharded messages went from %d to %d, want one more", name, before, after)
+		}
+	}
+}

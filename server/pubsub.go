@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// Release wake-ups on Redis Cluster (docs/waiting.md).
+//
+// A classic PUBLISH on Redis Cluster is sent to every node and from there
+// to every gateway, so N gateways each read every release of the fleet.
+// Sharded pub/sub (Redis >= 7.0) keeps a release on the node of its slot:
+// the release scripts SPUBLISH on the resource's shard channel and each
+// gateway SSUBSCRIBEs only the channels of resources it has waiters or
+// watchers for. The gateway uses it on Cluster when every master runs
+// Redis 7 or later, read once at start; below 7, when a master cannot be
+// read at start, or with --redis-classic-pubsub, releases stay on the one
+// classic channel. A single Redis and Sentinel keep the classic channel:
+// one node carries every message anyway, and PUBLISH needs no
+// subscription per resource.
+
+// shardedMinMajor is the first Redis major version with SPUBLISH.
+const shardedMinMajor = 7
+
+// shardRouter returns the cluster client when releases are to be sharded,
+// nil otherwise, and logs the choice on Cluster.
+func (s *Server) shardRouter() *redis.ClusterClient {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
+	if s.cfg.Redis.ClassicPubSub {
+		s.log.Info("release wake-ups: classic PUBLISH on one channel (--redis-classic-pubsub); every gateway receives every published release")
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.RequestTimeout)
+	defer cancel()
+	old, err := mastersBelow(ctx, cc, shardedMinMajor)
+	switch {
+	case err != nil:
+		s.log.Warn("release wake-ups: could not read the Redis version of every Cluster master; using classic PUBLISH until the gateway restarts (every gateway receives every published release)",
+			zap.Error(err))
+		return nil
+	case len(old) > 0:
+		s.log.Info("release wake-ups: classic PUBLISH, as some Cluster masters run Redis below 7 (no SPUBLISH)",
+			zap.Strings("masters", old))
+		return nil
+	}
+	s.log.Info("release wake-ups: sharded pub/sub (SPUBLISH/SSUBSCRIBE); a release reaches only its slot's master and the gateways waiting on it")
+	return cc
+}
+
+// mastersBelow returns the masters (address and version) whose Redis
+// major version is below major.
+func mastersBelow(ctx context.Context, cc *redis.ClusterClient, major int) ([]string, error) {
+	var mu sync.Mutex
+	var old []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		text, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Options().Addr, err)
+		}
+		v := infoFields(text)["redis_version"]
+		m, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+		if err != nil {
+			return fmt.Errorf("%s: INFO server: redis_version %q", c.Options().Addr, v)
+		}
+		if m < major {
+			mu.Lock()
+			old = append(old, c.Options().Addr+" ("+v+")")
+			mu.Unlock()
+		}
+		return nil
+	})
+	return old, err
+}
