@@ -11,7 +11,7 @@ import (
 // must accept (so the suite raises no false alarm) and what it must
 // refuse. Redis times are milliseconds, call and return nanoseconds.
 func TestLeaseModel(t *testing.T) {
-	const s = int64(time.Second)
+	const s, ms = int64(time.Second), int64(time.Millisecond)
 	grant := func(owner string, call, ret, token, now int64) op {
 		return op{Kind: kindAcquire, Owner: owner, TTLms: 1000, Call: call, Return: ret, Outcome: outGranted, Token: token, AcquiredAt: now, ExpiresAt: now + 1000}
 	}
@@ -20,6 +20,25 @@ func TestLeaseModel(t *testing.T) {
 	}
 	notGranted := func(owner string, call, ret int64) op {
 		return op{Kind: kindAcquire, Owner: owner, TTLms: 1000, Call: call, Return: ret, Outcome: outNotGranted}
+	}
+	// waitedOut: a waiting acquire (wait_ms 1000) answered not-granted
+	// after ret-call; from 1 s on, its wait ran out.
+	waitedOut := func(owner string, call, ret int64) op {
+		return op{Kind: kindAcquire, Owner: owner, TTLms: 1000, WaitMs: 1000, Call: call, Return: ret, Outcome: outNotGranted}
+	}
+	// The holder a (Redis 5000..6000) learns its lease expired (404),
+	// yet its release is refused (403) and c is not granted: another
+	// owner's lease is live, and the only candidate is b's waiting
+	// acquire, told not-granted. Seen in the proxy scenario (seed
+	// 1796182025480359920, docs/safety.md).
+	ghost := func(b op) []op {
+		return []op{
+			grant("a", 0, 1, 10, 5000),
+			b,
+			{Kind: kindRenew, Owner: "a", ReqToken: 10, TTLms: 1000, Call: 1600 * ms, Return: 1700 * ms, Outcome: outNotFound},
+			{Kind: kindRelease, Owner: "a", ReqToken: 10, Call: 1800 * ms, Return: 1900 * ms, Outcome: outForbidden},
+			notGranted("c", 2*s, 2*s+1),
+		}
 	}
 	tests := []struct {
 		name string
@@ -66,6 +85,18 @@ func TestLeaseModel(t *testing.T) {
 			grant("a", 0, 1, 10, 5000),
 			{Kind: kindRenew, Owner: "a", ReqToken: 10, TTLms: 1000, Call: 2, Return: 3, Outcome: outNotFound},
 			grant("b", 4, 5, 11, 5500),
+		}, porcupine.Illegal},
+		{"a waiting acquire whose wait ran out may still be granted by its cut-short call", ghost(waitedOut("b", 2, 1500*ms)), porcupine.Ok},
+		{"a waiting acquire answered before its wait ran out had no call in flight", ghost(waitedOut("b", 2, 500*ms)), porcupine.Illegal},
+		{"a grant while the holder's lease is unexpired is illegal with a cut-short waiting acquire in flight", []op{
+			grant("a", 0, 1, 10, 5000),
+			waitedOut("b", 2, 1500*ms),
+			grant("c", 1600*ms, 1700*ms, 11, 5500),
+		}, porcupine.Illegal},
+		{"a token going back is illegal with a cut-short waiting acquire in flight", []op{
+			grant("a", 0, 1, 10, 5000),
+			waitedOut("b", 2, 1500*ms),
+			grant("c", 2*s, 2*s+1, 9, 6100),
 		}, porcupine.Illegal},
 		{"a 403 to the holder itself is illegal", []op{
 			grant("a", 0, 1, 10, 5000),
