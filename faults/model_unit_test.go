@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -111,4 +113,54 @@ func TestLeaseModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestARefusedProxyHistory replays the history of one resource the model
+// once refused in the proxy scenario (seed 1796182025480359920,
+// docs/safety.md): every not-granted, 403 and 404 in it is explained by a
+// waiting acquire whose call, cut short when its wait ran out, granted
+// the lease afterwards. The same history with a real double grant put in
+// is still refused.
+func TestARefusedProxyHistory(t *testing.T) {
+	b, err := os.ReadFile("testdata/proxy-r2-seed1796182025480359920.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []op
+	if err := json.Unmarshal(b, &ops); err != nil {
+		t.Fatal(err)
+	}
+	model := leaseModel.ToModel()
+	t.Run("the history as recorded is linearizable", func(t *testing.T) {
+		if got := porcupine.CheckOperationsTimeout(model, porcupineOps(ops), 10*time.Second); got != porcupine.Ok {
+			t.Errorf("got %v, want %v", got, porcupine.Ok)
+		}
+	})
+	t.Run("a grant while another owner's lease is unexpired makes it illegal", func(t *testing.T) {
+		// c21-0 was told not-granted while c29-0 held the lease; grant
+		// it instead, 100 ms into c29-0's lease, with a higher token.
+		var holder op
+		for _, o := range ops {
+			if o.Owner == "c29-0" && o.Kind == kindAcquire && o.Outcome == outGranted {
+				holder = o
+			}
+		}
+		bad := append([]op(nil), ops...)
+		n := 0
+		for i, o := range bad {
+			if o.Owner == "c21-0" && o.Outcome == outNotGranted && holder.Token != 0 {
+				o.Outcome, o.Token = outGranted, holder.Token+1
+				o.AcquiredAt = holder.AcquiredAt + 100
+				o.ExpiresAt = o.AcquiredAt + o.TTLms
+				bad[i] = o
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("changed %d ops, want 1 (testdata changed?)", n)
+		}
+		if got := porcupine.CheckOperationsTimeout(model, porcupineOps(bad), 10*time.Second); got != porcupine.Illegal {
+			t.Errorf("got %v, want %v", got, porcupine.Illegal)
+		}
+	})
 }
