@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -11,7 +13,7 @@ import (
 // must accept (so the suite raises no false alarm) and what it must
 // refuse. Redis times are milliseconds, call and return nanoseconds.
 func TestLeaseModel(t *testing.T) {
-	const s = int64(time.Second)
+	const s, ms = int64(time.Second), int64(time.Millisecond)
 	grant := func(owner string, call, ret, token, now int64) op {
 		return op{Kind: kindAcquire, Owner: owner, TTLms: 1000, Call: call, Return: ret, Outcome: outGranted, Token: token, AcquiredAt: now, ExpiresAt: now + 1000}
 	}
@@ -20,6 +22,25 @@ func TestLeaseModel(t *testing.T) {
 	}
 	notGranted := func(owner string, call, ret int64) op {
 		return op{Kind: kindAcquire, Owner: owner, TTLms: 1000, Call: call, Return: ret, Outcome: outNotGranted}
+	}
+	// waitedOut: a waiting acquire (wait_ms 1000) answered not-granted
+	// after ret-call; from 1 s on, its wait ran out.
+	waitedOut := func(owner string, call, ret int64) op {
+		return op{Kind: kindAcquire, Owner: owner, TTLms: 1000, WaitMs: 1000, Call: call, Return: ret, Outcome: outNotGranted}
+	}
+	// The holder a (Redis 5000..6000) learns its lease expired (404),
+	// yet its release is refused (403) and c is not granted: another
+	// owner's lease is live, and the only candidate is b's waiting
+	// acquire, told not-granted. Seen in the proxy scenario (seed
+	// 1796182025480359920, docs/safety.md).
+	ghost := func(b op) []op {
+		return []op{
+			grant("a", 0, 1, 10, 5000),
+			b,
+			{Kind: kindRenew, Owner: "a", ReqToken: 10, TTLms: 1000, Call: 1600 * ms, Return: 1700 * ms, Outcome: outNotFound},
+			{Kind: kindRelease, Owner: "a", ReqToken: 10, Call: 1800 * ms, Return: 1900 * ms, Outcome: outForbidden},
+			notGranted("c", 2*s, 2*s+1),
+		}
 	}
 	tests := []struct {
 		name string
@@ -67,6 +88,18 @@ func TestLeaseModel(t *testing.T) {
 			{Kind: kindRenew, Owner: "a", ReqToken: 10, TTLms: 1000, Call: 2, Return: 3, Outcome: outNotFound},
 			grant("b", 4, 5, 11, 5500),
 		}, porcupine.Illegal},
+		{"a waiting acquire whose wait ran out may still be granted by its cut-short call", ghost(waitedOut("b", 2, 1500*ms)), porcupine.Ok},
+		{"a waiting acquire answered before its wait ran out had no call in flight", ghost(waitedOut("b", 2, 500*ms)), porcupine.Illegal},
+		{"a grant while the holder's lease is unexpired is illegal with a cut-short waiting acquire in flight", []op{
+			grant("a", 0, 1, 10, 5000),
+			waitedOut("b", 2, 1500*ms),
+			grant("c", 1600*ms, 1700*ms, 11, 5500),
+		}, porcupine.Illegal},
+		{"a token going back is illegal with a cut-short waiting acquire in flight", []op{
+			grant("a", 0, 1, 10, 5000),
+			waitedOut("b", 2, 1500*ms),
+			grant("c", 2*s, 2*s+1, 9, 6100),
+		}, porcupine.Illegal},
 		{"a 403 to the holder itself is illegal", []op{
 			grant("a", 0, 1, 10, 5000),
 			{Kind: kindRelease, Owner: "a", ReqToken: 10, Call: 2, Return: 3, Outcome: outForbidden},
@@ -80,4 +113,54 @@ func TestLeaseModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestARefusedProxyHistory replays the history of one resource the model
+// once refused in the proxy scenario (seed 1796182025480359920,
+// docs/safety.md): every not-granted, 403 and 404 in it is explained by a
+// waiting acquire whose call, cut short when its wait ran out, granted
+// the lease afterwards. The same history with a real double grant put in
+// is still refused.
+func TestARefusedProxyHistory(t *testing.T) {
+	b, err := os.ReadFile("testdata/proxy-r2-seed1796182025480359920.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []op
+	if err := json.Unmarshal(b, &ops); err != nil {
+		t.Fatal(err)
+	}
+	model := leaseModel.ToModel()
+	t.Run("the history as recorded is linearizable", func(t *testing.T) {
+		if got := porcupine.CheckOperationsTimeout(model, porcupineOps(ops), 10*time.Second); got != porcupine.Ok {
+			t.Errorf("got %v, want %v", got, porcupine.Ok)
+		}
+	})
+	t.Run("a grant while another owner's lease is unexpired makes it illegal", func(t *testing.T) {
+		// c21-0 was told not-granted while c29-0 held the lease; grant
+		// it instead, 100 ms into c29-0's lease, with a higher token.
+		var holder op
+		for _, o := range ops {
+			if o.Owner == "c29-0" && o.Kind == kindAcquire && o.Outcome == outGranted {
+				holder = o
+			}
+		}
+		bad := append([]op(nil), ops...)
+		n := 0
+		for i, o := range bad {
+			if o.Owner == "c21-0" && o.Outcome == outNotGranted && holder.Token != 0 {
+				o.Outcome, o.Token = outGranted, holder.Token+1
+				o.AcquiredAt = holder.AcquiredAt + 100
+				o.ExpiresAt = o.AcquiredAt + o.TTLms
+				bad[i] = o
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("changed %d ops, want 1 (testdata changed?)", n)
+		}
+		if got := porcupine.CheckOperationsTimeout(model, porcupineOps(bad), 10*time.Second); got != porcupine.Illegal {
+			t.Errorf("got %v, want %v", got, porcupine.Illegal)
+		}
+	})
 }

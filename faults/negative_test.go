@@ -121,7 +121,7 @@ func runFake(t *testing.T, f *fakeLocks, d time.Duration) verdict {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	w.run(ctx, uint64(time.Now().UnixNano()))()
-	v, notes, _ := check(w.h, 10*time.Second)
+	v, notes, _ := check(w.h, 10*time.Second, false)
 	t.Logf("%+v", v)
 	for _, n := range notes {
 		t.Log(n)
