@@ -126,35 +126,35 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	client := []echo.MiddlewareFunc{authn, requireRole(leasegate.RoleClient)}
 	ops := []echo.MiddlewareFunc{authn, requireRole(leasegate.RoleOps)}
 
-	e.POST("/locks/:resource", a.acquire, client...)
-	e.GET("/locks/:resource", a.status, client...)
-	e.DELETE("/locks/:resource", a.release, client...)
-	e.POST("/locks/:resource/renew", a.renew, client...)
+	e.POST("/locks/:resource", wrap(a.acquire, client...))
+	e.GET("/locks/:resource", wrap(a.status, client...))
+	e.DELETE("/locks/:resource", wrap(a.release, client...))
+	e.POST("/locks/:resource/renew", wrap(a.renew, client...))
 	a.registerOperator(e, client, ops)
 
 	if deps.UserLocks != nil {
-		e.POST("/user-locks/:name/:user_id", a.userLockAttempt, client...)
-		e.DELETE("/user-locks/:name/:user_id", a.userLockClear, client...)
+		e.POST("/user-locks/:name/:user_id", wrap(a.userLockAttempt, client...))
+		e.DELETE("/user-locks/:name/:user_id", wrap(a.userLockClear, client...))
 	}
 	if deps.Semaphores != nil {
-		e.POST("/semaphores/:name", a.semAcquire, client...)
-		e.GET("/semaphores/:name", a.semStatus, client...)
-		e.DELETE("/semaphores/:name", a.semRelease, client...)
-		e.POST("/semaphores/:name/renew", a.semRenew, client...)
+		e.POST("/semaphores/:name", wrap(a.semAcquire, client...))
+		e.GET("/semaphores/:name", wrap(a.semStatus, client...))
+		e.DELETE("/semaphores/:name", wrap(a.semRelease, client...))
+		e.POST("/semaphores/:name/renew", wrap(a.semRenew, client...))
 	}
 	if deps.Claims != nil {
-		e.POST("/claims/:scope/:key", a.claimStart, client...)
-		e.GET("/claims/:scope/:key", a.claimGet, client...)
-		e.DELETE("/claims/:scope/:key", a.claimDelete, client...)
-		e.POST("/claims/:scope/:key/complete", a.claimComplete, client...)
+		e.POST("/claims/:scope/:key", wrap(a.claimStart, client...))
+		e.GET("/claims/:scope/:key", wrap(a.claimGet, client...))
+		e.DELETE("/claims/:scope/:key", wrap(a.claimDelete, client...))
+		e.POST("/claims/:scope/:key/complete", wrap(a.claimComplete, client...))
 	}
 	if deps.Flags != nil {
-		e.GET("/abuse/flagged", a.listFlagged, ops...)
-		e.GET("/abuse/flagged/:user_id", a.getFlagged, ops...)
-		e.DELETE("/abuse/flagged/:user_id", a.clearFlagged, ops...)
-		e.POST("/abuse/bans/:user_id", a.ban, ops...)
-		e.DELETE("/abuse/bans/:user_id", a.unban, ops...)
-		e.GET("/abuse/webhooks", a.webhookStatus, ops...)
+		e.GET("/abuse/flagged", wrap(a.listFlagged, ops...))
+		e.GET("/abuse/flagged/:user_id", wrap(a.getFlagged, ops...))
+		e.DELETE("/abuse/flagged/:user_id", wrap(a.clearFlagged, ops...))
+		e.POST("/abuse/bans/:user_id", wrap(a.ban, ops...))
+		e.DELETE("/abuse/bans/:user_id", wrap(a.unban, ops...))
+		e.GET("/abuse/webhooks", wrap(a.webhookStatus, ops...))
 		a.registerOps(e, authn)
 	}
 
@@ -166,8 +166,8 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	if cfg.MetricsPublic {
 		metricsMW = nil
 	}
-	e.GET("/metrics", echo.WrapHandler(deps.Metrics.Handler()), metricsMW...)
-	e.GET("/openapi.yaml", a.openapi, client...)
+	e.GET("/metrics", wrap(echo.WrapHandler(deps.Metrics.Handler()), metricsMW...))
+	e.GET("/openapi.yaml", wrap(a.openapi, client...))
 	return e
 }
 

@@ -65,11 +65,11 @@ func cursorJSON(s string) *string {
 // registerOperator adds the operator routes when their services are given.
 func (a *API) registerOperator(e *echo.Echo, client, ops []echo.MiddlewareFunc) {
 	if a.deps.Operator != nil {
-		e.GET("/locks", a.listLocks, ops...)
-		e.GET("/locks/:resource/events", a.lockEvents, client...)
+		e.GET("/locks", wrap(a.listLocks, ops...))
+		e.GET("/locks/:resource/events", wrap(a.lockEvents, client...))
 	}
 	if a.deps.Audit != nil {
-		e.GET("/audit", a.listAudit, ops...)
+		e.GET("/audit", wrap(a.listAudit, ops...))
 	}
 }
 

@@ -86,11 +86,11 @@ func (a *API) registerOpsLocks(e *echo.Echo, authn echo.MiddlewareFunc) {
 	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
 	// Behind the page's authentication: unlike ops.css, the login form
 	// does not need it.
-	e.GET("/ops/assets/locks.css", a.opsLocksAsset, page...)
-	e.GET("/ops/locks", a.opsLocks, page...)
-	e.POST("/ops/locks/release", a.opsForceRelease, page...)
+	e.GET("/ops/assets/locks.css", wrap(a.opsLocksAsset, page...))
+	e.GET("/ops/locks", wrap(a.opsLocks, page...))
+	e.POST("/ops/locks/release", wrap(a.opsForceRelease, page...))
 	if a.deps.Audit != nil {
-		e.GET("/ops/audit", a.opsAudit, page...)
+		e.GET("/ops/audit", wrap(a.opsAudit, page...))
 	}
 }
 
