@@ -53,10 +53,6 @@ type modelInput struct {
 	ttl      int64
 	// waited: an acquire with wait_ms > 0.
 	waited bool
-	// ranOut: a waited acquire answered not-granted no sooner than its
-	// wait_ms, so the end of the wait may have cut its last Redis call
-	// short, and that call may still run (cutShort).
-	ranOut bool
 }
 
 type modelOutput struct {
@@ -131,13 +127,9 @@ func stepAcquire(s leaseState, in modelInput, out modelOutput) []leaseState {
 			// it had (docs/waiting.md): when Redis stalled, the lease it
 			// names may have ended meanwhile. Not being granted is always
 			// safe; such an answer observes nothing the model can check.
-			if in.ranOut {
-				// And the call the end of the wait cut short may still
-				// run in Redis and grant the lease to this owner, who
-				// was told "not granted" (docs/waiting.md): the answer
-				// is, for the lease, an unknown outcome.
-				return stepAcquire(s, in, modelOutput{outcome: outUnknown})
-			}
+			// But it is not granted: the gateway lets a try in flight
+			// at the end of the wait finish and answers its outcome
+			// (docs/waiting.md), so the lease is unchanged.
 			return []leaseState{s}
 		}
 		// Someone else must (maybe) hold a lease at a time >= clock.
@@ -240,31 +232,17 @@ func forbidden(s leaseState, in modelInput) []leaseState {
 // concurrent with everything until then.
 const unknownHorizon = int64(15 * time.Second)
 
-// cutShort reports whether o is a waiting acquire answered not-granted
-// whose last Redis call the end of the wait may have cut short: the
-// gateway then answers with the last contended reply while that call may
-// still run in Redis and grant the lease (docs/waiting.md, "Redis
-// errors"). The wait is timed by the gateway from after the request
-// arrived, so such an answer never comes back sooner than wait_ms; one
-// that does (a gateway shutting down answers its waiters at once) had no
-// call in flight.
-func cutShort(o op) bool {
-	return o.Kind == kindAcquire && o.Outcome == outNotGranted && o.WaitMs > 0 &&
-		o.Return-o.Call >= o.WaitMs*int64(time.Millisecond)
-}
-
 // porcupineOps turns one resource's history into porcupine operations.
 func porcupineOps(ops []op) []porcupine.Operation {
 	var res []porcupine.Operation
 	for _, o := range ops {
 		ret := o.Return
-		ranOut := cutShort(o)
-		if o.Outcome == outUnknown || ranOut {
+		if o.Outcome == outUnknown {
 			ret += unknownHorizon
 		}
 		res = append(res, porcupine.Operation{
 			ClientId: o.Client,
-			Input:    modelInput{kind: o.Kind, owner: o.Owner, reqToken: o.ReqToken, ttl: o.TTLms, waited: o.WaitMs > 0, ranOut: ranOut},
+			Input:    modelInput{kind: o.Kind, owner: o.Owner, reqToken: o.ReqToken, ttl: o.TTLms, waited: o.WaitMs > 0},
 			Call:     o.Call,
 			Output:   modelOutput{outcome: o.Outcome, token: o.Token, expires: o.ExpiresAt, now: o.now()},
 			Return:   ret,

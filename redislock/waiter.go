@@ -501,14 +501,15 @@ type WaitRequest struct {
 	TTL      time.Duration
 	// Wait is the longest the caller waits for the lease; 0 tries once.
 	Wait time.Duration
-	// OpTimeout bounds each Redis call (default DefaultOpTimeout). During
-	// a wait a call also ends with the wait (see Acquire).
+	// OpTimeout bounds each Redis call (default DefaultOpTimeout). A try
+	// in flight when the wait ends is not cut short (see Acquire).
 	OpTimeout time.Duration
 }
 
-// minFirstCall is the least time the first Redis call of a wait gets,
-// even when the wait is shorter: a wait_ms of a few milliseconds on a
-// healthy but busy Redis still gets its one try instead of a 503.
+// minFirstCall is the least time the status check of a waiter that is
+// not first in line gets, even when the wait is shorter: a wait_ms of a
+// few milliseconds on a healthy but busy Redis still gets its check
+// instead of a 503.
 const minFirstCall = 100 * time.Millisecond
 
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
@@ -518,49 +519,40 @@ const minFirstCall = 100 * time.Millisecond
 // wait at once with ErrUnavailable: a lease is never reported granted
 // after an error.
 //
-// The answer comes when the wait is over, also when Redis hangs: each
-// Redis call of the wait gets at most min(OpTimeout, what is left of the
-// wait) (the first call at least minFirstCall), so the client must honour
-// context deadlines (go-redis: ContextTimeoutEnabled). A call that the end
-// of the wait cuts short answers contended if Redis has answered anything
-// in this wait, and ErrUnavailable if it never has.
+// The answer is always true. A try (a call that may grant the lease) gets
+// the whole OpTimeout and is never cut short by the end of the wait: one
+// in flight when the wait ends is let finish, and its own outcome is the
+// answer (granted, or the contended answer), so the answer may come up to
+// one OpTimeout after req.Wait. Only a try that fails or times out itself
+// answers ErrUnavailable, as any failed Redis call does: its outcome is
+// unknown. Were the try abandoned, it could still run in Redis and grant
+// the lease to an owner told "not granted" (docs/safety.md). No try
+// starts once the wait is over, except the one every wait gets. The
+// status check of a waiter not first in line grants nothing and ends with
+// the wait (at least minFirstCall), so the client must honour context
+// deadlines (go-redis: ContextTimeoutEnabled).
 func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (AcquireResult, error) {
 	if req.OpTimeout <= 0 {
 		req.OpTimeout = DefaultOpTimeout
 	}
-	try := func(d time.Duration) (AcquireResult, error) {
-		octx, cancel := context.WithTimeout(ctx, d)
+	try := func() (AcquireResult, error) {
+		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
 		defer cancel()
 		return l.Acquire(octx, req.Resource, req.Owner, req.TTL)
 	}
 	if req.Wait <= 0 {
-		res, err := try(req.OpTimeout)
-		return res, err
+		return try()
 	}
 	end := time.Now().Add(req.Wait)
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
-	// heard: Redis has answered a call of this wait.
-	heard := false
-	// budget is the time the next Redis call of the wait may take.
-	budget := func() time.Duration {
-		d := time.Until(end)
-		if !heard {
-			d = max(d, minFirstCall)
-		}
-		return min(d, req.OpTimeout)
-	}
-	// cutByTheEnd: a call failed because the wait ran out under it, not
-	// because the caller went away.
-	cutByTheEnd := func() bool { return ctx.Err() == nil && !time.Now().Before(end) }
 
 	wt, ok, err := w.enqueue(l.ReleaseMessage(req.Resource), l.shardChannel(req.Resource))
 	if err != nil {
 		return AcquireResult{}, err
 	}
 	if !ok {
-		res, err := try(budget())
-		return res, err
+		return try()
 	}
 	defer w.dequeue(wt)
 
@@ -581,22 +573,18 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 		return r
 	}
 
+	// tried: a try or the status check has answered in this wait.
+	tried := false
 	first := true
 	if !w.isHead(wt) {
 		// Not first in line: wait our turn, unless the lease is already
 		// ours (a same-owner re-acquire answers at once, as without wait).
-		octx, cancel := context.WithTimeout(ctx, budget())
+		octx, cancel := context.WithTimeout(ctx, min(max(time.Until(end), minFirstCall), req.OpTimeout))
 		lk, err := l.Status(octx, req.Resource)
 		cancel()
-		if err == nil || errors.Is(err, ErrNotHeld) {
-			heard = true
-		}
 		switch {
 		case err == nil && lk.Owner == req.Owner:
-			res, err := try(budget())
-			if err != nil && cutByTheEnd() {
-				return contended(), nil
-			}
+			res, err := try()
 			if err != nil || res.Acquired {
 				return res, err
 			}
@@ -606,27 +594,24 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 		case !errors.Is(err, ErrNotHeld):
 			return AcquireResult{}, err
 		}
+		tried = true
 		first = false
 	}
 
 	var out AcquireResult
 	var outErr error
 	switch w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
-		if heard && time.Until(end) <= 0 {
-			// Woken as the wait ended: no new call it has no time for.
+		if tried && time.Until(end) <= 0 {
+			// Woken as the wait ended: no new try it has no time for.
 			out = contended()
 			return true, 0
 		}
-		res, err := try(budget())
+		res, err := try()
 		if err != nil {
-			if heard && cutByTheEnd() {
-				out = contended()
-				return true, 0
-			}
 			out, outErr = AcquireResult{Waited: !first}, err
 			return true, 0
 		}
-		heard = true
+		tried = true
 		if res.Acquired {
 			res.Waited = !first
 			out = res
@@ -635,6 +620,11 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 		first = false
 		last, lastAt = res, time.Now()
 		w.remember(wt, last, lastAt)
+		if time.Until(end) <= 0 {
+			// The wait ended during this try: its answer is the answer.
+			out = contended()
+			return true, 0
+		}
 		return false, res.RetryAfter
 	}) {
 	case waitStopped:

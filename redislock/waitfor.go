@@ -41,6 +41,12 @@ type WaitOptions struct {
 // says the wait went past a first try. It ends without done when
 // opts.Wait passes or the Waiter closes (err nil), and with ctx's error
 // when ctx is done; a try's error ends it at once.
+//
+// As in Acquire, a try is never cut short by the end of the wait: each
+// gets the whole OpTimeout, one in flight when opts.Wait passes is let
+// finish and its outcome returned (so WaitFor may return up to one
+// OpTimeout after opts.Wait), and no try starts once the wait is over,
+// apart from the first.
 func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (done, waited bool, err error) {
 	if opts.OpTimeout <= 0 {
 		opts.OpTimeout = DefaultOpTimeout
@@ -54,6 +60,7 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 		done, _, err := bounded()
 		return done, false, err
 	}
+	end := time.Now().Add(opts.Wait)
 	deadline := time.NewTimer(opts.Wait)
 	defer deadline.Stop()
 
@@ -88,6 +95,11 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 
 	var waitErr error
 	switch w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
+		if !first && time.Until(end) <= 0 {
+			// Woken as the wait ended: no new try it has no time for.
+			done, waited = false, true
+			return true, 0
+		}
 		ok, retryAfter, err := bounded()
 		if err != nil || ok {
 			done, waited, waitErr = ok, !first, err

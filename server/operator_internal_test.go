@@ -96,6 +96,7 @@ func TestOperatorToolsAreWired(t *testing.T) {
 func TestEventStreamsOutliveTheWriteTimeout(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.HTTP.MaxWait = 200 * time.Millisecond
+	cfg.HTTP.RequestTimeout = 200 * time.Millisecond
 	cfg.WriteTimeout = 500 * time.Millisecond
 	cfg.HTTP.EventsHeartbeat = 50 * time.Millisecond
 	s := start(t, cfg, nil)

@@ -183,8 +183,10 @@ func (c Config) Validate() error {
 		// (one slot for every lock, or none: lock and fence keys apart).
 		errs = append(errs, fmt.Errorf("key-prefix %q must not contain '{' or '}': the hash tag is the gateway's (docs/keys.md)", c.KeyPrefix))
 	}
-	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait {
-		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait))
+	// A waiting acquire may answer one Redis call after wait_ms: a try in
+	// flight when the wait ends is let finish (docs/waiting.md).
+	if c.WriteTimeout > 0 && c.WriteTimeout <= c.HTTP.MaxWait+c.HTTP.RequestTimeout {
+		errs = append(errs, fmt.Errorf("write-timeout (%v) must exceed max-wait (%v) plus request-timeout (%v), or waiting acquires are cut off", c.WriteTimeout, c.HTTP.MaxWait, c.HTTP.RequestTimeout))
 	}
 	// 0 (a Config not made by DefaultConfig) means the default.
 	if ttl := c.OpsSessionTTL; ttl != 0 && (ttl < time.Minute || ttl > MaxOpsSessionTTL) {

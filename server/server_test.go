@@ -60,15 +60,18 @@ func TestEmbeddedModeRefusesNonLoopbackAddresses(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for name, mutate := range map[string]func(*server.Config){
-		"max-ttl under a second":               func(c *server.Config) { c.HTTP.MaxTTL = time.Millisecond },
-		"a negative max-wait":                  func(c *server.Config) { c.HTTP.MaxWait = -time.Second },
-		"a zero body limit":                    func(c *server.Config) { c.HTTP.BodyLimit = 0 },
-		"a zero request timeout":               func(c *server.Config) { c.HTTP.RequestTimeout = 0 },
-		"an empty key prefix":                  func(c *server.Config) { c.KeyPrefix = "" },
-		"a key prefix with a hash tag":         func(c *server.Config) { c.KeyPrefix = "{lg}:" },
-		"a key prefix with an empty tag":       func(c *server.Config) { c.KeyPrefix = "lg{}:" },
-		"a key prefix with a closing brace":    func(c *server.Config) { c.KeyPrefix = "lg}:" },
-		"a write timeout at most max-wait":     func(c *server.Config) { c.WriteTimeout = c.HTTP.MaxWait },
+		"max-ttl under a second":            func(c *server.Config) { c.HTTP.MaxTTL = time.Millisecond },
+		"a negative max-wait":               func(c *server.Config) { c.HTTP.MaxWait = -time.Second },
+		"a zero body limit":                 func(c *server.Config) { c.HTTP.BodyLimit = 0 },
+		"a zero request timeout":            func(c *server.Config) { c.HTTP.RequestTimeout = 0 },
+		"an empty key prefix":               func(c *server.Config) { c.KeyPrefix = "" },
+		"a key prefix with a hash tag":      func(c *server.Config) { c.KeyPrefix = "{lg}:" },
+		"a key prefix with an empty tag":    func(c *server.Config) { c.KeyPrefix = "lg{}:" },
+		"a key prefix with a closing brace": func(c *server.Config) { c.KeyPrefix = "lg}:" },
+		"a write timeout at most max-wait":  func(c *server.Config) { c.WriteTimeout = c.HTTP.MaxWait },
+		"a write timeout at most max-wait plus request-timeout": func(c *server.Config) {
+			c.WriteTimeout = c.HTTP.MaxWait + c.HTTP.RequestTimeout
+		},
 		"a redis URL that is not a URL":        func(c *server.Config) { c.RedisURL = "http://localhost:6379" },
 		"a redis URL with a bad port number":   func(c *server.Config) { c.RedisURL = "redis://127.0.0.1:notaport" },
 		"an ops session secret under 32 bytes": func(c *server.Config) { c.OpsSessionSecret = "short" },

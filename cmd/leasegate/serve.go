@@ -34,7 +34,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	fs.DurationVar(&cfg.HTTP.RequestTimeout, "request-timeout", cfg.HTTP.RequestTimeout, "bound on one request's Redis work (not counting wait_ms)")
 	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time allowed to read request headers")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "time allowed to read a whole request")
-	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "time allowed to answer a request (must exceed max-wait)")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "time allowed to answer a request (must exceed max-wait plus request-timeout)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "keep-alive idle timeout")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request header block in bytes")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown may take")
