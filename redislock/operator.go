@@ -198,9 +198,11 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 		}
 		h := leasegate.HeldLock{Lock: lk}
 		if countInRedis {
+			// Each entry counts the requests it stands for (a gateway's
+			// queue; 1 from older gateways); a watcher's "w" counts none.
 			for _, s := range waiters[i].Val() {
-				if s == "1" {
-					h.Waiters++
+				if c, err := strconv.Atoi(s); err == nil && c > 0 {
+					h.Waiters += c
 				}
 			}
 		} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,6 +272,90 @@ func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
 		p, err := o.List(ctx, "", "busy", "", 10)
 		if err != nil || len(p.Items) != 1 || p.Items[0].Waiters != 2 {
 			t.Errorf("got %+v, %v; want busy with 2 waiters", p, err)
+		}
+	})
+}
+
+// TestListCountsEveryRequestWaitingOnAGateway: only the head of a
+// gateway's queue for a resource tries, and so registers, but its entry
+// stands for the whole queue: 5 requests waiting on one Waiter list as 5
+// waiters, and 3 on one Waiter and 2 on another (two gateways on one
+// Redis) as 5, once each head has tried again (every PollInterval
+// without a subscription).
+func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		ctx, cancel := context.WithCancel(context.Background())
+		prefix := uniquePrefix(t)
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
+		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		mustAcquire(t, l, "one", "holder", time.Hour)
+		mustAcquire(t, l, "two", "holder", time.Hour)
+		var wg sync.WaitGroup
+		t.Cleanup(func() { cancel(); wg.Wait() })
+		wait := func(svc *redislock.Service, resource string, n int) {
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _ = svc.Acquire(ctx, "", leasegate.AcquireRequest{Resource: resource, Owner: fmt.Sprintf("waiter-%p-%d", svc, i), TTL: time.Minute, Wait: time.Minute})
+				}()
+			}
+		}
+		gateway := func() *redislock.Service {
+			w := redislock.NewWaiter(nil, redislock.WaiterOptions{PollInterval: 10 * time.Millisecond})
+			t.Cleanup(w.Close)
+			return redislock.NewService(l, w, time.Second)
+		}
+		waitersListed := func(resource string, want int) {
+			t.Helper()
+			got := -1
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+				p, err := o.List(context.Background(), "", resource, "", 10)
+				if err != nil || len(p.Items) != 1 {
+					t.Fatalf("List: %+v, %v", p, err)
+				}
+				if got = p.Items[0].Waiters; got == want {
+					return
+				}
+				runtime.Gosched()
+			}
+			t.Fatalf("%s: listed %d waiters, want %d", resource, got, want)
+		}
+		a, b := gateway(), gateway()
+		wait(a, "one", 5)
+		waitersListed("one", 5)
+		wait(a, "two", 3)
+		wait(b, "two", 2)
+		waitersListed("two", 5)
+		cancel()
+		wg.Wait()
+		waitersListed("one", 0)
+		waitersListed("two", 0)
+	})
+}
+
+// TestListSumsWaiterEntries: a waiters hash field counts its numeric
+// value (a gateway of this version writes its queue length, an older one
+// 1); a watcher's "w" and anything else not a positive number count 0.
+func TestListSumsWaiterEntries(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		prefix := uniquePrefix(t)
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
+		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		mustAcquire(t, l, "busy", "holder", time.Hour)
+		waiters := keyspace.Space{Prefix: prefix}.Resource("", "busy").Waiters()
+		for _, c := range []struct {
+			field, value string
+			sum          int
+		}{{"watch-x", "w", 0}, {"legacy", "1", 1}, {"new", "3", 4}, {"odd", "-2", 4}, {"junk", "x1", 4}} {
+			if err := e.RDB.HSet(ctx, waiters, c.field, c.value).Err(); err != nil {
+				t.Fatal(err)
+			}
+			p, err := o.List(ctx, "", "busy", "", 10)
+			if err != nil || len(p.Items) != 1 || p.Items[0].Waiters != c.sum {
+				t.Errorf("after %s=%q: got %+v, %v; want busy with %d waiters", c.field, c.value, p, err, c.sum)
+			}
 		}
 	})
 }

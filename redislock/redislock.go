@@ -231,13 +231,19 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	// Room for the waiters and index keys and their arguments, so that
 	// appending them allocates nothing more.
 	keys := append(make([]string, 0, 4), lock, fence)
-	args := append(make([]interface{}, 0, 8), owner, ttlMS, l.retentionArg, l.layoutArg)
+	args := append(make([]interface{}, 0, 9), owner, ttlMS, l.retentionArg, l.layoutArg)
 	reg, _ := ctx.Value(registrationKey{}).(*Registration)
 	if reg != nil && l.opts.PublishOnlyToWaiters {
 		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
 		args = append(args, reg.id, reg.ttl.Milliseconds())
 	}
 	keys, args = l.indexInScript(tenant, resource, keys, args)
+	if reg != nil && l.opts.PublishOnlyToWaiters {
+		if len(args) == 6 { // no index: ARGV[7..8] are ''
+			args = append(args, "", "")
+		}
+		args = append(args, max(reg.standsFor.Load(), 1))
+	}
 	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
 		return AcquireResult{}, scriptreply.Unavailable(err)
@@ -398,6 +404,10 @@ type Registration struct {
 	id         string
 	ttl        time.Duration
 	registered atomic.Bool
+	// standsFor is how many requests the entry counts for in the listing:
+	// the Waiter sets it to its queue's length before each try of the
+	// head (0: 1).
+	standsFor atomic.Int64
 }
 
 type registrationKey struct{}

@@ -468,6 +468,16 @@ func (w *Waiter) dequeue(wt *waiter) {
 	}
 }
 
+// queueLen is the number of waiters queued on key, its head included.
+func (w *Waiter) queueLen(key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if q := w.queues[key]; q != nil {
+		return q.l.Len()
+	}
+	return 0
+}
+
 func (w *Waiter) isHead(wt *waiter) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -535,7 +545,13 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	if req.OpTimeout <= 0 {
 		req.OpTimeout = DefaultOpTimeout
 	}
+	key := l.ReleaseMessage(req.Resource)
+	reg, _ := ctx.Value(registrationKey{}).(*Registration)
 	try := func() (AcquireResult, error) {
+		if reg != nil {
+			// A contended try registers for every request queued here.
+			reg.standsFor.Store(int64(w.queueLen(key)))
+		}
 		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
 		defer cancel()
 		return l.Acquire(octx, req.Resource, req.Owner, req.TTL)
@@ -547,7 +563,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
 
-	wt, ok, err := w.enqueue(l.ReleaseMessage(req.Resource), l.shardChannel(req.Resource))
+	wt, ok, err := w.enqueue(key, l.shardChannel(req.Resource))
 	if err != nil {
 		return AcquireResult{}, err
 	}

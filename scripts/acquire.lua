@@ -13,10 +13,10 @@
 --             the hash has no token (a grant of the two-key layout ended).
 --         '0' two keys, as every version before this one: the hash lives
 --             until expires_at, KEYS[2] keeps the last token.
--- KEYS[3] waiters key (hash: waiter id -> 1), optional: given by a waiting
---         acquire, which is registered there when the lease is someone
---         else's, in the same atomic step as the check, so that a later
---         release publishes (release.lua); absent for a plain acquire
+-- KEYS[3] waiters key (hash: waiter id -> count), optional: given by a
+--         waiting acquire, which is registered there when the lease is
+--         someone else's, in the same atomic step as the check, so that a
+--         later release publishes (release.lua); absent for a plain acquire
 -- ARGV[5] the waiter's id (with KEYS[3]); a grant removes it from there
 -- ARGV[6] milliseconds the waiters key must live at least (with KEYS[3])
 -- [locks index] ARGV[7] = 'index': the LAST key is the tenant's lock index
@@ -24,6 +24,10 @@
 --         a new grant adds the resource there. Given only where one
 --         script may touch two slots' keys (not on Redis Cluster; see
 --         docs/operations.md). Without a waiter, ARGV[5..6] are '' and '0'.
+-- ARGV[9] (with KEYS[3], optional) how many requests the waiter stands
+--         for: its gateway's queue for the resource, the registered value
+--         (the listing sums them). Absent (a caller of an older layout)
+--         or not a number >= 1: 1. Without the index, ARGV[7..8] are ''.
 --
 -- Reply: one string, '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>'
 --        flag 1: the caller holds the lease; 0: someone else holds it.
@@ -66,7 +70,7 @@ local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expir
 if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
   if cur[1] ~= owner then
     if waiters then
-      redis.call('HSET', waiters, ARGV[5], 1)
+      redis.call('HSET', waiters, ARGV[5], math.max(math.floor(tonumber(ARGV[9]) or 1), 1))
       if redis.call('PTTL', waiters) < tonumber(ARGV[6]) then
         redis.call('PEXPIRE', waiters, ARGV[6])
       end
