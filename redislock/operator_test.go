@@ -250,8 +250,8 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 }
 
 // TestListCountsWaitingAcquiresNotWatchers: with PublishOnlyToWaiters the
-// waiters come from the resource's waiters hash, fleet-wide; an event
-// watcher's entry there is not a waiter.
+// waiters come from the resource's waiters hash, fleet-wide, as the sum of
+// its numeric values; an event watcher's entry there is not a waiter.
 func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
@@ -272,6 +272,21 @@ func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
 		p, err := o.List(ctx, "", "busy", "", 10)
 		if err != nil || len(p.Items) != 1 || p.Items[0].Waiters != 2 {
 			t.Errorf("got %+v, %v; want busy with 2 waiters", p, err)
+		}
+		// A field counts its numeric value (a gateway writes its queue's
+		// length, an earlier version 1); "w" and any other value not a
+		// positive number count 0.
+		for _, c := range []struct {
+			field, value string
+			sum          int
+		}{{"legacy", "1", 3}, {"new", "3", 6}, {"odd", "-2", 6}, {"junk", "x1", 6}} {
+			if err := e.RDB.HSet(ctx, waiters, c.field, c.value).Err(); err != nil {
+				t.Fatal(err)
+			}
+			p, err := o.List(ctx, "", "busy", "", 10)
+			if err != nil || len(p.Items) != 1 || p.Items[0].Waiters != c.sum {
+				t.Errorf("after %s=%q: got %+v, %v; want busy with %d waiters", c.field, c.value, p, err, c.sum)
+			}
 		}
 	})
 }
@@ -331,31 +346,5 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 		wg.Wait()
 		waitersListed("one", 0)
 		waitersListed("two", 0)
-	})
-}
-
-// TestListSumsWaiterEntries: a waiters hash field counts its numeric
-// value (a gateway of this version writes its queue length, an older one
-// 1); a watcher's "w" and anything else not a positive number count 0.
-func TestListSumsWaiterEntries(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
-		ctx := context.Background()
-		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
-		mustAcquire(t, l, "busy", "holder", time.Hour)
-		waiters := keyspace.Space{Prefix: prefix}.Resource("", "busy").Waiters()
-		for _, c := range []struct {
-			field, value string
-			sum          int
-		}{{"watch-x", "w", 0}, {"legacy", "1", 1}, {"new", "3", 4}, {"odd", "-2", 4}, {"junk", "x1", 4}} {
-			if err := e.RDB.HSet(ctx, waiters, c.field, c.value).Err(); err != nil {
-				t.Fatal(err)
-			}
-			p, err := o.List(ctx, "", "busy", "", 10)
-			if err != nil || len(p.Items) != 1 || p.Items[0].Waiters != c.sum {
-				t.Errorf("after %s=%q: got %+v, %v; want busy with %d waiters", c.field, c.value, p, err, c.sum)
-			}
-		}
 	})
 }
