@@ -92,9 +92,14 @@ func pageLimit(q url.Values, ck *checker) int {
 	if !ok {
 		return leasegate.DefaultListLimit
 	}
+	return limitValue(ck, v, leasegate.MaxListLimit)
+}
+
+// limitValue checks a given ?limit= value: an integer from 1 to most.
+func limitValue(ck *checker, v string, most int) int {
 	n, err := strconv.Atoi(v)
-	if err != nil || !isIntLiteral(v) || n < 1 || n > leasegate.MaxListLimit {
-		ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxListLimit))
+	if err != nil || !isIntLiteral(v) || n < 1 || n > most {
+		ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(most))
 	}
 	return n
 }
