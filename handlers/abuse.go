@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -265,12 +264,8 @@ func (a *API) webhookStatus(c echo.Context) error {
 	var ck checker
 	noQuery(c, &ck, "limit")
 	limit := 0
-	if v := c.QueryParams()["limit"]; len(v) > 0 {
-		n, err := strconv.Atoi(v[0])
-		if len(v) != 1 || err != nil || !isIntLiteral(v[0]) || n < 1 || n > leasegate.MaxDeadLetterPageSize {
-			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxDeadLetterPageSize))
-		}
-		limit = n
+	if v, ok := oneQuery(c.QueryParams(), &ck, "limit"); ok {
+		limit = limitValue(&ck, v, leasegate.MaxDeadLetterPageSize)
 	}
 	if err := ck.err(); err != nil {
 		return err
