@@ -41,6 +41,12 @@ func (s leaseState) certainlyLive(now int64) bool {
 }
 
 // free ends the lease; clock is a Redis time known to have passed.
+// mayBeHeldBy: in's owner, under in's token where the state knows the
+// token, is the holder of s.
+func (s leaseState) mayBeHeldBy(in modelInput) bool {
+	return s.owner == in.owner && (s.token == 0 || s.token == in.reqToken)
+}
+
 func (s leaseState) free(clock int64) leaseState {
 	return leaseState{clock: max(s.clock, clock), maxToken: s.maxToken}
 }
@@ -161,10 +167,7 @@ func stepRenew(s leaseState, in modelInput, out modelOutput) []leaseState {
 	switch out.outcome {
 	case outOK:
 		n := out.now
-		if n < s.clock || s.owner != in.owner || out.token != in.reqToken || !s.live(n) {
-			return nil
-		}
-		if s.token != 0 && s.token != in.reqToken {
+		if n < s.clock || !s.mayBeHeldBy(in) || out.token != in.reqToken || !s.live(n) {
 			return nil
 		}
 		return []leaseState{{owner: in.owner, token: out.token, expires: out.expires, clock: n, maxToken: max(s.maxToken, out.token)}}
@@ -173,7 +176,7 @@ func stepRenew(s leaseState, in modelInput, out modelOutput) []leaseState {
 	case outForbidden:
 		return forbidden(s, in)
 	case outUnknown:
-		if s.owner == in.owner && (s.token == 0 || s.token == in.reqToken) {
+		if s.mayBeHeldBy(in) {
 			extended := s
 			extended.vague = true
 			return []leaseState{s, extended}
@@ -186,10 +189,7 @@ func stepRenew(s leaseState, in modelInput, out modelOutput) []leaseState {
 func stepRelease(s leaseState, in modelInput, out modelOutput) []leaseState {
 	switch out.outcome {
 	case outOK:
-		if s.owner != in.owner || !s.live(s.clock) {
-			return nil
-		}
-		if s.token != 0 && s.token != in.reqToken {
+		if !s.mayBeHeldBy(in) || !s.live(s.clock) {
 			return nil
 		}
 		return []leaseState{s.free(0)}
@@ -198,7 +198,7 @@ func stepRelease(s leaseState, in modelInput, out modelOutput) []leaseState {
 	case outForbidden:
 		return forbidden(s, in)
 	case outUnknown:
-		if s.owner == in.owner && (s.token == 0 || s.token == in.reqToken) {
+		if s.mayBeHeldBy(in) {
 			return []leaseState{s, s.free(0)}
 		}
 		return []leaseState{s}
