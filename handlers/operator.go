@@ -26,11 +26,6 @@ type heldJSONItem struct {
 	Waiters int `json:"waiters"`
 }
 
-type lockPageJSON struct {
-	Items      []heldJSONItem `json:"items"`
-	NextCursor *string        `json:"next_cursor"`
-}
-
 type auditJSON struct {
 	At        string `json:"at"`
 	Actor     string `json:"actor"`
@@ -38,11 +33,6 @@ type auditJSON struct {
 	Target    string `json:"target"`
 	Reason    string `json:"reason"`
 	RequestID string `json:"request_id"`
-}
-
-type auditPageJSON struct {
-	Items      []auditJSON `json:"items"`
-	NextCursor *string     `json:"next_cursor"`
 }
 
 type releasedJSON struct {
@@ -126,7 +116,7 @@ func (a *API) listLocks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := lockPageJSON{Items: make([]heldJSONItem, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
+	out := pageJSON[heldJSONItem]{Items: make([]heldJSONItem, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
 	for _, h := range page.Items {
 		out.Items = append(out.Items, heldJSONItem{lockJSON: toLockJSON(h.Lock), Waiters: h.Waiters})
 	}
@@ -193,7 +183,7 @@ func (a *API) listAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := auditPageJSON{Items: make([]auditJSON, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
+	out := pageJSON[auditJSON]{Items: make([]auditJSON, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
 	for _, r := range page.Items {
 		out.Items = append(out.Items, auditJSON{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
 			Target: r.Target, Reason: r.Reason, RequestID: r.RequestID})
