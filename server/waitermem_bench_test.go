@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -57,10 +56,7 @@ func BenchmarkWaitingAcquireMemory(b *testing.B) {
 		}
 	}
 
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	g0 := runtime.NumGoroutine()
+	mem := testenv.StartMem()
 	conns := make([]net.Conn, 0, b.N)
 	defer func() {
 		for _, c := range conns {
@@ -83,13 +79,7 @@ func BenchmarkWaitingAcquireMemory(b *testing.B) {
 		}
 	}
 	testenv.WaitFor(b, "every acquire waiting", waiters(b.N))
-	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	n := float64(b.N)
-	b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-B/waiter")
-	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/n, "stack-B/waiter")
-	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/waiter")
+	mem.Report(b, "waiter")
 	if dir := os.Getenv("LEASEGATE_WAITER_PROFILES"); dir != "" {
 		for name, debug := range map[string]int{"heap.pprof": 0, "goroutine.txt": 1} {
 			f, err := os.Create(filepath.Join(dir, name))
