@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
@@ -31,17 +31,11 @@ import (
 //	go test -run '^$' -bench WaitingAcquireMemory -benchtime 2000x ./server/
 func BenchmarkWaitingAcquireMemory(b *testing.B) {
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = redistest.Start(b).URL()
 	cfg.MaxWaiters = 0
 	cfg.AbuseLog = io.Discard
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		b.Fatalf("new: %v", err)
-	}
-	go func() { _ = s.Serve() }()
-	b.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	base := "http://" + s.Addr()
+	s := gatewaytest.Start(b, cfg, nil)
+	base := gatewaytest.URL(s)
 	testenv.Do(b, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":300}`).Want(b, http.StatusOK)
 	waiters := func(n int) func() bool {
 		want := "leasegate_lock_waiters " + strconv.Itoa(n) + "\n"
