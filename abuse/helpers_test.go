@@ -1,8 +1,11 @@
 package abuse
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -29,4 +32,23 @@ func policies(max int) Policies {
 	p := DefaultPolicies()
 	p.Default.MaxAttempts = max
 	return p
+}
+
+// flagUser makes maxAttempts attempts, which flag user under policies(maxAttempts).
+// It reports errors with t.Error, so it may run inside a Redis hook.
+func flagUser(t *testing.T, svc *Service, tenant, lock, user string, maxAttempts int) {
+	t.Helper()
+	for range maxAttempts {
+		if _, err := svc.Attempt(context.Background(), tenant, lock, user, time.Minute, Meta{}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// newOutboxService is a service with the outbox on whose "login" lock
+// follows login.
+func newOutboxService(rdb redis.UniversalClient, login Policy) *Service {
+	pol := policies(2)
+	pol.Locks["login"] = login
+	return New(rdb, Options{Prefix: "lgtest:", Policies: pol, Log: zap.NewNop(), Outbox: true})
 }

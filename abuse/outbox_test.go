@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -17,16 +15,10 @@ import (
 func TestOutboxGetsOneEventPerChange(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		pol := policies(2)
-		pol.Locks["login"] = Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute, Factor: 2}
-		svc := New(b.RDB, Options{Prefix: "lgtest:", Policies: pol, Log: zap.NewNop(), Outbox: true})
+		svc := newOutboxService(b.RDB, Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute, Factor: 2})
 		op := Meta{Operator: "alice"}
 
-		for i := 0; i < 2; i++ {
-			if _, err := svc.Attempt(ctx, "shop", "login", "bob", time.Minute, Meta{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		flagUser(t, svc, "shop", "login", "bob", 2)
 		if err := svc.Unban(ctx, "shop", "bob", op); err != nil {
 			t.Fatal(err)
 		}
@@ -79,15 +71,9 @@ func TestOutboxOnRedisCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	rdb := cl.Client(t)
 	ctx := context.Background()
-	pol := policies(2)
-	pol.Locks["login"] = Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute}
-	svc := New(rdb, Options{Prefix: "lgtest:", Policies: pol, Log: zap.NewNop(), Outbox: true})
+	svc := newOutboxService(rdb, Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute})
 	op := Meta{Operator: "alice"}
-	for i := 0; i < 2; i++ {
-		if _, err := svc.Attempt(ctx, "shop", "login", "bob", time.Minute, Meta{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flagUser(t, svc, "shop", "login", "bob", 2)
 	if err := svc.Unban(ctx, "shop", "bob", op); err != nil {
 		t.Fatal(err)
 	}

@@ -84,17 +84,6 @@ func listed(t *testing.T, svc *Service, tenant, lock, user string) bool {
 	return false
 }
 
-// flagUser makes maxAttempts attempts, which flag user under policies(maxAttempts).
-// It reports errors with t.Error, so it may run inside a Redis hook.
-func flagUser(t *testing.T, svc *Service, tenant, lock, user string, maxAttempts int) {
-	t.Helper()
-	for range maxAttempts {
-		if _, err := svc.Attempt(context.Background(), tenant, lock, user, time.Minute, Meta{}); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 // A user flagged again while a listing prunes the user's stale index
 // entry (its record expired or was cleared) must stay listed: the pruning
 // may remove only the entry it saw, not the fresh one written meanwhile.

@@ -82,6 +82,16 @@ func (env *rlEnv) sessions() *auth.Sessions {
 	return auth.NewSessionsWith(env.ring, auth.SessionOptions{Redis: env.rdb, Prefix: rlPrefix})
 }
 
+// login opens a session of the ops key on s from client at rlNow.
+func login(t *testing.T, s *auth.Sessions, client string) (cookie string, expires time.Time) {
+	t.Helper()
+	_, cookie, expires, err := s.Login(context.Background(), rlOpsKey, client, rlNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cookie, expires
+}
+
 func codeOf(err error) leasegate.Code {
 	if err == nil {
 		return ""
@@ -94,10 +104,7 @@ func TestLoginLimitFailsClosedWithoutRedis(t *testing.T) {
 	env := newRLEnv(t)
 	s := env.sessions()
 	ctx := context.Background()
-	_, cookie, _, err := s.Login(ctx, rlOpsKey, "192.0.2.1", rlNow)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cookie, _ := login(t, s, "192.0.2.1")
 	env.mini.SetError("LOADING Redis is loading the dataset in memory")
 
 	t.Run("a login with the right key is refused as unavailable, with a Retry-After", func(t *testing.T) {
@@ -162,9 +169,7 @@ func TestLoginLimitWindow(t *testing.T) {
 		env := newRLEnv(t)
 		s := env.sessions()
 		for i := 0; i < 3; i++ {
-			if _, _, _, err := s.Login(ctx, rlOpsKey, "192.0.2.4", rlNow); err != nil {
-				t.Fatal(err)
-			}
+			login(t, s, "192.0.2.4")
 		}
 		key := keyspace.Space{Prefix: rlPrefix}.LoginFailures("", keyspace.LoginByAddress, "192.0.2.4")
 		if got, _ := env.mini.Get(key); got != "0" {
@@ -227,10 +232,7 @@ func TestLogoutRevocation(t *testing.T) {
 	env := newRLEnv(t)
 	s := env.sessions()
 	ctx := context.Background()
-	_, cookie, expires, err := s.Login(ctx, rlOpsKey, "192.0.2.6", rlNow)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cookie, expires := login(t, s, "192.0.2.6")
 	_, other, _, _ := s.Login(ctx, rlOpsKey, "192.0.2.6", rlNow)
 	now := rlNow.Add(time.Hour)
 	if err := s.Logout(ctx, cookie, now); err != nil {

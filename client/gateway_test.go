@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -90,6 +91,17 @@ func newRealGateway(t testing.TB) *lockGateway {
 
 func (g *lockGateway) client(opts ...client.Option) *client.Client {
 	return client.New(g.url, opts...)
+}
+
+// acquire takes resource for ttl through a new client of g.
+func (g *lockGateway) acquire(t testing.TB, resource string, ttl time.Duration) (*client.Client, *client.Lease) {
+	t.Helper()
+	c := g.client()
+	lease, err := c.Acquire(context.Background(), resource, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, lease
 }
 
 func (g *lockGateway) lockKey(resource string) string {

@@ -11,12 +11,8 @@ import (
 
 func TestKeepAliveKeepsAOneSecondLeaseForFiveSeconds(t *testing.T) {
 	g := newMiniGateway(t)
-	c := g.client()
+	c, lease := g.acquire(t, "job", time.Second)
 	ctx := context.Background()
-	lease, err := c.Acquire(ctx, "job", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Wait on the renewals themselves, not on a 5 s sleep: done once the
 	// kept lease runs 5 s past the first one's expiry (real time passes,
 	// the client's clock is the machine's); 30 s only guards a hang.
@@ -66,12 +62,8 @@ func TestKeepAliveSignalsLossWhenTheLeaseIsTaken(t *testing.T) {
 	for _, tc := range cases {
 		t.Run("loss is signalled before expiry when "+tc.name, func(t *testing.T) {
 			g := newMiniGateway(t)
-			c := g.client()
+			c, lease := g.acquire(t, "job", 2*time.Second)
 			ctx := context.Background()
-			lease, err := c.Acquire(ctx, "job", 2*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
 			k := c.KeepAlive(ctx, lease)
 			tc.take(g)
 			select {
@@ -96,12 +88,8 @@ func TestKeepAliveSignalsLossWhenTheLeaseIsTaken(t *testing.T) {
 
 func TestKeepAliveSignalsLossBeforeExpiryWhenRedisDies(t *testing.T) {
 	g := newRealGateway(t)
-	c := g.client()
+	c, lease := g.acquire(t, "job", time.Second)
 	ctx := context.Background()
-	lease, err := c.Acquire(ctx, "job", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	renewed := make(chan struct{}, 1)
 	k := c.KeepAlive(ctx, lease, client.OnRenew(func(client.Lease) {
 		select {

@@ -214,35 +214,27 @@ func TestLostAnswersAreRetriedSafely(t *testing.T) {
 		}
 	})
 
-	t.Run("a release whose answer was lost reports success", func(t *testing.T) {
-		lease, err := direct.Acquire(ctx, "lost-release", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &lossyProxy{n: 1, next: proxyTo(t, g.url)}
-		hs := httptest.NewServer(p)
-		t.Cleanup(hs.Close)
-		if err := client.New(hs.URL, fast).Release(ctx, lease); err != nil {
-			t.Fatalf("got %v, want nil (the first attempt released it)", err)
-		}
-		if _, err := direct.Status(ctx, "lost-release"); !errors.Is(err, client.ErrNotFound) {
-			t.Fatalf("status got %v, want ErrNotFound", err)
-		}
-	})
-
-	t.Run("a release whose answer a proxy turned into a 504 reports success", func(t *testing.T) {
-		lease, err := direct.Acquire(ctx, "timed-out-release", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &lossyProxy{n: 1, next: proxyTo(t, g.url), lose: lateAnswer}
-		hs := httptest.NewServer(p)
-		t.Cleanup(hs.Close)
-		if err := client.New(hs.URL, fast).Release(ctx, lease); err != nil {
-			t.Fatalf("got %v, want nil (the first attempt released it)", err)
-		}
-		if _, err := direct.Status(ctx, "timed-out-release"); !errors.Is(err, client.ErrNotFound) {
-			t.Fatalf("status got %v, want ErrNotFound", err)
-		}
-	})
+	for _, tc := range []struct {
+		name, resource string
+		lose           func(w http.ResponseWriter)
+	}{
+		{"a release whose answer was lost reports success", "lost-release", nil},
+		{"a release whose answer a proxy turned into a 504 reports success", "timed-out-release", lateAnswer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lease, err := direct.Acquire(ctx, tc.resource, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &lossyProxy{n: 1, next: proxyTo(t, g.url), lose: tc.lose}
+			hs := httptest.NewServer(p)
+			t.Cleanup(hs.Close)
+			if err := client.New(hs.URL, fast).Release(ctx, lease); err != nil {
+				t.Fatalf("got %v, want nil (the first attempt released it)", err)
+			}
+			if _, err := direct.Status(ctx, tc.resource); !errors.Is(err, client.ErrNotFound) {
+				t.Fatalf("status got %v, want ErrNotFound", err)
+			}
+		})
+	}
 }

@@ -42,8 +42,19 @@ type ListOptions struct {
 	Cursor string
 }
 
-type pageCursor struct {
-	NextCursor *string `json:"next_cursor"`
+// getPage GETs the page of a listing at path and returns its items and
+// next_cursor ("" after the last page).
+func getPage[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, string, error) {
+	var out struct {
+		Items      []T     `json:"items"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	_, err := c.do(ctx, http.MethodGet, withQuery(path, q), nil, &out)
+	next := ""
+	if out.NextCursor != nil {
+		next = *out.NextCursor
+	}
+	return out.Items, next, err
 }
 
 // List returns a page of the live leases of the key's tenant whose
@@ -53,15 +64,8 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (LockList, error) {
 	if opts.Prefix != "" {
 		q.Set("prefix", opts.Prefix)
 	}
-	var out struct {
-		LockList
-		pageCursor
-	}
-	_, err := c.do(ctx, http.MethodGet, withQuery("/locks", q), nil, &out)
-	if nc := out.pageCursor.NextCursor; nc != nil {
-		out.LockList.NextCursor = *nc
-	}
-	return out.LockList, err
+	items, next, err := getPage[HeldLock](ctx, c, "/locks", q)
+	return LockList{Items: items, NextCursor: next}, err
 }
 
 // ForceRelease ends whoever's lease on resource (ops role), with reason
@@ -95,16 +99,8 @@ type AuditPage struct {
 // Audit returns a page of the audit trail (ops role); cursor "" is the
 // newest.
 func (c *Client) Audit(ctx context.Context, limit int, cursor string) (AuditPage, error) {
-	q := pageQuery(limit, cursor)
-	var out struct {
-		AuditPage
-		pageCursor
-	}
-	_, err := c.do(ctx, http.MethodGet, withQuery("/audit", q), nil, &out)
-	if nc := out.pageCursor.NextCursor; nc != nil {
-		out.AuditPage.NextCursor = *nc
-	}
-	return out.AuditPage, err
+	items, next, err := getPage[AuditRecord](ctx, c, "/audit", pageQuery(limit, cursor))
+	return AuditPage{Items: items, NextCursor: next}, err
 }
 
 // pageQuery is the query of a paged listing: the page size (0: the

@@ -41,6 +41,12 @@ func (s leaseState) certainlyLive(now int64) bool {
 }
 
 // free ends the lease; clock is a Redis time known to have passed.
+// mayBeHeldBy: in's owner, under in's token where the state knows the
+// token, is the holder of s.
+func (s leaseState) mayBeHeldBy(in modelInput) bool {
+	return s.owner == in.owner && (s.token == 0 || s.token == in.reqToken)
+}
+
 func (s leaseState) free(clock int64) leaseState {
 	return leaseState{clock: max(s.clock, clock), maxToken: s.maxToken}
 }
@@ -158,57 +164,46 @@ func stepAcquire(s leaseState, in modelInput, out modelOutput) []leaseState {
 }
 
 func stepRenew(s leaseState, in modelInput, out modelOutput) []leaseState {
-	switch out.outcome {
-	case outOK:
+	extended := s
+	extended.vague = true
+	return stepHolderCall(s, in, out, extended, func() []leaseState {
 		n := out.now
-		if n < s.clock || s.owner != in.owner || out.token != in.reqToken || !s.live(n) {
-			return nil
-		}
-		if s.token != 0 && s.token != in.reqToken {
+		if n < s.clock || !s.mayBeHeldBy(in) || out.token != in.reqToken || !s.live(n) {
 			return nil
 		}
 		return []leaseState{{owner: in.owner, token: out.token, expires: out.expires, clock: n, maxToken: max(s.maxToken, out.token)}}
-	case outNotFound:
-		return []leaseState{notFound(s)}
-	case outForbidden:
-		return forbidden(s, in)
-	case outUnknown:
-		if s.owner == in.owner && (s.token == 0 || s.token == in.reqToken) {
-			extended := s
-			extended.vague = true
-			return []leaseState{s, extended}
-		}
-		return []leaseState{s}
-	}
-	return nil
+	})
 }
 
 func stepRelease(s leaseState, in modelInput, out modelOutput) []leaseState {
-	switch out.outcome {
-	case outOK:
-		if s.owner != in.owner || !s.live(s.clock) {
-			return nil
-		}
-		if s.token != 0 && s.token != in.reqToken {
+	return stepHolderCall(s, in, out, s.free(0), func() []leaseState {
+		if !s.mayBeHeldBy(in) || !s.live(s.clock) {
 			return nil
 		}
 		return []leaseState{s.free(0)}
+	})
+}
+
+// stepHolderCall steps a call only the holder may make (renew, release):
+// ok gives the states a success allows, after is the state a call of
+// unknown outcome may have left if in held the lease.
+func stepHolderCall(s leaseState, in modelInput, out modelOutput, after leaseState, ok func() []leaseState) []leaseState {
+	switch out.outcome {
+	case outOK:
+		return ok()
 	case outNotFound:
 		return []leaseState{notFound(s)}
 	case outForbidden:
 		return forbidden(s, in)
 	case outUnknown:
-		if s.owner == in.owner && (s.token == 0 || s.token == in.reqToken) {
-			return []leaseState{s, s.free(0)}
+		if s.mayBeHeldBy(in) {
+			return []leaseState{s, after}
 		}
 		return []leaseState{s}
 	}
 	return nil
 }
 
-// notFound: a 404 says there is no live lease, so whatever lease the
-// state has must have expired by now: the Redis clock is past the time
-// it was certainly live until.
 func notFound(s leaseState) leaseState {
 	if s.owner == "" {
 		return s

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -100,29 +99,14 @@ func listQuery(c echo.Context, ck *checker, extra ...string) leasegate.FlagQuery
 	noQuery(c, ck, append([]string{"lock", "limit", "cursor"}, extra...)...)
 	q := c.QueryParams()
 	var lq leasegate.FlagQuery
-	one := func(k string) (string, bool) {
-		v, ok := q[k]
-		if !ok {
-			return "", false
-		}
-		if len(v) != 1 {
-			ck.fail(k, "given more than once")
-			return "", false
-		}
-		return v[0], true
-	}
-	if v, ok := one("lock"); ok {
+	if v, ok := oneQuery(q, ck, "lock"); ok {
 		ck.lockName("lock", v)
 		lq.Lock = v
 	}
-	if v, ok := one("limit"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || !isIntLiteral(v) || n < 1 || n > leasegate.MaxFlagPageSize {
-			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxFlagPageSize))
-		}
-		lq.Limit = n
+	if v, ok := oneQuery(q, ck, "limit"); ok {
+		lq.Limit = limitValue(ck, v, leasegate.MaxFlagPageSize)
 	}
-	if v, ok := one("cursor"); ok {
+	if v, ok := oneQuery(q, ck, "cursor"); ok {
 		if v == "" || len(v) > 1024 {
 			ck.fail("cursor", "must be a next_cursor from a previous page")
 		}
@@ -146,11 +130,17 @@ func (a *API) listFlagged(c echo.Context) error {
 	return sendJSON(c, http.StatusOK, pageJSON[flagJSON]{Items: toFlagsJSON(p.Items), NextCursor: cursorJSON(p.NextCursor)})
 }
 
-func (a *API) getFlagged(c echo.Context) error {
+// userOnlyParam validates the {user_id} of a route that takes no query.
+func userOnlyParam(c echo.Context) (string, error) {
 	var ck checker
 	user := userIDParam(c, &ck)
 	noQuery(c, &ck)
-	if err := ck.err(); err != nil {
+	return user, ck.err()
+}
+
+func (a *API) getFlagged(c echo.Context) error {
+	user, err := userOnlyParam(c)
+	if err != nil {
 		return err
 	}
 	ctx, cancel := a.opContext(c)
@@ -186,10 +176,8 @@ func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenan
 	if err := a.noBody(c); err != nil {
 		return err
 	}
-	var ck checker
-	user := userIDParam(c, &ck)
-	noQuery(c, &ck)
-	if err := ck.err(); err != nil {
+	user, err := userOnlyParam(c)
+	if err != nil {
 		return err
 	}
 	ctx, cancel := a.opContext(c)
@@ -276,12 +264,8 @@ func (a *API) webhookStatus(c echo.Context) error {
 	var ck checker
 	noQuery(c, &ck, "limit")
 	limit := 0
-	if v := c.QueryParams()["limit"]; len(v) > 0 {
-		n, err := strconv.Atoi(v[0])
-		if len(v) != 1 || err != nil || !isIntLiteral(v[0]) || n < 1 || n > leasegate.MaxDeadLetterPageSize {
-			ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxDeadLetterPageSize))
-		}
-		limit = n
+	if v, ok := oneQuery(c.QueryParams(), &ck, "limit"); ok {
+		limit = limitValue(&ck, v, leasegate.MaxDeadLetterPageSize)
 	}
 	if err := ck.err(); err != nil {
 		return err

@@ -214,6 +214,11 @@ func TestOpsReviewRoutes(t *testing.T) {
 			env.Do(t, "GET", "/abuse/flagged?"+q, "").Want(t, 422).Slug(t, "validation")
 		})
 	}
+	for _, q := range []string{"limit=0", "limit=501", "limit=1.5", "limit=x", "limit=1&limit=2", "sort=asc"} {
+		t.Run("the webhook status rejects "+q, func(t *testing.T) {
+			env.Do(t, "GET", "/abuse/webhooks?"+q, "").Want(t, 422).Slug(t, "validation")
+		})
+	}
 
 	t.Run("one user's flags, and 404 for a clean user", func(t *testing.T) {
 		a := env.Do(t, "GET", "/abuse/flagged/u1", "").Want(t, 200)

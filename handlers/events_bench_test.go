@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"net"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +24,7 @@ func BenchmarkEventStreamMemory(b *testing.B) {
 	srv := httptest.NewServer(app.E)
 	b.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	g0 := runtime.NumGoroutine()
+	mem := testenv.StartMem()
 	conns := make([]net.Conn, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -51,13 +47,7 @@ func BenchmarkEventStreamMemory(b *testing.B) {
 			}
 		}
 	}
-	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	n := float64(b.N)
-	b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-B/stream")
-	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/n, "stack-B/stream")
-	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/stream")
+	mem.Report(b, "stream")
 	for _, c := range conns {
 		_ = c.Close()
 	}

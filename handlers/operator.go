@@ -26,11 +26,6 @@ type heldJSONItem struct {
 	Waiters int `json:"waiters"`
 }
 
-type lockPageJSON struct {
-	Items      []heldJSONItem `json:"items"`
-	NextCursor *string        `json:"next_cursor"`
-}
-
 type auditJSON struct {
 	At        string `json:"at"`
 	Actor     string `json:"actor"`
@@ -38,11 +33,6 @@ type auditJSON struct {
 	Target    string `json:"target"`
 	Reason    string `json:"reason"`
 	RequestID string `json:"request_id"`
-}
-
-type auditPageJSON struct {
-	Items      []auditJSON `json:"items"`
-	NextCursor *string     `json:"next_cursor"`
 }
 
 type releasedJSON struct {
@@ -92,9 +82,14 @@ func pageLimit(q url.Values, ck *checker) int {
 	if !ok {
 		return leasegate.DefaultListLimit
 	}
+	return limitValue(ck, v, leasegate.MaxListLimit)
+}
+
+// limitValue checks a given ?limit= value: an integer from 1 to most.
+func limitValue(ck *checker, v string, most int) int {
 	n, err := strconv.Atoi(v)
-	if err != nil || !isIntLiteral(v) || n < 1 || n > leasegate.MaxListLimit {
-		ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(leasegate.MaxListLimit))
+	if err != nil || !isIntLiteral(v) || n < 1 || n > most {
+		ck.fail("limit", "must be an integer from 1 to "+strconv.Itoa(most))
 	}
 	return n
 }
@@ -121,7 +116,7 @@ func (a *API) listLocks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := lockPageJSON{Items: make([]heldJSONItem, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
+	out := pageJSON[heldJSONItem]{Items: make([]heldJSONItem, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
 	for _, h := range page.Items {
 		out.Items = append(out.Items, heldJSONItem{lockJSON: toLockJSON(h.Lock), Waiters: h.Waiters})
 	}
@@ -188,7 +183,7 @@ func (a *API) listAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := auditPageJSON{Items: make([]auditJSON, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
+	out := pageJSON[auditJSON]{Items: make([]auditJSON, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
 	for _, r := range page.Items {
 		out.Items = append(out.Items, auditJSON{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
 			Target: r.Target, Reason: r.Reason, RequestID: r.RequestID})

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,16 +13,9 @@ import (
 
 const opsKeyT1 = "operator-test-ops-key-00001"
 
-func opsGet(t *testing.T, addr, path string) string {
+func opsGet(t *testing.T, s *Server, path string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-	req.Header.Set("Authorization", "Bearer "+opsKeyT1)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	res, b := get(t, s, path, opsKeyT1)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
 	}
@@ -60,7 +52,7 @@ func TestOperatorToolsAreWired(t *testing.T) {
 	if got := do("POST", "/locks/checkin:1", `{"owner":"w2","ttl_seconds":60}`); got != 200 {
 		t.Fatalf("acquire: %d", got)
 	}
-	if list := opsGet(t, s.Addr(), "/locks?prefix=checkin"); !strings.Contains(list, `"owner":"w2"`) {
+	if list := opsGet(t, s, "/locks?prefix=checkin"); !strings.Contains(list, `"owner":"w2"`) {
 		t.Errorf("GET /locks: %s, want w2's lease", list)
 	}
 	if got := do("DELETE", "/locks/checkin:1?force=true", `{"reason":"stuck"}`); got != 200 {
@@ -69,13 +61,13 @@ func TestOperatorToolsAreWired(t *testing.T) {
 	if err := s.ReloadKeys(); err != nil {
 		t.Fatal(err)
 	}
-	trail := opsGet(t, s.Addr(), "/audit")
+	trail := opsGet(t, s, "/audit")
 	for _, want := range []string{`"action":"key-reload"`, `"actor":"signal"`, `"action":"force-release"`, `"actor":"oncall"`} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("audit trail %s lacks %s", trail, want)
 		}
 	}
-	m := opsGet(t, s.Addr(), "/metrics")
+	m := opsGet(t, s, "/metrics")
 	for _, want := range []string{
 		`leasegate_lock_hold_seconds_count{class="checkin:"} 2`,
 		`leasegate_lock_force_releases_total{class="checkin:"} 1`,

@@ -9,21 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
 func TestShutdownAnswersWaiters(t *testing.T) {
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	base := "http://" + s.Addr()
+	// gatewaytest.Start's cleanup shuts down again (a no-op by then) and
+	// checks what Serve returned.
+	s := gatewaytest.Start(t, server.DefaultConfig(), nil)
+	base := gatewaytest.URL(s)
 
 	post := func(body string) (*http.Response, error) {
 		return http.Post(base+"/locks/job", "application/json", strings.NewReader(body))
@@ -71,9 +66,6 @@ func TestShutdownAnswersWaiters(t *testing.T) {
 		}
 	}
 	t.Logf("shutdown answered %d waiters in %v", n, time.Since(start))
-	if err := <-served; err != nil {
-		t.Errorf("serve: %v", err)
-	}
 }
 
 func metricsText(t *testing.T, base string) string {

@@ -1,18 +1,17 @@
 package server_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
@@ -32,17 +31,11 @@ import (
 //	go test -run '^$' -bench WaitingAcquireMemory -benchtime 2000x ./server/
 func BenchmarkWaitingAcquireMemory(b *testing.B) {
 	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = redistest.Start(b).URL()
 	cfg.MaxWaiters = 0
 	cfg.AbuseLog = io.Discard
-	s, err := server.New(cfg, nil)
-	if err != nil {
-		b.Fatalf("new: %v", err)
-	}
-	go func() { _ = s.Serve() }()
-	b.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	base := "http://" + s.Addr()
+	s := gatewaytest.Start(b, cfg, nil)
+	base := gatewaytest.URL(s)
 	testenv.Do(b, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":300}`).Want(b, http.StatusOK)
 	waiters := func(n int) func() bool {
 		want := "leasegate_lock_waiters " + strconv.Itoa(n) + "\n"
@@ -57,10 +50,7 @@ func BenchmarkWaitingAcquireMemory(b *testing.B) {
 		}
 	}
 
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	g0 := runtime.NumGoroutine()
+	mem := testenv.StartMem()
 	conns := make([]net.Conn, 0, b.N)
 	defer func() {
 		for _, c := range conns {
@@ -83,13 +73,7 @@ func BenchmarkWaitingAcquireMemory(b *testing.B) {
 		}
 	}
 	testenv.WaitFor(b, "every acquire waiting", waiters(b.N))
-	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	n := float64(b.N)
-	b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-B/waiter")
-	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/n, "stack-B/waiter")
-	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/waiter")
+	mem.Report(b, "waiter")
 	if dir := os.Getenv("LEASEGATE_WAITER_PROFILES"); dir != "" {
 		for name, debug := range map[string]int{"heap.pprof": 0, "goroutine.txt": 1} {
 			f, err := os.Create(filepath.Join(dir, name))

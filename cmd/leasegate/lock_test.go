@@ -40,25 +40,26 @@ type lockRun struct {
 	stdout, stderr *logbuf.Buffer
 }
 
-// runLock runs `leasegate lock` with args in the background.
-func runLock(ctx context.Context, env map[string]string, args ...string) (*lockRun, <-chan struct{}) {
+// runCommand runs `leasegate <command>` with args in the background.
+func runCommand(ctx context.Context, env map[string]string, command string, args ...string) (*lockRun, <-chan struct{}) {
 	r := &lockRun{stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.code = run(ctx, append([]string{"lock"}, args...), strings.NewReader(""), r.stdout, r.stderr,
+		r.code = run(ctx, append([]string{command}, args...), strings.NewReader(""), r.stdout, r.stderr,
 			func(k string) string { return env[k] })
 	}()
 	return r, done
 }
 
-func runLockNow(t *testing.T, env map[string]string, args ...string) *lockRun {
+// runCommandNow runs `leasegate <command>` with args to its end.
+func runCommandNow(t *testing.T, env map[string]string, command string, args ...string) *lockRun {
 	t.Helper()
-	r, done := runLock(context.Background(), env, args...)
+	r, done := runCommand(context.Background(), env, command, args...)
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatal("leasegate lock did not finish within 20s")
+		t.Fatalf("leasegate %s did not finish within 20s", command)
 	}
 	return r
 }
@@ -69,7 +70,7 @@ func TestLockRunsTheCommandUnderTheLock(t *testing.T) {
 	c := client.New(g.url)
 
 	t.Run("passes the lease in the environment and releases at exit", func(t *testing.T) {
-		r := runLockNow(t, env, "--owner", "cron-1", "job one", "--",
+		r := runCommandNow(t, env, "lock", "--owner", "cron-1", "job one", "--",
 			"sh", "-c", `echo "$LEASEGATE_TOKEN|$LEASEGATE_RESOURCE|$LEASEGATE_OWNER|$LEASEGATE_EXPIRES_AT"`)
 		if r.code != 0 {
 			t.Fatalf("got exit %d (stderr %q), want 0", r.code, r.stderr.String())
@@ -93,7 +94,7 @@ func TestLockRunsTheCommandUnderTheLock(t *testing.T) {
 	})
 
 	t.Run("propagates the exit status", func(t *testing.T) {
-		r := runLockNow(t, env, "job-exit", "--", "sh", "-c", "exit 7")
+		r := runCommandNow(t, env, "lock", "job-exit", "--", "sh", "-c", "exit 7")
 		if r.code != 7 {
 			t.Fatalf("got exit %d, want 7", r.code)
 		}
@@ -103,7 +104,7 @@ func TestLockRunsTheCommandUnderTheLock(t *testing.T) {
 	})
 
 	t.Run("a command that cannot start exits 127 and releases", func(t *testing.T) {
-		r := runLockNow(t, env, "job-missing", "--", "/nonexistent/leasegate-test-cmd")
+		r := runCommandNow(t, env, "lock", "job-missing", "--", "/nonexistent/leasegate-test-cmd")
 		if r.code != 127 {
 			t.Fatalf("got exit %d, want 127", r.code)
 		}
@@ -123,7 +124,7 @@ func TestLockContention(t *testing.T) {
 	}
 
 	t.Run("exits 75 without running the command", func(t *testing.T) {
-		r := runLockNow(t, env, "busy", "--", "sh", "-c", "echo ran")
+		r := runCommandNow(t, env, "lock", "busy", "--", "sh", "-c", "echo ran")
 		if r.code != exitNotAcquired {
 			t.Fatalf("got exit %d, want %d", r.code, exitNotAcquired)
 		}
@@ -136,7 +137,7 @@ func TestLockContention(t *testing.T) {
 	})
 
 	t.Run("with --wait runs the command once the holder releases", func(t *testing.T) {
-		r, done := runLock(context.Background(), env, "--wait", "10s", "busy", "--", "sh", "-c", "echo ran")
+		r, done := runCommand(context.Background(), env, "lock", "--wait", "10s", "busy", "--", "sh", "-c", "echo ran")
 		// Release once the CLI's acquire is queued, read back from the
 		// waiters gauge, so the wake-up path is the one exercised.
 		waitMetric(t, g.url, "leasegate_lock_waiters 1")
@@ -157,7 +158,7 @@ func TestLockContention(t *testing.T) {
 func TestLockLeaseLossSignalsTheCommand(t *testing.T) {
 	g := startLockTestGateway(t)
 	env := map[string]string{"LEASEGATE_URL": g.url}
-	r, done := runLock(context.Background(), env, "--ttl", "2s", "--lost-signal", "USR1", "--kill-after", "5s", "fragile", "--",
+	r, done := runCommand(context.Background(), env, "lock", "--ttl", "2s", "--lost-signal", "USR1", "--kill-after", "5s", "fragile", "--",
 		"sh", "-c", `trap 'echo got-usr1; exit 0' USR1; echo started; while :; do sleep 0.05; done`)
 	r.waitStarted(t)
 	key, _ := g.l.Keys("fragile")
@@ -185,7 +186,7 @@ func TestLockForwardsTerminationToTheCommand(t *testing.T) {
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r, done := runLock(ctx, env, "--ttl", "1s", "--owner", "long-job", "interrupted", "--",
+	r, done := runCommand(ctx, env, "lock", "--ttl", "1s", "--owner", "long-job", "interrupted", "--",
 		"sh", "-c", `trap 'echo got-term; exit 143' TERM; echo started; while :; do sleep 0.05; done`)
 	r.waitStarted(t)
 	// The lease outlives its 1s TTL while the command runs: read back
@@ -224,7 +225,7 @@ func TestLockUsage(t *testing.T) {
 		{"--ttl", "1500ms", "res", "--", "true"},
 		{"--lost-signal", "NOPE", "res", "--", "true"},
 	} {
-		r := runLockNow(t, nil, args...)
+		r := runCommandNow(t, nil, "lock", args...)
 		if r.code != 2 {
 			t.Errorf("args %q: got exit %d, want 2 (usage)", args, r.code)
 		}

@@ -9,25 +9,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/client"
-	"github.com/leasegate/leasegate/internal/logbuf"
 )
-
-func runSemaphoreNow(t *testing.T, env map[string]string, args ...string) *lockRun {
-	t.Helper()
-	r := &lockRun{stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.code = run(context.Background(), append([]string{"semaphore"}, args...), strings.NewReader(""), r.stdout, r.stderr,
-			func(k string) string { return env[k] })
-	}()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("leasegate semaphore did not finish within 20s")
-	}
-	return r
-}
 
 func TestSemaphoreRunsTheCommandHoldingAPermit(t *testing.T) {
 	g := startLockTestGateway(t)
@@ -40,7 +22,7 @@ func TestSemaphoreRunsTheCommandHoldingAPermit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := runSemaphoreNow(t, env, "provider", "--limit", "2", "--owner", "cron-1", "--",
+		r := runCommandNow(t, env, "semaphore", "provider", "--limit", "2", "--owner", "cron-1", "--",
 			"sh", "-c", `echo "$LEASEGATE_TOKEN|$LEASEGATE_RESOURCE|$LEASEGATE_OWNER"`)
 		if r.code != 0 {
 			t.Fatalf("got exit %d (stderr %q), want 0", r.code, r.stderr.String())
@@ -62,7 +44,7 @@ func TestSemaphoreRunsTheCommandHoldingAPermit(t *testing.T) {
 		if _, err := c.AcquirePermit(ctx, "full", 1, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		r := runSemaphoreNow(t, env, "--limit", "1", "full", "--", "sh", "-c", "echo ran")
+		r := runCommandNow(t, env, "semaphore", "--limit", "1", "full", "--", "sh", "-c", "echo ran")
 		if r.code != exitNotAcquired || strings.Contains(r.stdout.String(), "ran") {
 			t.Errorf("got exit %d, stdout %q; want 75 and nothing run", r.code, r.stdout.String())
 		}
@@ -72,14 +54,14 @@ func TestSemaphoreRunsTheCommandHoldingAPermit(t *testing.T) {
 		if _, err := c.AcquirePermit(ctx, "lim", 3, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		r := runSemaphoreNow(t, env, "lim", "--limit", "4", "--", "true")
+		r := runCommandNow(t, env, "semaphore", "lim", "--limit", "4", "--", "true")
 		if r.code != 2 || !strings.Contains(r.stderr.String(), "3") {
 			t.Errorf("got exit %d, stderr %q; want 2 naming the limit in force, 3", r.code, r.stderr.String())
 		}
 	})
 
 	t.Run("the exit status is the command's", func(t *testing.T) {
-		r := runSemaphoreNow(t, env, "exit", "--limit", "1", "--", "sh", "-c", "exit 7")
+		r := runCommandNow(t, env, "semaphore", "exit", "--limit", "1", "--", "sh", "-c", "exit 7")
 		if r.code != 7 {
 			t.Fatalf("got exit %d, want 7", r.code)
 		}
@@ -98,7 +80,7 @@ func TestSemaphoreUsage(t *testing.T) {
 		{"name", "--limit", "2"},                   // no CMD
 		{"name", "--limit", "2", "--ttl", "1500ms", "--", "true"},
 	} {
-		r := runSemaphoreNow(t, map[string]string{"LEASEGATE_URL": "http://127.0.0.1:1"}, args...)
+		r := runCommandNow(t, map[string]string{"LEASEGATE_URL": "http://127.0.0.1:1"}, "semaphore", args...)
 		if r.code != 2 {
 			t.Errorf("%q: got exit %d, want 2 (usage)", args, r.code)
 		}

@@ -5,7 +5,8 @@
 // services), and the one request helper, Do (Serve for a prepared
 // request), with the assertions on its Answer: Want (status), Problem and
 // Fields (RFC 9457 problem with its slug), Slug, HeaderIs, JSON (strict
-// decode) and Map.
+// decode) and Map. StartMem and Mem.Report give a memory benchmark its
+// heap, stack and goroutines per object.
 //
 // The backend is a redistest.Backend: redistest.OnMini (miniredis with a
 // clock the test moves: Advance, SetTime) or redistest.OnRedis (a real
