@@ -394,7 +394,8 @@ func (e *EtcdResult) print(w io.Writer) {
 	}
 }
 
-// tail keeps the last max bytes written to it (a child's stderr).
+// tail keeps the last max bytes written to it (a child's stderr: the
+// etcd program's, the -waiters gateway's).
 type tail struct {
 	mu  sync.Mutex
 	max int

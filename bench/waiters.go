@@ -378,7 +378,7 @@ type gatewayProcess struct {
 	args   []string
 	addr   string
 	base   string
-	stderr *tailBuffer
+	stderr *tail
 	done   chan struct{}
 	err    error // the exit, once done is closed
 }
@@ -394,7 +394,7 @@ func startGatewayProcess(ctx context.Context, cfg Config, redisURL string, n int
 	if n > server.DefaultMaxWaiters {
 		args = append(args, "--max-waiters", strconv.Itoa(n))
 	}
-	gp := &gatewayProcess{args: args, addr: addr, base: "http://" + addr, stderr: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
+	gp := &gatewayProcess{args: args, addr: addr, base: "http://" + addr, stderr: &tail{max: 16 << 10}, done: make(chan struct{})}
 	gp.cmd = exec.Command(cfg.GatewayCommand, args...)
 	// Its own settings only: no LEASEGATE_* of this environment (API
 	// keys, say) changes the gateway measured.
@@ -526,29 +526,6 @@ func (m *GatewayMemory) fromMetrics(body []byte) {
 			m.Waiters = f
 		}
 	}
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }
 
 // printWaiters writes the waiters measurement.
