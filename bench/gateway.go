@@ -115,15 +115,11 @@ func (g *gateway) acquireAt(ctx context.Context, url string, body []byte, what s
 }
 
 func (g *gateway) release(ctx context.Context, i int) error {
-	_, err := g.send(ctx, http.MethodDelete, i, g.releases[i], http.StatusNoContent)
+	_, err := g.do(ctx, http.MethodDelete, g.urls[i], g.releases[i], http.StatusNoContent)
 	return err
 }
 
 func (g *gateway) cycle(ctx context.Context, i int) error { return cycleOf(ctx, g, i) }
-
-func (g *gateway) send(ctx context.Context, method string, i int, body []byte, want int) ([]byte, error) {
-	return g.do(ctx, method, g.urls[i], body, want)
-}
 
 // do sends one request to the gateway and returns the answer's body; an
 // answer other than want is an error.
