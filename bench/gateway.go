@@ -124,12 +124,18 @@ func (g *gateway) cycle(ctx context.Context, i int) error { return cycleOf(ctx, 
 // do sends one request to the gateway and returns the answer's body; an
 // answer other than want is an error.
 func (g *gateway) do(ctx context.Context, method, url string, body []byte, want int) ([]byte, error) {
+	return doJSON(ctx, g.hc, method, url, body, want)
+}
+
+// doJSON sends one JSON request with hc and returns the answer's body
+// (up to 1 MiB); an answer other than want is an error.
+func doJSON(ctx context.Context, hc *http.Client, method, url string, body []byte, want int) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := g.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

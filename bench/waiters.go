@@ -104,22 +104,9 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*Waite
 	hc := &http.Client{Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
 	call := func(method, url string, body []byte, want int) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+		data, err := doJSON(ctx, hc, method, url, body, want)
 		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("bench: waiters: %s %s: %w", method, url, err)
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != want {
-			return nil, fmt.Errorf("bench: waiters: %s %s: got %s %s, want %d", method, url, resp.Status, data, want)
+			return nil, fmt.Errorf("bench: waiters: %w", err)
 		}
 		return data, nil
 	}
