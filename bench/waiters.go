@@ -110,17 +110,22 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*Waite
 		}
 		return data, nil
 	}
+	// metrics reads the gateway's /metrics gauges into m.
+	metrics := func(m *GatewayMemory) error {
+		body, err := call(http.MethodGet, gp.base+"/metrics", nil, http.StatusOK)
+		if err != nil {
+			return err
+		}
+		m.fromMetrics(body)
+		return nil
+	}
 	read := func() (GatewayMemory, error) {
 		m, err := gp.memory()
 		if err != nil {
 			return m, err
 		}
-		body, err := call(http.MethodGet, gp.base+"/metrics", nil, http.StatusOK)
-		if err != nil {
-			return m, err
-		}
-		m.fromMetrics(body)
-		return m, nil
+		err = metrics(&m)
+		return m, err
 	}
 
 	holder := []byte(`{"owner":"bench-holder","ttl_seconds":` + strconv.Itoa(int(waitersDrain/time.Second)) + `}`)
@@ -138,13 +143,9 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*Waite
 	start := time.Now()
 	ws.open(ctx)
 	waiting := func() (int, error) {
-		body, err := call(http.MethodGet, gp.base+"/metrics", nil, http.StatusOK)
-		if err != nil {
-			return 0, err
-		}
 		var m GatewayMemory
-		m.fromMetrics(body)
-		return int(m.Waiters), nil
+		err := metrics(&m)
+		return int(m.Waiters), err
 	}
 	// The gateway's leasegate_lock_waiters gauge is the signal: it counts
 	// the requests inside their waiting acquire. (GET /locks's "waiters"
