@@ -56,15 +56,34 @@ func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
 			IdleConnTimeout:     time.Minute,
 		},
 	}
-	base := "http://" + s.Addr() + "/locks/bench-" + runID + "-"
+	g.urls = workerURLs("http://"+s.Addr()+"/locks/bench-"+runID+"-", cfg.Concurrency)
+	g.acquires, g.releases = ownerBodies(cfg, "")
+	return g, nil
+}
+
+// benchOwner is worker i's owner.
+func benchOwner(i int) string { return "bench-owner-" + strconv.Itoa(i) }
+
+// ownerBodies are each worker's acquire body, {"owner":...,"ttl_seconds":
+// cfg.TTL} with the JSON fields of extra (",..." or ""), and release
+// body, {"owner":...}.
+func ownerBodies(cfg Config, extra string) (acquires, releases [][]byte) {
 	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
 	for i := range cfg.Concurrency {
-		owner := "bench-owner-" + strconv.Itoa(i)
-		g.urls = append(g.urls, base+strconv.Itoa(i))
-		g.acquires = append(g.acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+`}`))
-		g.releases = append(g.releases, []byte(`{"owner":"`+owner+`"}`))
+		owner := benchOwner(i)
+		acquires = append(acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+extra+`}`))
+		releases = append(releases, []byte(`{"owner":"`+owner+`"}`))
 	}
-	return g, nil
+	return acquires, releases
+}
+
+// workerURLs are base followed by each worker's number.
+func workerURLs(base string, n int) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = base + strconv.Itoa(i)
+	}
+	return urls
 }
 
 // gatewayLogger is `leasegate serve`'s logger (JSON lines at level) on w.

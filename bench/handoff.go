@@ -158,13 +158,7 @@ func newHandoff(g *gateway, cfg Config, runID string) *handoff {
 		g:            g,
 		url:          "http://" + g.srv.Addr() + "/locks/bench-" + runID + "-handoff",
 	}
-	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
-	wait := strconv.FormatInt(handoffWait.Milliseconds(), 10)
-	for i := range cfg.Concurrency {
-		owner := "bench-owner-" + strconv.Itoa(i)
-		h.acquires = append(h.acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+`,"wait_ms":`+wait+`}`))
-		h.releases = append(h.releases, []byte(`{"owner":"`+owner+`"}`))
-	}
+	h.acquires, h.releases = ownerBodies(cfg, `,"wait_ms":`+strconv.FormatInt(handoffWait.Milliseconds(), 10))
 	return h
 }
 

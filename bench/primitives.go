@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 )
 
 // The primitives phases (-primitives), over HTTP to the lock phase's
@@ -33,15 +32,8 @@ type semaphoreCycle struct {
 }
 
 func newSemaphoreCycle(g *gateway, cfg Config, runID string) *semaphoreCycle {
-	s := &semaphoreCycle{g: g}
-	base := "http://" + g.srv.Addr() + "/semaphores/bench-" + runID + "-"
-	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
-	for i := range cfg.Concurrency {
-		owner := "bench-owner-" + strconv.Itoa(i)
-		s.urls = append(s.urls, base+strconv.Itoa(i))
-		s.acquires = append(s.acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+`,"limit":`+strconv.Itoa(semaphoreLimit)+`}`))
-		s.releases = append(s.releases, []byte(`{"owner":"`+owner+`"}`))
-	}
+	s := &semaphoreCycle{g: g, urls: workerURLs("http://"+g.srv.Addr()+"/semaphores/bench-"+runID+"-", cfg.Concurrency)}
+	s.acquires, s.releases = ownerBodies(cfg, `,"limit":`+strconv.Itoa(semaphoreLimit))
 	return s
 }
 
@@ -64,7 +56,6 @@ type claimCycle struct {
 	base   []string // per worker: .../claims/{scope}/w{i}-
 	owners []string
 	claims [][]byte
-	ttl    string
 	// Per worker: the sequence number of its current key and the token
 	// of its pending claim.
 	seq    []int
@@ -74,17 +65,15 @@ type claimCycle struct {
 func newClaimCycle(g *gateway, cfg Config, runID string) *claimCycle {
 	c := &claimCycle{
 		g:      g,
-		ttl:    strconv.FormatInt(int64(cfg.TTL/time.Second), 10),
 		seq:    make([]int, cfg.Concurrency),
 		tokens: make([]int64, cfg.Concurrency),
 	}
 	base := "http://" + g.srv.Addr() + "/claims/bench-" + runID + "/w"
 	for i := range cfg.Concurrency {
-		owner := "bench-owner-" + strconv.Itoa(i)
 		c.base = append(c.base, base+strconv.Itoa(i)+"-")
-		c.owners = append(c.owners, owner)
-		c.claims = append(c.claims, []byte(`{"owner":"`+owner+`","ttl_seconds":`+c.ttl+`}`))
+		c.owners = append(c.owners, benchOwner(i))
 	}
+	c.claims, _ = ownerBodies(cfg, "")
 	return c
 }
 
