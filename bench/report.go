@@ -96,11 +96,7 @@ func (r *Report) summarize() {
 	}
 	r.Floor = pick(func(rd Round) Phase { return rd.Floor })
 	r.Gateway = pick(func(rd Round) Phase { return rd.Gateway })
-	var ratios []float64
-	for _, rd := range r.Rounds {
-		ratios = append(ratios, rd.Ratio)
-	}
-	r.Ratio = median(ratios)
+	r.Ratio = medianBy(r.Rounds, func(rd Round) float64 { return rd.Ratio })
 	r.Etcd.summarize()
 	r.Phases = medianPhases(r.Rounds)
 }
