@@ -232,13 +232,17 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	// appending them allocates nothing more.
 	keys := append(make([]string, 0, 4), lock, fence)
 	args := append(make([]interface{}, 0, 9), owner, ttlMS, l.retentionArg, l.layoutArg)
-	reg, _ := ctx.Value(registrationKey{}).(*Registration)
-	if reg != nil && l.opts.PublishOnlyToWaiters {
+	// A registration counts only with PublishOnlyToWaiters.
+	var reg *Registration
+	if l.opts.PublishOnlyToWaiters {
+		reg, _ = ctx.Value(registrationKey{}).(*Registration)
+	}
+	if reg != nil {
 		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
 		args = append(args, reg.id, reg.ttl.Milliseconds())
 	}
 	keys, args = l.indexInScript(tenant, resource, keys, args)
-	if reg != nil && l.opts.PublishOnlyToWaiters {
+	if reg != nil {
 		if len(args) == 6 { // no index: ARGV[7..8] are ''
 			args = append(args, "", "")
 		}
@@ -266,10 +270,10 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(a.lock.ExpiresAt.UnixMilli()-a.nowMS) * time.Millisecond
-		if reg != nil && l.opts.PublishOnlyToWaiters {
+		if reg != nil {
 			reg.registered.Store(true)
 		}
-	} else if reg != nil && l.opts.PublishOnlyToWaiters {
+	} else if reg != nil {
 		// The grant took the entry out in the same script run.
 		reg.registered.Store(false)
 	}
