@@ -379,12 +379,16 @@ func (l *Locker) release(ctx context.Context, tenant, resource, owner string, to
 		msg = lock
 	}
 	keys := append(make([]string, 0, 3), lock) // room for releaseExtras
-	if l.opts.PublishOnlyToWaiters && msg != "" {
-		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
-	}
 	var channel interface{} = l.channelArg
-	if l.opts.ShardedReleases && msg != "" {
-		channel = l.releaseChannel(tenant, resource)
+	if msg != "" && (l.opts.PublishOnlyToWaiters || l.opts.ShardedReleases) {
+		// The resource's keys are built once for both.
+		r := l.keys.Resource(tenant, resource)
+		if l.opts.PublishOnlyToWaiters {
+			keys = append(keys, r.Waiters())
+		}
+		if l.opts.ShardedReleases {
+			channel = r.Released() // releaseChannel
+		}
 	}
 	args := append(make([]interface{}, 0, 7), owner, scriptreply.TokenArg(token), channel, msg)
 	keys, args = l.releaseExtras(tenant, resource, keys, args)
