@@ -178,19 +178,14 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 	var stale []string
 	for i, n := range names {
 		v := leases[i].Val()
-		f := make([]interface{}, 4)
-		ok := len(v) == 4
-		if ok {
-			// HMGET answers token, acquired_at, expires_at, owner order for decodeLock.
-			f[0], f[1], f[2], f[3] = v[1], v[2], v[3], v[0]
-		}
 		var lk leasegate.Lock
-		if ok && v[0] != nil && v[3] != nil {
+		ok := len(v) == 4 && v[0] != nil && v[3] != nil
+		if ok {
+			// HMGET answers owner first; decodeLock reads token,
+			// acquired_at, expires_at, owner.
 			var derr error
-			lk, derr = decodeLock(n, f)
+			lk, derr = decodeLock(n, []interface{}{v[1], v[2], v[3], v[0]})
 			ok = derr == nil
-		} else {
-			ok = false
 		}
 		if !ok || lk.ExpiresAt.UnixMilli() <= nowMS {
 			stale = append(stale, n)
