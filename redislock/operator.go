@@ -158,11 +158,13 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 	countInRedis := o.locks.opts.PublishOnlyToWaiters
 	leases := make([]*redis.SliceCmd, len(names))
 	waiters := make([]*redis.StringSliceCmd, len(names))
+	lockKeys := make([]string, len(names))
 	var now *redis.TimeCmd
 	_, err := o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range names {
 			k := o.locks.keys.Resource(tenant, n)
-			leases[i] = p.HMGet(ctx, k.Lock(), "owner", "token", "acquired_at", "expires_at")
+			lockKeys[i] = k.Lock()
+			leases[i] = p.HMGet(ctx, lockKeys[i], "owner", "token", "acquired_at", "expires_at")
 			if countInRedis {
 				waiters[i] = p.HVals(ctx, k.Waiters())
 			}
@@ -201,7 +203,9 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 				}
 			}
 		} else {
-			h.Waiters = o.waiter.Queued(o.locks.Tenant(tenant), n)
+			// The lock key is the release message the local queue is
+			// kept under (Waiter.Queued).
+			h.Waiters = o.waiter.QueuedOn(lockKeys[i])
 		}
 		live = append(live, h)
 	}
