@@ -158,11 +158,13 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 	countInRedis := o.locks.opts.PublishOnlyToWaiters
 	leases := make([]*redis.SliceCmd, len(names))
 	waiters := make([]*redis.StringSliceCmd, len(names))
+	lockKeys := make([]string, len(names))
 	var now *redis.TimeCmd
 	_, err := o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range names {
 			k := o.locks.keys.Resource(tenant, n)
-			leases[i] = p.HMGet(ctx, k.Lock(), "owner", "token", "acquired_at", "expires_at")
+			lockKeys[i] = k.Lock()
+			leases[i] = p.HMGet(ctx, lockKeys[i], "owner", "token", "acquired_at", "expires_at")
 			if countInRedis {
 				waiters[i] = p.HVals(ctx, k.Waiters())
 			}
@@ -178,19 +180,14 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 	var stale []string
 	for i, n := range names {
 		v := leases[i].Val()
-		f := make([]interface{}, 4)
-		ok := len(v) == 4
-		if ok {
-			// HMGET answers token, acquired_at, expires_at, owner order for decodeLock.
-			f[0], f[1], f[2], f[3] = v[1], v[2], v[3], v[0]
-		}
 		var lk leasegate.Lock
-		if ok && v[0] != nil && v[3] != nil {
+		ok := len(v) == 4 && v[0] != nil && v[3] != nil
+		if ok {
+			// HMGET answers owner first; decodeLock reads token,
+			// acquired_at, expires_at, owner.
 			var derr error
-			lk, derr = decodeLock(n, f)
+			lk, derr = decodeLock(n, []interface{}{v[1], v[2], v[3], v[0]})
 			ok = derr == nil
-		} else {
-			ok = false
 		}
 		if !ok || lk.ExpiresAt.UnixMilli() <= nowMS {
 			stale = append(stale, n)
@@ -206,7 +203,9 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 				}
 			}
 		} else {
-			h.Waiters = o.waiter.Queued(o.locks.Tenant(tenant), n)
+			// The lock key is the release message the local queue is
+			// kept under (Waiter.Queued).
+			h.Waiters = o.waiter.QueuedOn(lockKeys[i])
 		}
 		live = append(live, h)
 	}

@@ -232,13 +232,17 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	// appending them allocates nothing more.
 	keys := append(make([]string, 0, 4), lock, fence)
 	args := append(make([]interface{}, 0, 9), owner, ttlMS, l.retentionArg, l.layoutArg)
-	reg, _ := ctx.Value(registrationKey{}).(*Registration)
-	if reg != nil && l.opts.PublishOnlyToWaiters {
+	// A registration counts only with PublishOnlyToWaiters.
+	var reg *Registration
+	if l.opts.PublishOnlyToWaiters {
+		reg, _ = ctx.Value(registrationKey{}).(*Registration)
+	}
+	if reg != nil {
 		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
 		args = append(args, reg.id, reg.ttl.Milliseconds())
 	}
 	keys, args = l.indexInScript(tenant, resource, keys, args)
-	if reg != nil && l.opts.PublishOnlyToWaiters {
+	if reg != nil {
 		if len(args) == 6 { // no index: ARGV[7..8] are ''
 			args = append(args, "", "")
 		}
@@ -266,10 +270,10 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(a.lock.ExpiresAt.UnixMilli()-a.nowMS) * time.Millisecond
-		if reg != nil && l.opts.PublishOnlyToWaiters {
+		if reg != nil {
 			reg.registered.Store(true)
 		}
-	} else if reg != nil && l.opts.PublishOnlyToWaiters {
+	} else if reg != nil {
 		// The grant took the entry out in the same script run.
 		reg.registered.Store(false)
 	}
@@ -375,12 +379,16 @@ func (l *Locker) release(ctx context.Context, tenant, resource, owner string, to
 		msg = lock
 	}
 	keys := append(make([]string, 0, 3), lock) // room for releaseExtras
-	if l.opts.PublishOnlyToWaiters && msg != "" {
-		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
-	}
 	var channel interface{} = l.channelArg
-	if l.opts.ShardedReleases && msg != "" {
-		channel = l.releaseChannel(tenant, resource)
+	if msg != "" && (l.opts.PublishOnlyToWaiters || l.opts.ShardedReleases) {
+		// The resource's keys are built once for both.
+		r := l.keys.Resource(tenant, resource)
+		if l.opts.PublishOnlyToWaiters {
+			keys = append(keys, r.Waiters())
+		}
+		if l.opts.ShardedReleases {
+			channel = r.Released() // releaseChannel
+		}
 	}
 	args := append(make([]interface{}, 0, 7), owner, scriptreply.TokenArg(token), channel, msg)
 	keys, args = l.releaseExtras(tenant, resource, keys, args)

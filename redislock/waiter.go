@@ -399,12 +399,7 @@ func (w *Waiter) wakeHeadsLocked() {
 func (w *Waiter) notify(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if q := w.queues[key]; q != nil {
-		if f := q.l.Front(); f != nil {
-			signal(f.Value.(*waiter).wake)
-		}
-	}
-	w.wakeWatchersLocked(key)
+	w.wakeKeyLocked(key)
 }
 
 func signal(c chan struct{}) {
