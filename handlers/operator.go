@@ -133,21 +133,13 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 	if !principal(c).Role.Allows(leasegate.RoleOps) {
 		return problem(leasegate.CodeForbidden, "only an ops key may force a release")
 	}
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "reason")
+	fields, err := a.readFields(c, "reason")
 	if err != nil {
 		return err
 	}
 	var ck checker
 	resource := resourceParam(c, &ck)
-	for k := range q {
-		if k != "force" && k != "reason" {
-			ck.fail(k, "unknown query parameter")
-		}
-	}
+	onlyQuery(&ck, q, "force", "reason")
 	if f, _ := oneQuery(q, &ck, "force"); f != "true" {
 		ck.fail("force", "must be true")
 	}
