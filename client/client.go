@@ -214,6 +214,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		}
 		return resp.StatusCode, resp.Header, nil
 	}
+	return resp.StatusCode, resp.Header, answerError(resp, data)
+}
+
+// answerError is the *Error of a non-2xx answer whose body is data: its
+// problem, or one named by the status when the body is not a problem.
+func answerError(resp *http.Response, data []byte) *Error {
 	e := &Error{Status: resp.StatusCode}
 	if json.Unmarshal(data, e) != nil || e.Type == "" {
 		e.Type = "about:blank/" + string(codeForStatus(resp.StatusCode))
@@ -234,7 +240,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 	if rl, ok := ParseRateLimit(resp.Header); ok {
 		e.RateLimit = &rl
 	}
-	return resp.StatusCode, resp.Header, e
+	return e
 }
 
 // statusCodes inverts the domain's table where a status has exactly one

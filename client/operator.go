@@ -157,16 +157,7 @@ func (c *Client) Watch(ctx context.Context, resource string, fn func(Event) erro
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		e := &Error{Status: resp.StatusCode}
-		if json.Unmarshal(data, e) != nil || e.Type == "" {
-			e.Title, e.Detail = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
-		}
-		if code, ok := leasegate.CodeOfType(e.Type); ok {
-			e.Code = code
-		} else {
-			e.Code = codeForStatus(resp.StatusCode)
-		}
-		return e
+		return answerError(resp, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	kind, data := "", ""

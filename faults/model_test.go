@@ -40,13 +40,13 @@ func (s leaseState) certainlyLive(now int64) bool {
 	return s.owner != "" && s.expires > now
 }
 
-// free ends the lease; clock is a Redis time known to have passed.
 // mayBeHeldBy: in's owner, under in's token where the state knows the
 // token, is the holder of s.
 func (s leaseState) mayBeHeldBy(in modelInput) bool {
 	return s.owner == in.owner && (s.token == 0 || s.token == in.reqToken)
 }
 
+// free ends the lease; clock is a Redis time known to have passed.
 func (s leaseState) free(clock int64) leaseState {
 	return leaseState{clock: max(s.clock, clock), maxToken: s.maxToken}
 }
@@ -204,6 +204,9 @@ func stepHolderCall(s leaseState, in modelInput, out modelOutput, after leaseSta
 	return nil
 }
 
+// notFound: a 404 says there is no live lease, so whatever lease the
+// state has must have expired by now: the Redis clock is past the time
+// it was certainly live until.
 func notFound(s leaseState) leaseState {
 	if s.owner == "" {
 		return s

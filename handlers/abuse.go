@@ -106,12 +106,7 @@ func listQuery(c echo.Context, ck *checker, extra ...string) leasegate.FlagQuery
 	if v, ok := oneQuery(q, ck, "limit"); ok {
 		lq.Limit = limitValue(ck, v, leasegate.MaxFlagPageSize)
 	}
-	if v, ok := oneQuery(q, ck, "cursor"); ok {
-		if v == "" || len(v) > 1024 {
-			ck.fail("cursor", "must be a next_cursor from a previous page")
-		}
-		lq.Cursor = v
-	}
+	lq.Cursor = pageCursor(q, ck, 1024)
 	return lq
 }
 

@@ -85,6 +85,16 @@ func pageLimit(q url.Values, ck *checker) int {
 	return limitValue(ck, v, leasegate.MaxListLimit)
 }
 
+// pageCursor reads ?cursor=: when given, a non-empty string of at most
+// most bytes (a next_cursor of a previous page).
+func pageCursor(q url.Values, ck *checker, most int) string {
+	v, ok := oneQuery(q, ck, "cursor")
+	if ok && (v == "" || len(v) > most) {
+		ck.fail("cursor", "must be a next_cursor from a previous page")
+	}
+	return v
+}
+
 // limitValue checks a given ?limit= value: an integer from 1 to most.
 func limitValue(ck *checker, v string, most int) int {
 	n, err := strconv.Atoi(v)
@@ -103,10 +113,7 @@ func (a *API) listLocks(c echo.Context) error {
 		ck.fail("prefix", "must be at most 255 bytes without control characters")
 	}
 	limit := pageLimit(q, &ck)
-	cursor, hasCursor := oneQuery(q, &ck, "cursor")
-	if hasCursor && (cursor == "" || len(cursor) > 255) {
-		ck.fail("cursor", "must be a next_cursor from a previous page")
-	}
+	cursor := pageCursor(q, &ck, 255)
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -133,21 +140,13 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 	if !principal(c).Role.Allows(leasegate.RoleOps) {
 		return problem(leasegate.CodeForbidden, "only an ops key may force a release")
 	}
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "reason")
+	fields, err := a.readFields(c, "reason")
 	if err != nil {
 		return err
 	}
 	var ck checker
 	resource := resourceParam(c, &ck)
-	for k := range q {
-		if k != "force" && k != "reason" {
-			ck.fail(k, "unknown query parameter")
-		}
-	}
+	onlyQuery(&ck, q, "force", "reason")
 	if f, _ := oneQuery(q, &ck, "force"); f != "true" {
 		ck.fail("force", "must be true")
 	}
@@ -170,10 +169,7 @@ func (a *API) listAudit(c echo.Context) error {
 	noQuery(c, &ck, "limit", "cursor")
 	q := c.QueryParams()
 	limit := pageLimit(q, &ck)
-	cursor, hasCursor := oneQuery(q, &ck, "cursor")
-	if hasCursor && (cursor == "" || len(cursor) > 64) {
-		ck.fail("cursor", "must be a next_cursor from a previous page")
-	}
+	cursor := pageCursor(q, &ck, 64)
 	if err := ck.err(); err != nil {
 		return err
 	}

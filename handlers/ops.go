@@ -183,7 +183,7 @@ func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
 	e.GET("/ops", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, "/ops/")
 	})
-	e.GET("/ops/assets/ops.css", a.opsAsset)
+	e.GET("/ops/assets/ops.css", opsAsset("ops.css"))
 	e.GET("/ops/", wrap(a.opsPage, page...))
 	e.POST("/ops/clear", wrap(a.opsAction("clear"), page...))
 	e.POST("/ops/ban", wrap(a.opsAction("ban"), page...))
@@ -195,13 +195,17 @@ func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
 	}
 }
 
-func (a *API) opsAsset(c echo.Context) error {
-	b, err := fs.ReadFile(opsFiles, "opspage/ops.css")
-	if err != nil {
-		return err
+// opsAsset serves the page's stylesheet name (under opspage/), read from
+// the embedded files once, when the route is registered.
+func opsAsset(name string) echo.HandlerFunc {
+	b, err := fs.ReadFile(opsFiles, "opspage/"+name)
+	return func(c echo.Context) error {
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Cache-Control", "no-cache")
+		return c.Blob(http.StatusOK, "text/css; charset=utf-8", b)
 	}
-	c.Response().Header().Set("Cache-Control", "no-cache")
-	return c.Blob(http.StatusOK, "text/css; charset=utf-8", b)
 }
 
 // fromPage reports whether a request is a browser's on the page's

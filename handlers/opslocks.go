@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,21 +85,12 @@ func (a *API) registerOpsLocks(e *echo.Echo, authn echo.MiddlewareFunc) {
 	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
 	// Behind the page's authentication: unlike ops.css, the login form
 	// does not need it.
-	e.GET("/ops/assets/locks.css", wrap(a.opsLocksAsset, page...))
+	e.GET("/ops/assets/locks.css", wrap(opsAsset("locks.css"), page...))
 	e.GET("/ops/locks", wrap(a.opsLocks, page...))
 	e.POST("/ops/locks/release", wrap(a.opsForceRelease, page...))
 	if a.deps.Audit != nil {
 		e.GET("/ops/audit", wrap(a.opsAudit, page...))
 	}
-}
-
-func (a *API) opsLocksAsset(c echo.Context) error {
-	b, err := fs.ReadFile(opsFiles, "opspage/locks.css")
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("Cache-Control", "no-cache")
-	return c.Blob(http.StatusOK, "text/css; charset=utf-8", b)
 }
 
 func (a *API) opsLocksView(c echo.Context, title, view string) opsLocksView {

@@ -74,7 +74,10 @@ func (m *Metrics) SetLockClasses(prefixes []string) {
 // LockClass is the class of resource: the longest configured prefix it
 // starts with, or OtherClass.
 func (m *Metrics) LockClass(resource string) string {
-	c := m.lockClasses.Load()
+	return m.lockClasses.Load().of(resource)
+}
+
+func (c *classes) of(resource string) string {
 	for _, p := range c.prefixes {
 		if strings.HasPrefix(resource, p) {
 			return p
@@ -83,8 +86,11 @@ func (m *Metrics) LockClass(resource string) string {
 	return OtherClass
 }
 
+// class is the children of resource's class, from one load of the
+// classes (the prefix and its children come from the same set).
 func (m *Metrics) class(resource string) *classChildren {
-	return m.lockClasses.Load().by[m.LockClass(resource)]
+	c := m.lockClasses.Load()
+	return c.by[c.of(resource)]
 }
 
 // ObserveAcquire records an acquire's contention: its wait when granted

@@ -37,9 +37,8 @@ func (s *Server) wireOperator(deps *handlers.Deps, locks *redislock.Locker) {
 	s.operator = redislock.NewOperator(s.rdb, locks, s.waiter, redislock.OperatorOptions{
 		OpTimeout: s.cfg.HTTP.RequestTimeout,
 		OnExpired: func(_, resource string) { s.metrics.ObserveExpiry(resource) },
-		// Forced releases are webhook events, as abuse's are (the same
-		// condition as abuse.Options.Outbox).
-		Outbox:       len(s.cfg.Webhooks.URLs) > 0,
+		// Forced releases are webhook events, as abuse's are.
+		Outbox:       s.cfg.webhooksOn(),
 		Log:          s.log.Named("operator"),
 		OutboxFailed: s.metrics.WebhookOutboxFailed,
 	})

@@ -311,7 +311,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Policies: cfg.AbusePolicies,
 		Log:      NewAbuseLogger(abuseLog),
 		Metrics:  s.metrics,
-		Outbox:   len(cfg.Webhooks.URLs) > 0,
+		Outbox:   cfg.webhooksOn(),
 	})
 	if err := s.startWebhooks(); err != nil {
 		s.closeRedis()

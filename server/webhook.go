@@ -35,10 +35,14 @@ func (c Config) validateWebhooks() []error {
 	return errs
 }
 
+// webhooksOn says whether this deployment has webhooks: then abuse events
+// and forced releases are written to the outbox and delivered from it.
+func (c Config) webhooksOn() bool { return len(c.Webhooks.URLs) > 0 }
+
 // startWebhooks starts this gateway's share of webhook delivery: every
 // gateway of the fleet delivers from the same outbox (package webhook).
 func (s *Server) startWebhooks() error {
-	if len(s.cfg.Webhooks.URLs) == 0 {
+	if !s.cfg.webhooksOn() {
 		return nil
 	}
 	cfg := s.cfg.Webhooks
@@ -59,7 +63,7 @@ func (s *Server) startWebhooks() error {
 // webhookInspector is GET /abuse/webhooks's view of the outbox (nil
 // without webhooks).
 func (s *Server) webhookInspector() leasegate.WebhookInspector {
-	if len(s.cfg.Webhooks.URLs) == 0 {
+	if !s.cfg.webhooksOn() {
 		return nil
 	}
 	return webhook.NewInspector(s.rdb, s.cfg.KeyPrefix, true)
