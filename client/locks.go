@@ -63,18 +63,12 @@ func (l *Lease) deadline() time.Time {
 	return l.ExpiresAt
 }
 
-type lockJSON struct {
-	Resource   string    `json:"resource"`
-	Owner      string    `json:"owner"`
-	Token      int64     `json:"token"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
-
-func (j lockJSON) lease(ttl time.Duration, sent time.Time) *Lease {
+// lease is the lock of an answer as a Lease asked for ttl, granted by
+// the request sent at sent.
+func (h HeldLock) lease(ttl time.Duration, sent time.Time) *Lease {
 	return &Lease{
-		Resource: j.Resource, Owner: j.Owner, Token: j.Token,
-		AcquiredAt: j.AcquiredAt, ExpiresAt: j.ExpiresAt,
+		Resource: h.Resource, Owner: h.Owner, Token: h.Token,
+		AcquiredAt: h.AcquiredAt, ExpiresAt: h.ExpiresAt,
 		TTL: ttl, localExpiry: sent.Add(ttl),
 	}
 }
@@ -166,7 +160,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration
 	}
 	var out struct {
 		Acquired     bool     `json:"acquired"`
-		Lock         lockJSON `json:"lock"`
+		Lock         HeldLock `json:"lock"`
 		Resource     string   `json:"resource"`
 		RetryAfterMS int64    `json:"retry_after_ms"`
 	}
@@ -199,7 +193,7 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 	body := ownerBody(lease.Owner, lease.Token)
 	body["ttl_seconds"] = secs
 	var out struct {
-		Lock lockJSON `json:"lock"`
+		Lock HeldLock `json:"lock"`
 	}
 	var sent time.Time
 	op := func() error {
@@ -247,7 +241,7 @@ func (c *Client) release(ctx context.Context, path string, body map[string]any) 
 // Status returns the live lease on resource, or ErrNotFound.
 func (c *Client) Status(ctx context.Context, resource string) (*Lease, error) {
 	var out struct {
-		Lock lockJSON `json:"lock"`
+		Lock HeldLock `json:"lock"`
 	}
 	if _, _, err := c.call(ctx, http.MethodGet, lockPath(resource), nil, &out); err != nil {
 		return nil, err

@@ -17,7 +17,10 @@ import (
 
 // Seeing and acting on locks (ops role; docs/operations.md).
 
-// HeldLock is a live lease as the listing shows it.
+// HeldLock is a live lease as the listing shows it: the contract's LOCK
+// plus Waiters. The client reads every LOCK of an answer into it (an
+// acquire's, a renewal's, a status, a forced release's, a watched
+// event's), with Waiters 0 where the answer has none.
 type HeldLock struct {
 	Resource   string    `json:"resource"`
 	Owner      string    `json:"owner"`
