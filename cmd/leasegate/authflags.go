@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"strings"
 
 	"github.com/leasegate/leasegate/server"
 )
@@ -16,27 +15,5 @@ func authFlags(fs *flag.FlagSet, cfg *server.Config) {
 	fs.DurationVar(&cfg.OpsSessionTTL, "ops-session-ttl", cfg.OpsSessionTTL, "how long a browser login to the /ops/ page lasts (1m..168h)")
 	fs.StringVar(&cfg.OpsSessionSecret, "ops-session-secret", cfg.OpsSessionSecret, "secret (at least 32 bytes) mixed into /ops/ session cookies so the key file alone cannot forge one; the same on every gateway; prefer LEASEGATE_OPS_SESSION_SECRET to the flag")
 	fs.BoolVar(&cfg.HTTP.OpsSecureCookies, "ops-secure-cookies", cfg.HTTP.OpsSecureCookies, "mark the /ops/ page's cookies Secure on plain HTTP too (behind a TLS-terminating proxy); over TLS they always are")
-	fs.Var((*cidrList)(&cfg.TrustedProxies), "trusted-proxies", "comma-separated CIDRs or addresses of reverse proxies whose X-Forwarded-For is believed (default none: the peer address is the client)")
-}
-
-// cidrList is a comma-separated flag value; each Set replaces the list, so
-// the command line overrides the environment instead of adding to it.
-type cidrList []string
-
-func (l *cidrList) String() string {
-	if l == nil {
-		return ""
-	}
-	return strings.Join(*l, ",")
-}
-
-func (l *cidrList) Set(s string) error {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	*l = out
-	return nil
+	fs.Var(listFlag{p: &cfg.TrustedProxies}, "trusted-proxies", "comma-separated CIDRs or addresses of reverse proxies whose X-Forwarded-For is believed (default none: the peer address is the client)")
 }

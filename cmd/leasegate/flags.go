@@ -68,3 +68,33 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	}
 	return nil
 }
+
+// listFlag is a comma-separated list flag bound to *p; blanks around an
+// item and empty items are dropped. Each Set replaces the list, so the
+// command line overrides the environment instead of adding to it; with
+// add, a repeatable flag, values add up instead.
+type listFlag struct {
+	p   *[]string
+	add bool
+}
+
+func (l listFlag) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	var out []string
+	if l.add {
+		out = *l.p
+	}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	*l.p = out
+	return nil
+}

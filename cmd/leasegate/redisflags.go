@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"strings"
 
 	"github.com/leasegate/leasegate/server"
 )
@@ -11,10 +10,10 @@ import (
 // (docs/configuration.md, docs/deployment.md).
 func redisFlags(fs *flag.FlagSet, r *server.RedisConfig) {
 	fs.StringVar(&r.SentinelMaster, "redis-sentinel-master", r.SentinelMaster, "Sentinel master name (with --redis-sentinel-addrs)")
-	fs.Var(addrList{&r.SentinelAddrs}, "redis-sentinel-addrs", "comma-separated host:port of the Sentinels")
+	fs.Var(listFlag{p: &r.SentinelAddrs}, "redis-sentinel-addrs", "comma-separated host:port of the Sentinels")
 	fs.StringVar(&r.SentinelUsername, "redis-sentinel-username", r.SentinelUsername, "username for the Sentinels themselves (ACL)")
 	fs.StringVar(&r.SentinelPassword, "redis-sentinel-password", r.SentinelPassword, "password for the Sentinels themselves")
-	fs.Var(addrList{&r.ClusterAddrs}, "redis-cluster-addrs", "comma-separated host:port seeds of a Redis Cluster")
+	fs.Var(listFlag{p: &r.ClusterAddrs}, "redis-cluster-addrs", "comma-separated host:port seeds of a Redis Cluster")
 	fs.StringVar(&r.Username, "redis-username", r.Username, "Redis ACL username (overrides the URL's)")
 	fs.StringVar(&r.Password, "redis-password", r.Password, "Redis password (overrides the URL's); prefer LEASEGATE_REDIS_PASSWORD to a flag")
 	fs.BoolVar(&r.TLS, "redis-tls", r.TLS, "use TLS to Redis (implied by rediss:// and by the other --redis-tls-* flags)")
@@ -27,25 +26,4 @@ func redisFlags(fs *flag.FlagSet, r *server.RedisConfig) {
 	fs.DurationVar(&r.MinReplicasTimeout, "min-replicas-timeout", r.MinReplicasTimeout, "how long each grant waits for --min-replicas acknowledgements")
 	fs.BoolVar(&r.ClassicPubSub, "redis-classic-pubsub", r.ClassicPubSub, "on Redis Cluster, publish release wake-ups with classic PUBLISH to every gateway instead of sharded pub/sub (Redis >= 7); for rolling upgrades from versions without it")
 	fs.BoolVar(&r.AllowEviction, "allow-eviction", r.AllowEviction, "serve on a Redis whose maxmemory-policy may evict lock keys (a lock can then be granted twice); default: refuse to start, /readyz 503")
-}
-
-// addrList is a comma-separated list flag; setting it replaces the list.
-type addrList struct{ p *[]string }
-
-func (a addrList) String() string {
-	if a.p == nil {
-		return ""
-	}
-	return strings.Join(*a.p, ",")
-}
-
-func (a addrList) Set(v string) error {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	*a.p = out
-	return nil
 }

@@ -95,13 +95,7 @@ func (c *Cluster) AddReplica(t testing.TB, master *Server) *Server {
 }
 
 // Addrs are host:port of every node.
-func (c *Cluster) Addrs() []string {
-	var a []string
-	for _, n := range c.Nodes {
-		a = append(a, n.Addr())
-	}
-	return a
-}
+func (c *Cluster) Addrs() []string { return addrs(c.Nodes) }
 
 // waitOK polls CLUSTER INFO on every node until all say cluster_state:ok
 // and know every slot, or fails the test at the deadline.

@@ -165,6 +165,15 @@ func (s *Server) start() {
 // Addr is host:port of the server.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
+// addrs are host:port of each of servers.
+func addrs(servers []*Server) []string {
+	var a []string
+	for _, s := range servers {
+		a = append(a, s.Addr())
+	}
+	return a
+}
+
 // URL is the server's redis:// URL (rediss:// for StartTLS).
 func (s *Server) URL() string {
 	if s.tls {

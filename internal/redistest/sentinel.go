@@ -66,13 +66,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 }
 
 // Addrs are host:port of the Sentinels.
-func (s *Sentinel) Addrs() []string {
-	var a []string
-	for _, sn := range s.Sentinels {
-		a = append(a, sn.Addr())
-	}
-	return a
-}
+func (s *Sentinel) Addrs() []string { return addrs(s.Sentinels) }
 
 // MasterAddr is the master's host:port as the first Sentinel sees it.
 func (s *Sentinel) MasterAddr(t testing.TB) string {
