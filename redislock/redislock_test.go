@@ -227,14 +227,7 @@ func TestRelease(t *testing.T) {
 				if got != tc.want {
 					t.Fatalf("got %v, want %v", got, tc.want)
 				}
-				after, err := l.Status(ctx, "r")
-				if tc.stillUp {
-					if err != nil || after != before {
-						t.Errorf("got status %+v, %v after a refused release; want unchanged %+v", after, err, before)
-					}
-				} else if !errors.Is(err, redislock.ErrNotHeld) {
-					t.Errorf("got status %+v, %v; want ErrNotHeld", after, err)
-				}
+				checkLeft(t, l, "r", before, tc.stillUp)
 			})
 		}
 	})
@@ -340,14 +333,7 @@ func TestRenew(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("got %v, want %v", err, tc.want)
 				}
-				after, err := l.Status(ctx, "r")
-				if tc.stillUp {
-					if err != nil || after != before {
-						t.Errorf("got status %+v, %v; want unchanged %+v", after, err, before)
-					}
-				} else if !errors.Is(err, redislock.ErrNotHeld) {
-					t.Errorf("got status %+v, %v; want still ErrNotHeld", after, err)
-				}
+				checkLeft(t, l, "r", before, tc.stillUp)
 			})
 		}
 
@@ -420,6 +406,20 @@ func TestTenantsAreSeparateNamespaces(t *testing.T) {
 			t.Errorf("default tenant: got %v, want ErrNotHeld", err)
 		}
 	})
+}
+
+// checkLeft checks what a call left of resource: with stillUp, the lease
+// before it exactly as it was; otherwise nothing held.
+func checkLeft(t *testing.T, l *redislock.Locker, resource string, before redislock.Lock, stillUp bool) {
+	t.Helper()
+	after, err := l.Status(context.Background(), resource)
+	if stillUp {
+		if err != nil || after != before {
+			t.Errorf("got status %+v, %v; want unchanged %+v", after, err, before)
+		}
+	} else if !errors.Is(err, redislock.ErrNotHeld) {
+		t.Errorf("got status %+v, %v; want ErrNotHeld", after, err)
+	}
 }
 
 // keepKey removes the lock key's TTL so that it outlives its expires_at,
