@@ -107,6 +107,16 @@ var layouts = []struct {
 	layout redislock.Layout
 }{{"two keys", redislock.LayoutTwoKeys}, {"one key", redislock.LayoutOneKey}}
 
+// forEachLayout runs fn as a subtest per layout, each on every engine.
+func forEachLayout(t *testing.T, fn func(t *testing.T, e *engine, layout redislock.Layout)) {
+	t.Helper()
+	for _, lay := range layouts {
+		t.Run(lay.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e *engine) { fn(t, e, lay.layout) })
+		})
+	}
+}
+
 // Mutual exclusion across versions, for both layouts of the new version:
 // whichever gateway holds a lease, the other sees it held, refuses it to
 // a third owner, and can read, renew and end it as its holder asks. With
@@ -114,74 +124,70 @@ var layouts = []struct {
 // (TestOneKeyLayoutIsNotSafeAlongsideOldGateways), here on miniredis's
 // frozen clock.
 func TestOldAndNewGatewaysNeverGrantALeaseTheOtherHolds(t *testing.T) {
-	for _, lay := range layouts {
-		t.Run(lay.name, func(t *testing.T) {
-			rises := func(tok, after int64) bool { return lay.layout == redislock.LayoutOneKey || tok > after }
-			forEachEngine(t, func(t *testing.T, e *engine) {
-				ctx := context.Background()
-				l := redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t), Layout: lay.layout})
-				old := newOldGateway(t, e.RDB, l)
+	forEachLayout(t, func(t *testing.T, e *engine, layout redislock.Layout) {
+		rises := func(tok, after int64) bool { return layout == redislock.LayoutOneKey || tok > after }
+		ctx := context.Background()
+		l := redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t), Layout: layout})
+		old := newOldGateway(t, e.RDB, l)
 
-				// New holds: old refuses, reads, renews and releases it.
-				lk := mustAcquire(t, l, "r", "new-owner", ttl)
-				if ok, _, who := old.acquire(t, "r", "old-owner", ttl); ok || who != "new-owner" {
-					t.Fatalf("old acquire of a new lease: got granted %v to %q, want refused by new-owner", ok, who)
-				}
-				if who := old.holder(t, "r"); who != "new-owner" {
-					t.Errorf("old status: got %q, want new-owner", who)
-				}
-				if f := old.renewed(t, "r", "new-owner", ttl); f != 1 {
-					t.Errorf("old renew of a new lease: got %d, want 1", f)
-				}
-				if r, err := l.Acquire(ctx, "r", "other", ttl); err != nil || r.Acquired {
-					t.Fatalf("new acquire after an old renew: got %+v, %v, want refused", r, err)
-				}
-				if n := old.release(t, "r", "new-owner"); n != 1 {
-					t.Fatalf("old release of a new lease: got %d, want 1", n)
-				}
-				if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
-					t.Fatalf("new status after an old release: got %v, want ErrNotHeld", err)
-				}
+		// New holds: old refuses, reads, renews and releases it.
+		lk := mustAcquire(t, l, "r", "new-owner", ttl)
+		if ok, _, who := old.acquire(t, "r", "old-owner", ttl); ok || who != "new-owner" {
+			t.Fatalf("old acquire of a new lease: got granted %v to %q, want refused by new-owner", ok, who)
+		}
+		if who := old.holder(t, "r"); who != "new-owner" {
+			t.Errorf("old status: got %q, want new-owner", who)
+		}
+		if f := old.renewed(t, "r", "new-owner", ttl); f != 1 {
+			t.Errorf("old renew of a new lease: got %d, want 1", f)
+		}
+		if r, err := l.Acquire(ctx, "r", "other", ttl); err != nil || r.Acquired {
+			t.Fatalf("new acquire after an old renew: got %+v, %v, want refused", r, err)
+		}
+		if n := old.release(t, "r", "new-owner"); n != 1 {
+			t.Fatalf("old release of a new lease: got %d, want 1", n)
+		}
+		if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
+			t.Fatalf("new status after an old release: got %v, want ErrNotHeld", err)
+		}
 
-				// Old holds: new refuses, reads, renews and releases it.
-				ok, tok, _ := old.acquire(t, "r", "old-owner", ttl)
-				if !ok || !rises(tok, lk.Token) {
-					t.Fatalf("old acquire after release: got %v token %d, want granted above %d", ok, tok, lk.Token)
-				}
-				if r, err := l.Acquire(ctx, "r", "new-owner", ttl); err != nil || r.Acquired || r.Lock.Owner != "old-owner" || r.Lock.Token != tok {
-					t.Fatalf("new acquire of an old lease: got %+v, %v, want refused by old-owner", r, err)
-				}
-				if _, err := l.Renew(ctx, "r", "old-owner", tok, ttl); err != nil {
-					t.Fatalf("new renew of an old lease: %v", err)
-				}
-				if ok, _, _ := old.acquire(t, "r", "x", ttl); ok {
-					t.Fatal("old acquire after a new renew: got granted, want refused")
-				}
-				mustRelease(t, l, "r", "old-owner")
-				if who := old.holder(t, "r"); who != "" {
-					t.Fatalf("old status after a new release (a tombstone): got %q, want none", who)
-				}
-				// A tombstone is a free resource to the old scripts.
-				ok, tok2, _ := old.acquire(t, "r", "old-owner", ttl)
-				if !ok || !rises(tok2, tok) {
-					t.Fatalf("old acquire on a tombstone: got %v token %d, want granted above %d", ok, tok2, tok)
-				}
-				if !old.forceRelease(t, "r") {
-					t.Fatal("old force release: got no lease")
-				}
-				lk3 := mustAcquire(t, l, "r", "new-owner", ttl)
-				if !rises(lk3.Token, tok2) {
-					t.Fatalf("new acquire after an old force release: got token %d, want above %d", lk3.Token, tok2)
-				}
-				if !old.forceRelease(t, "r") {
-					t.Fatal("old force release of a new lease: got no lease")
-				}
-				if ok, tok4, _ := old.acquire(t, "r", "old-owner", ttl); !ok || !rises(tok4, lk3.Token) {
-					t.Fatalf("old acquire after an old force release of a new lease: got %v token %d, want above %d", ok, tok4, lk3.Token)
-				}
-			})
-		})
-	}
+		// Old holds: new refuses, reads, renews and releases it.
+		ok, tok, _ := old.acquire(t, "r", "old-owner", ttl)
+		if !ok || !rises(tok, lk.Token) {
+			t.Fatalf("old acquire after release: got %v token %d, want granted above %d", ok, tok, lk.Token)
+		}
+		if r, err := l.Acquire(ctx, "r", "new-owner", ttl); err != nil || r.Acquired || r.Lock.Owner != "old-owner" || r.Lock.Token != tok {
+			t.Fatalf("new acquire of an old lease: got %+v, %v, want refused by old-owner", r, err)
+		}
+		if _, err := l.Renew(ctx, "r", "old-owner", tok, ttl); err != nil {
+			t.Fatalf("new renew of an old lease: %v", err)
+		}
+		if ok, _, _ := old.acquire(t, "r", "x", ttl); ok {
+			t.Fatal("old acquire after a new renew: got granted, want refused")
+		}
+		mustRelease(t, l, "r", "old-owner")
+		if who := old.holder(t, "r"); who != "" {
+			t.Fatalf("old status after a new release (a tombstone): got %q, want none", who)
+		}
+		// A tombstone is a free resource to the old scripts.
+		ok, tok2, _ := old.acquire(t, "r", "old-owner", ttl)
+		if !ok || !rises(tok2, tok) {
+			t.Fatalf("old acquire on a tombstone: got %v token %d, want granted above %d", ok, tok2, tok)
+		}
+		if !old.forceRelease(t, "r") {
+			t.Fatal("old force release: got no lease")
+		}
+		lk3 := mustAcquire(t, l, "r", "new-owner", ttl)
+		if !rises(lk3.Token, tok2) {
+			t.Fatalf("new acquire after an old force release: got token %d, want above %d", lk3.Token, tok2)
+		}
+		if !old.forceRelease(t, "r") {
+			t.Fatal("old force release of a new lease: got no lease")
+		}
+		if ok, tok4, _ := old.acquire(t, "r", "old-owner", ttl); !ok || !rises(tok4, lk3.Token) {
+			t.Fatalf("old acquire after an old force release of a new lease: got %v token %d, want above %d", ok, tok4, lk3.Token)
+		}
+	})
 }
 
 // gateway is one side of a mixed fleet in the token test.
@@ -423,41 +429,37 @@ func TestOneKeyLayoutReadsALegacyFenceKey(t *testing.T) {
 // layouts: in the tombstone that lives that long already (one key), or in
 // the fence key (two keys, whose hash lives only to expires_at).
 func TestForcedReleaseKeepsTheBurntTokenForTheRetention(t *testing.T) {
-	for _, lay := range layouts {
-		t.Run(lay.name, func(t *testing.T) {
-			forEachEngine(t, func(t *testing.T, e *engine) {
-				ctx := context.Background()
-				l := redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t), Layout: lay.layout, FenceRetention: time.Hour})
-				o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
-				lk := mustAcquire(t, l, "r", "a", ttl)
-				if _, err := o.ForceRelease(ctx, "", "r", "test", leasegate.RequestMeta{}); err != nil {
-					t.Fatal(err)
-				}
-				lock, fence := l.Keys("r")
-				tomb := e.RDB.HGetAll(ctx, lock).Val()
-				if len(tomb) != 1 || tomb["token"] != strconv.FormatInt(lk.Token, 10) {
-					t.Errorf("got lock hash %v, want a tombstone with token %d", tomb, lk.Token)
-				}
-				holder, keeper := lock, fence
-				if lay.layout == redislock.LayoutTwoKeys {
-					holder, keeper = fence, lock
-				}
-				if got := e.RDB.PTTL(ctx, holder).Val(); got < time.Hour-time.Minute {
-					t.Errorf("got PTTL %v of %s, want at least the retention", got, holder)
-				}
-				if lay.layout == redislock.LayoutOneKey {
-					if n := e.RDB.Exists(ctx, fence).Val(); n != 0 {
-						t.Errorf("got a fence key with one key, want none")
-					}
-				} else if got := e.RDB.PTTL(ctx, keeper).Val(); got > ttl {
-					t.Errorf("got tombstone PTTL %v with two keys, want at most the lease's", got)
-				}
-				if next := mustAcquire(t, l, "r", "b", ttl); next.Token <= lk.Token {
-					t.Errorf("got token %d after the forced release, want above %d", next.Token, lk.Token)
-				}
-			})
-		})
-	}
+	forEachLayout(t, func(t *testing.T, e *engine, layout redislock.Layout) {
+		ctx := context.Background()
+		l := redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t), Layout: layout, FenceRetention: time.Hour})
+		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		lk := mustAcquire(t, l, "r", "a", ttl)
+		if _, err := o.ForceRelease(ctx, "", "r", "test", leasegate.RequestMeta{}); err != nil {
+			t.Fatal(err)
+		}
+		lock, fence := l.Keys("r")
+		tomb := e.RDB.HGetAll(ctx, lock).Val()
+		if len(tomb) != 1 || tomb["token"] != strconv.FormatInt(lk.Token, 10) {
+			t.Errorf("got lock hash %v, want a tombstone with token %d", tomb, lk.Token)
+		}
+		holder, keeper := lock, fence
+		if layout == redislock.LayoutTwoKeys {
+			holder, keeper = fence, lock
+		}
+		if got := e.RDB.PTTL(ctx, holder).Val(); got < time.Hour-time.Minute {
+			t.Errorf("got PTTL %v of %s, want at least the retention", got, holder)
+		}
+		if layout == redislock.LayoutOneKey {
+			if n := e.RDB.Exists(ctx, fence).Val(); n != 0 {
+				t.Errorf("got a fence key with one key, want none")
+			}
+		} else if got := e.RDB.PTTL(ctx, keeper).Val(); got > ttl {
+			t.Errorf("got tombstone PTTL %v with two keys, want at most the lease's", got)
+		}
+		if next := mustAcquire(t, l, "r", "b", ttl); next.Token <= lk.Token {
+			t.Errorf("got token %d after the forced release, want above %d", next.Token, lk.Token)
+		}
+	})
 }
 
 // While the fleet switches layouts, a two-key gateway may renew or

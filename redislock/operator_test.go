@@ -133,13 +133,7 @@ func TestListUnderChurn(t *testing.T) {
 // In both layouts: with one key an ended lease's key stays (as the
 // fence), so "stale" must come from expires_at, not from the key.
 func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
-	for _, lay := range layouts {
-		t.Run(lay.name, func(t *testing.T) { staleIndexEntriesArePrunedAndSwept(t, lay.layout) })
-	}
-}
-
-func staleIndexEntriesArePrunedAndSwept(t *testing.T, layout redislock.Layout) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
+	forEachLayout(t, func(t *testing.T, e *engine, layout redislock.Layout) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
 		l := redislock.New(e.RDB, redislock.Options{Prefix: prefix, Layout: layout})

@@ -88,28 +88,24 @@ func TestAcquire(t *testing.T) {
 			}
 		})
 
-		t.Run("an expired lease is taken over by anyone with a new, higher token", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
-			old := mustAcquire(t, l, "stale", "svc-a", 50*time.Millisecond)
-			e.Advance(t, 51*time.Millisecond)
-			lk := mustAcquire(t, l, "stale", "svc-b", ttl)
-			if lk.Token <= old.Token {
-				t.Errorf("got token %d, want above the expired lease's %d", lk.Token, old.Token)
-			}
-			if lk.Owner != "svc-b" {
-				t.Errorf("got owner %q, want svc-b", lk.Owner)
-			}
-		})
-
-		t.Run("the same owner whose lease expired gets a new token, not its old one", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
-			old := mustAcquire(t, l, "lapsed", "svc-a", 50*time.Millisecond)
-			e.Advance(t, 51*time.Millisecond)
-			lk := mustAcquire(t, l, "lapsed", "svc-a", ttl)
-			if lk.Token <= old.Token {
-				t.Errorf("got token %d, want above %d: a lapsed lease is a new holder", lk.Token, old.Token)
-			}
-		})
+		// A lease of svc-a expires; next takes the resource over.
+		for _, tc := range []struct{ name, next string }{
+			{"an expired lease is taken over by anyone with a new, higher token", "svc-b"},
+			{"the same owner whose lease expired gets a new token, not its old one", "svc-a"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				l := newLocker(t, e.RDB, redislock.Options{})
+				old := mustAcquire(t, l, "stale", "svc-a", 50*time.Millisecond)
+				e.Advance(t, 51*time.Millisecond)
+				lk := mustAcquire(t, l, "stale", tc.next, ttl)
+				if lk.Token <= old.Token {
+					t.Errorf("got token %d, want above the expired lease's %d: a lapsed lease is a new holder", lk.Token, old.Token)
+				}
+				if lk.Owner != tc.next {
+					t.Errorf("got owner %q, want %s", lk.Owner, tc.next)
+				}
+			})
+		}
 
 		t.Run("an expired lease Redis has not reaped yet is still free", func(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
@@ -227,14 +223,7 @@ func TestRelease(t *testing.T) {
 				if got != tc.want {
 					t.Fatalf("got %v, want %v", got, tc.want)
 				}
-				after, err := l.Status(ctx, "r")
-				if tc.stillUp {
-					if err != nil || after != before {
-						t.Errorf("got status %+v, %v after a refused release; want unchanged %+v", after, err, before)
-					}
-				} else if !errors.Is(err, redislock.ErrNotHeld) {
-					t.Errorf("got status %+v, %v; want ErrNotHeld", after, err)
-				}
+				checkLeft(t, l, "r", before, tc.stillUp)
 			})
 		}
 	})
@@ -340,14 +329,7 @@ func TestRenew(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("got %v, want %v", err, tc.want)
 				}
-				after, err := l.Status(ctx, "r")
-				if tc.stillUp {
-					if err != nil || after != before {
-						t.Errorf("got status %+v, %v; want unchanged %+v", after, err, before)
-					}
-				} else if !errors.Is(err, redislock.ErrNotHeld) {
-					t.Errorf("got status %+v, %v; want still ErrNotHeld", after, err)
-				}
+				checkLeft(t, l, "r", before, tc.stillUp)
 			})
 		}
 
@@ -420,6 +402,20 @@ func TestTenantsAreSeparateNamespaces(t *testing.T) {
 			t.Errorf("default tenant: got %v, want ErrNotHeld", err)
 		}
 	})
+}
+
+// checkLeft checks what a call left of resource: with stillUp, the lease
+// before it exactly as it was; otherwise nothing held.
+func checkLeft(t *testing.T, l *redislock.Locker, resource string, before redislock.Lock, stillUp bool) {
+	t.Helper()
+	after, err := l.Status(context.Background(), resource)
+	if stillUp {
+		if err != nil || after != before {
+			t.Errorf("got status %+v, %v; want unchanged %+v", after, err, before)
+		}
+	} else if !errors.Is(err, redislock.ErrNotHeld) {
+		t.Errorf("got status %+v, %v; want ErrNotHeld", after, err)
+	}
 }
 
 // keepKey removes the lock key's TTL so that it outlives its expires_at,

@@ -16,13 +16,7 @@ import (
 // correctly. (layout_test.go runs the earlier scripts themselves against
 // today's.)
 func TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere(t *testing.T) {
-	for _, lay := range layouts {
-		t.Run(lay.name, func(t *testing.T) { leasesWrittenByEarlierScripts(t, lay.layout) })
-	}
-}
-
-func leasesWrittenByEarlierScripts(t *testing.T, layout redislock.Layout) {
-	forEachEngine(t, func(t *testing.T, e *engine) {
+	forEachLayout(t, func(t *testing.T, e *engine, layout redislock.Layout) {
 		ctx := context.Background()
 		l := redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t), Layout: layout})
 		lock, fence := l.Keys("r")

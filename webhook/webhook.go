@@ -396,10 +396,16 @@ func (d *Deliverer) gauges(ctx context.Context) {
 // "t=<unix>,v1=<hex HMAC-SHA256(secret, "<unix>." + body)>".
 func Sign(secret string, at time.Time, body []byte) string {
 	t := strconv.FormatInt(at.Unix(), 10)
+	return "t=" + t + ",v1=" + hex.EncodeToString(signature(secret, t, body))
+}
+
+// signature is the v1 MAC of body sent at unix time t (decimal), which
+// Sign writes and Verify recomputes.
+func signature(secret, t string, body []byte) []byte {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(t + "."))
 	mac.Write(body)
-	return "t=" + t + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	return mac.Sum(nil)
 }
 
 // ErrBadSignature: a delivery's signature does not verify.
@@ -429,10 +435,7 @@ func Verify(secret, header string, body []byte, now time.Time, tolerance time.Du
 			return fmt.Errorf("%w: timestamp outside the tolerance", ErrBadSignature)
 		}
 	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	want := mac.Sum(nil)
+	want := signature(secret, ts, body)
 	for _, s := range sigs {
 		got, err := hex.DecodeString(s)
 		if err == nil && hmac.Equal(got, want) {
