@@ -11,4 +11,13 @@ namespace LeaseGate;
  */
 class TransportException extends LeaseGateException
 {
+    /**
+     * For a Transport: a request that got no HTTP answer, as "leasegate:
+     * METHOD URL: what went wrong". Any user:password@ is dropped from the
+     * URL first: credentials never go into a message.
+     */
+    public static function request(string $method, string $url, string $what): self
+    {
+        return new self(sprintf('leasegate: %s %s: %s', $method, (string) preg_replace('#//[^/@]*@#', '//', $url), $what));
+    }
 }

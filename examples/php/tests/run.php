@@ -471,6 +471,9 @@ function group_unavailable(Ctx $ctx): void
     $dead = new Client($ctx->deadUrl, null, $ctx->transport(), 3.0);
     $e = throws(TransportException::class, fn () => $dead->acquire('r', 'o', 30), 'no gateway listening');
     check($e === null || !($e instanceof ProblemException), 'a transport error is not a problem');
+    $withPassword = new Client(str_replace('://', '://user:secret@', $ctx->deadUrl), null, $ctx->transport(), 3.0);
+    $e = throws(TransportException::class, fn () => $withPassword->acquire('r', 'o', 30), 'no gateway at a URL with user:password@');
+    check($e !== null && !str_contains($e->getMessage(), 'secret'), 'the message drops user:password@: ' . show($e?->getMessage()));
 
     if ($ctx->downUrl === null) {
         echo "   (LEASEGATE_DOWN_URL not set: Redis-down checks skipped)\n";

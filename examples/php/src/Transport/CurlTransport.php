@@ -57,18 +57,9 @@ final class CurlTransport implements Transport
         $error = curl_error($handle);
         curl_close($handle);
         if ($errno !== 0 || !is_string($data)) {
-            throw new TransportException(sprintf('leasegate: %s %s: curl error %d: %s', $method, self::redact($url), $errno, $error));
+            throw TransportException::request($method, $url, sprintf('curl error %d: %s', $errno, $error));
         }
-        $response = Response::fromHeaderLines($received, $data);
-        if ($response === null) {
-            throw new TransportException(sprintf('leasegate: %s %s: no HTTP status line in the answer', $method, self::redact($url)));
-        }
-        return $response;
-    }
-
-    /** Drops any user:password@ from a URL before it goes into a message. */
-    private static function redact(string $url): string
-    {
-        return (string) preg_replace('#//[^/@]*@#', '//', $url);
+        return Response::fromHeaderLines($received, $data)
+            ?? throw TransportException::request($method, $url, 'no HTTP status line in the answer');
     }
 }

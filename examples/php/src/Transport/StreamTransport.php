@@ -45,12 +45,7 @@ final class StreamTransport implements Transport
         try {
             $stream = fopen($url, 'rb', false, $context);
             if ($stream === false) {
-                throw new TransportException(sprintf(
-                    'leasegate: %s %s: %s',
-                    $method,
-                    self::redact($url),
-                    $warning ?? 'could not connect'
-                ));
+                throw TransportException::request($method, $url, $warning ?? 'could not connect');
             }
             try {
                 $data = stream_get_contents($stream);
@@ -62,25 +57,15 @@ final class StreamTransport implements Transport
             restore_error_handler();
         }
         if ($data === false || ($meta['timed_out'] ?? false)) {
-            throw new TransportException(sprintf(
-                'leasegate: %s %s: %s',
+            throw TransportException::request(
                 $method,
-                self::redact($url),
+                $url,
                 ($meta['timed_out'] ?? false) ? sprintf('timed out after %.1f s', $timeout) : ($warning ?? 'read failed')
-            ));
+            );
         }
         /** @var list<string> $headerLines */
         $headerLines = is_array($meta['wrapper_data'] ?? null) ? $meta['wrapper_data'] : [];
-        $response = Response::fromHeaderLines($headerLines, $data);
-        if ($response === null) {
-            throw new TransportException(sprintf('leasegate: %s %s: no HTTP status line in the answer', $method, self::redact($url)));
-        }
-        return $response;
-    }
-
-    /** Drops any user:password@ from a URL before it goes into a message. */
-    private static function redact(string $url): string
-    {
-        return (string) preg_replace('#//[^/@]*@#', '//', $url);
+        return Response::fromHeaderLines($headerLines, $data)
+            ?? throw TransportException::request($method, $url, 'no HTTP status line in the answer');
     }
 }
