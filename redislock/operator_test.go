@@ -189,6 +189,22 @@ func TestForceRelease(t *testing.T) {
 		if _, err := o.ForceRelease(ctx, "other", "stuck", "test", leasegate.RequestMeta{}); !errors.Is(err, leasegate.ErrLockNotHeld) {
 			t.Errorf("another tenant: got %v, want ErrLockNotHeld", err)
 		}
+
+		// A lease past its expires_at whose key Redis has not reaped yet is
+		// not held: nothing to release, and the next grant still gets a
+		// larger token.
+		old := mustAcquire(t, l, "lapsed", "worker-1", e.stale)
+		keepKey(t, e, l, "lapsed")
+		e.Advance(t, e.stale+time.Millisecond)
+		if _, err := o.ForceRelease(ctx, "", "lapsed", "test", leasegate.RequestMeta{}); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("an expired lease Redis has not reaped: got %v, want ErrLockNotHeld", err)
+		}
+		if n, err := e.RDB.Exists(ctx, lockKey(l, "lapsed")).Result(); err != nil || n != 1 {
+			t.Fatalf("the lapsed lease's key: EXISTS %d, %v; want it still there (kept past its expiry)", n, err)
+		}
+		if next := mustAcquire(t, l, "lapsed", "worker-2", ttl); next.Token <= old.Token {
+			t.Errorf("next token %d, want above the lapsed %d", next.Token, old.Token)
+		}
 	})
 }
 
