@@ -56,13 +56,7 @@ type heldJSON struct {
 
 // resourceParam reads and validates the {resource} path segment.
 func resourceParam(c echo.Context, ck *checker) string {
-	r, err := pathParam(c, "resource")
-	if err != nil {
-		ck.fail("resource", "bad percent-encoding")
-		return ""
-	}
-	ck.resource(r)
-	return r
+	return nameParam(c, ck, "resource")
 }
 
 func (a *API) maxTTLSeconds() int64 { return int64(a.cfg.MaxTTL / time.Second) }

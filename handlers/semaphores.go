@@ -56,15 +56,9 @@ type permitHeldJSON struct {
 // nameParam reads path parameter param and checks it with the rules of a
 // lock's resource, naming param in the errors.
 func nameParam(c echo.Context, ck *checker, param string) string {
-	v, err := pathParam(c, param)
-	if err != nil {
-		ck.fail(param, "bad percent-encoding")
-		return ""
-	}
-	var rules checker
-	rules.resource(v)
-	for _, e := range rules.errs {
-		ck.fail(param, e.Message)
+	v, ok := pathParam(c, ck, param)
+	if ok {
+		ck.resource(param, v)
 	}
 	return v
 }
