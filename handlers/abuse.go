@@ -150,16 +150,6 @@ func (a *API) getFlagged(c echo.Context) error {
 	return sendJSON(c, http.StatusOK, out)
 }
 
-// noBody refuses a body on routes that take none (beyond an empty object).
-func (a *API) noBody(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	_, err = decodeObject(body)
-	return err
-}
-
 func (a *API) clearFlagged(c echo.Context) error {
 	return a.operatorAction(c, a.deps.Flags.ClearFlags)
 }
@@ -195,11 +185,7 @@ func (c *checker) banReason(reason string) {
 }
 
 func (a *API) ban(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "seconds", "reason")
+	fields, err := a.readFields(c, "seconds", "reason")
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/leasegate/leasegate"
 )
 
-// The request fields the lock, semaphore and claim routes share: one
-// place reads each of them, so the three answer alike.
+// The request body and the fields the JSON routes share (locks,
+// semaphores, claims, user locks, the abuse review): one place reads each
+// of them, so the routes answer alike.
 
 // readFields reads the body (within the body limit) and decodes it as a
 // JSON object with no members but allowed.
@@ -25,6 +26,12 @@ func (a *API) readFields(c echo.Context, allowed ...string) (map[string]json.Raw
 		return nil, err
 	}
 	return decodeObject(body, allowed...)
+}
+
+// noBody refuses a body on routes that take none (beyond an empty object).
+func (a *API) noBody(c echo.Context) error {
+	_, err := a.readFields(c)
+	return err
 }
 
 // readFieldsAndQuery is readFields and then the query string of a DELETE.

@@ -75,11 +75,7 @@ func noQuery(c echo.Context, ck *checker, allowed ...string) {
 }
 
 func (a *API) userLockAttempt(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "ttl_seconds")
+	fields, err := a.readFields(c, "ttl_seconds")
 	if err != nil {
 		return err
 	}
@@ -113,11 +109,7 @@ func (a *API) userLockAttempt(c echo.Context) error {
 }
 
 func (a *API) userLockClear(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	if _, err := decodeObject(body); err != nil {
+	if err := a.noBody(c); err != nil {
 		return err
 	}
 	var ck checker
