@@ -120,11 +120,7 @@ func (a *API) semStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := semStateJSON{Name: st.Name, Limit: st.Limit, Holders: make([]permitJSON, 0, len(st.Holders))}
-	for _, p := range st.Holders {
-		out.Holders = append(out.Holders, toPermitJSON(p))
-	}
-	return sendJSON(c, http.StatusOK, out)
+	return sendJSON(c, http.StatusOK, semStateJSON{Name: st.Name, Limit: st.Limit, Holders: toJSONList(st.Holders, toPermitJSON)})
 }
 
 func (a *API) semRelease(c echo.Context) error {
