@@ -92,6 +92,21 @@ func acquireOutcome(acquired, waited bool) string {
 	return "contended"
 }
 
+// parseRelease reads the DELETE of a lock or a permit: the name in path
+// parameter param, the owner and the optional token (JSON body or query).
+func (a *API) parseRelease(c echo.Context, param string) (name, owner string, token int64, err error) {
+	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
+	if err != nil {
+		return "", "", 0, err
+	}
+	var ck checker
+	name = nameParam(c, &ck, param)
+	onlyQuery(&ck, q, "owner", "token")
+	owner = ownerFromBodyOrQuery(&ck, fields, q)
+	token = tokenFromBodyOrQuery(&ck, fields, q)
+	return name, owner, token, ck.err()
+}
+
 // releaseReply answers a release of a lock or a permit: 204, or the
 // route's own not-held and forbidden errors.
 func releaseReply(c echo.Context, res leasegate.ReleaseResult, notHeld, forbidden error) error {

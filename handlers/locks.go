@@ -141,16 +141,8 @@ func (a *API) release(c echo.Context) error {
 			return a.forceRelease(c, q)
 		}
 	}
-	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
+	resource, owner, token, err := a.parseRelease(c, "resource")
 	if err != nil {
-		return err
-	}
-	var ck checker
-	resource := resourceParam(c, &ck)
-	onlyQuery(&ck, q, "owner", "token")
-	owner := ownerFromBodyOrQuery(&ck, fields, q)
-	token := tokenFromBodyOrQuery(&ck, fields, q)
-	if err := ck.err(); err != nil {
 		return err
 	}
 	res, err := a.deps.Locks.Release(c.Request().Context(), tenantOf(c), resource, owner, token)

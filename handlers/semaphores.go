@@ -124,16 +124,8 @@ func (a *API) semStatus(c echo.Context) error {
 }
 
 func (a *API) semRelease(c echo.Context) error {
-	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
+	name, owner, token, err := a.parseRelease(c, "name")
 	if err != nil {
-		return err
-	}
-	var ck checker
-	name := nameParam(c, &ck, "name")
-	onlyQuery(&ck, q, "owner", "token")
-	owner := ownerFromBodyOrQuery(&ck, fields, q)
-	token := tokenFromBodyOrQuery(&ck, fields, q)
-	if err := ck.err(); err != nil {
 		return err
 	}
 	ctx, cancel := a.opContext(c)
