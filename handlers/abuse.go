@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -38,32 +37,13 @@ func toFlagJSON(f leasegate.Flag) flagJSON {
 		FirstFlaggedAt: leasegate.FormatTime(f.FirstFlaggedAt),
 		LastFlaggedAt:  leasegate.FormatTime(f.LastFlaggedAt),
 		AutomaticBans:  f.AutomaticBans,
-		AttemptsAt:     make([]string, 0, len(f.AttemptsAt)),
-	}
-	for _, at := range f.AttemptsAt {
-		j.AttemptsAt = append(j.AttemptsAt, leasegate.FormatTime(at))
+		AttemptsAt:     toJSONList(f.AttemptsAt, leasegate.FormatTime),
 	}
 	if !f.BannedUntil.IsZero() {
 		s := leasegate.FormatTime(f.BannedUntil)
 		j.BannedUntil = &s
 	}
 	return j
-}
-
-// toFlagsJSON converts flags; none is [], never null.
-func toFlagsJSON(flags []leasegate.Flag) []flagJSON {
-	out := make([]flagJSON, 0, len(flags))
-	for _, f := range flags {
-		out = append(out, toFlagJSON(f))
-	}
-	return out
-}
-
-// pageJSON is one page of a listing: its items and the cursor of the
-// next page (null on the last).
-type pageJSON[T any] struct {
-	Items      []T     `json:"items"`
-	NextCursor *string `json:"next_cursor"`
 }
 
 type banJSON struct {
@@ -122,7 +102,7 @@ func (a *API) listFlagged(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusOK, pageJSON[flagJSON]{Items: toFlagsJSON(p.Items), NextCursor: cursorJSON(p.NextCursor)})
+	return sendJSON(c, http.StatusOK, toPageJSON(p.Items, p.NextCursor, toFlagJSON))
 }
 
 // userOnlyParam validates the {user_id} of a route that takes no query.
@@ -144,21 +124,11 @@ func (a *API) getFlagged(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := userFlagsJSON{UserID: uf.UserID, Flags: toFlagsJSON(uf.Flags)}
+	out := userFlagsJSON{UserID: uf.UserID, Flags: toJSONList(uf.Flags, toFlagJSON)}
 	if uf.Ban != nil {
 		out.Ban = toBanJSON(uf.UserID, *uf.Ban)
 	}
 	return sendJSON(c, http.StatusOK, out)
-}
-
-// noBody refuses a body on routes that take none (beyond an empty object).
-func (a *API) noBody(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	_, err = decodeObject(body)
-	return err
 }
 
 func (a *API) clearFlagged(c echo.Context) error {
@@ -192,22 +162,11 @@ type banRequest struct {
 
 // banReason validates a ban's reason (JSON body or /ops/ form).
 func (c *checker) banReason(reason string) {
-	switch {
-	case len(reason) > 256:
-		c.fail("reason", "must be at most 256 bytes")
-	case !utf8.ValidString(reason):
-		c.fail("reason", "must be valid UTF-8")
-	case hasControl(reason):
-		c.fail("reason", "must not contain control characters")
-	}
+	c.text("reason", reason, 256)
 }
 
 func (a *API) ban(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "seconds", "reason")
+	fields, err := a.readFields(c, "seconds", "reason")
 	if err != nil {
 		return err
 	}
@@ -246,6 +205,15 @@ type deadLetterJSON struct {
 	Event    json.RawMessage `json:"event"`
 }
 
+func toDeadLetterJSON(d leasegate.DeadLetter) deadLetterJSON {
+	ev := json.RawMessage(d.Event)
+	if !json.Valid(ev) {
+		ev = json.RawMessage("null")
+	}
+	return deadLetterJSON{ID: d.EventID, Type: d.Type, URL: d.URL,
+		Tries: d.Tries, Error: d.Error, FailedAt: leasegate.FormatTime(d.FailedAt), Event: ev}
+}
+
 type webhookStatusJSON struct {
 	Enabled       bool             `json:"enabled"`
 	OutboxEntries int64            `json:"outbox_entries"`
@@ -274,14 +242,7 @@ func (a *API) webhookStatus(c echo.Context) error {
 			return err
 		}
 		out.Enabled, out.OutboxEntries, out.Pending = st.Enabled, st.OutboxEntries, st.Pending
-		for _, d := range st.DeadLetters {
-			ev := json.RawMessage(d.Event)
-			if !json.Valid(ev) {
-				ev = json.RawMessage("null")
-			}
-			out.DeadLetters = append(out.DeadLetters, deadLetterJSON{ID: d.EventID, Type: d.Type, URL: d.URL,
-				Tries: d.Tries, Error: d.Error, FailedAt: leasegate.FormatTime(d.FailedAt), Event: ev})
-		}
+		out.DeadLetters = toJSONList(st.DeadLetters, toDeadLetterJSON)
 	}
 	return sendJSON(c, http.StatusOK, out)
 }

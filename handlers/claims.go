@@ -38,13 +38,7 @@ const maxReasonBytes = 500
 
 // claimParams reads and validates {scope} and {key}.
 func claimParams(c echo.Context, ck *checker) (scope, key string) {
-	scope, err := pathParam(c, "scope")
-	if err != nil {
-		ck.fail("scope", "bad percent-encoding")
-	} else {
-		ck.lockName("scope", scope)
-	}
-	return scope, nameParam(c, ck, "key")
+	return lockNameParam(c, ck, "scope"), nameParam(c, ck, "key")
 }
 
 // sendClaim writes the pending or done state. A done state carries the

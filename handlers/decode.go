@@ -8,7 +8,9 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -595,31 +597,40 @@ func (c *checker) stringField(fields map[string]json.RawMessage, field string, r
 // owner validates an owner: trimmed, 1..255 bytes, no control characters.
 func (c *checker) owner(field, raw string) string {
 	s := strings.TrimSpace(raw)
-	switch {
-	case s == "":
+	if s == "" {
 		c.fail(field, "must not be empty or whitespace")
-	case len(s) > 255:
-		c.fail(field, "must be at most 255 bytes")
+		return s
+	}
+	c.text(field, s, 255)
+	return s
+}
+
+// resource validates a lock's resource name (already percent-decoded),
+// naming field in the errors: a semaphore's or a claim key's name follows
+// the same rules.
+func (c *checker) resource(field, s string) {
+	if s == "" {
+		c.fail(field, "must not be empty")
+		return
+	}
+	c.text(field, s, 255)
+}
+
+// text checks what every free-text value must be: at most limit bytes
+// of valid UTF-8 without control characters. It records the first rule s
+// breaks, and reports whether s keeps them all.
+func (c *checker) text(field, s string, limit int) bool {
+	switch {
+	case len(s) > limit:
+		c.fail(field, "must be at most "+strconv.Itoa(limit)+" bytes")
 	case !utf8.ValidString(s):
 		c.fail(field, "must be valid UTF-8")
 	case hasControl(s):
 		c.fail(field, "must not contain control characters")
+	default:
+		return true
 	}
-	return s
-}
-
-// resource validates a lock's resource name (already percent-decoded).
-func (c *checker) resource(s string) {
-	switch {
-	case s == "":
-		c.fail("resource", "must not be empty")
-	case len(s) > 255:
-		c.fail("resource", "must be at most 255 bytes")
-	case !utf8.ValidString(s):
-		c.fail("resource", "must be valid UTF-8")
-	case hasControl(s):
-		c.fail("resource", "must not contain control characters")
-	}
+	return false
 }
 
 func hasControl(s string) bool {
@@ -633,11 +644,17 @@ func hasControl(s string) bool {
 
 // pathParam returns a path parameter percent-decoded. Echo routes on the
 // raw path when the URL has one (e.g. an encoded '/'), and then its
-// parameters are still encoded.
-func pathParam(c echo.Context, name string) (string, error) {
-	v := c.Param(name)
+// parameters are still encoded. A bad encoding is recorded against name,
+// and ok is false.
+func pathParam(c echo.Context, ck *checker, name string) (v string, ok bool) {
+	v = c.Param(name)
 	if c.Request().URL.RawPath == "" {
-		return v, nil
+		return v, true
 	}
-	return unescapePath(v)
+	v, err := url.PathUnescape(v)
+	if err != nil {
+		ck.fail(name, "bad percent-encoding")
+		return "", false
+	}
+	return v, true
 }

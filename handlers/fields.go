@@ -14,8 +14,9 @@ import (
 	"github.com/leasegate/leasegate"
 )
 
-// The request fields the lock, semaphore and claim routes share: one
-// place reads each of them, so the three answer alike.
+// The request body and the fields the JSON routes share (locks,
+// semaphores, claims, user locks, the abuse review): one place reads each
+// of them, so the routes answer alike.
 
 // readFields reads the body (within the body limit) and decodes it as a
 // JSON object with no members but allowed.
@@ -25,6 +26,12 @@ func (a *API) readFields(c echo.Context, allowed ...string) (map[string]json.Raw
 		return nil, err
 	}
 	return decodeObject(body, allowed...)
+}
+
+// noBody refuses a body on routes that take none (beyond an empty object).
+func (a *API) noBody(c echo.Context) error {
+	_, err := a.readFields(c)
+	return err
 }
 
 // readFieldsAndQuery is readFields and then the query string of a DELETE.
@@ -83,6 +90,21 @@ func acquireOutcome(acquired, waited bool) string {
 		return "timed_out"
 	}
 	return "contended"
+}
+
+// parseRelease reads the DELETE of a lock or a permit: the name in path
+// parameter param, the owner and the optional token (JSON body or query).
+func (a *API) parseRelease(c echo.Context, param string) (name, owner string, token int64, err error) {
+	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
+	if err != nil {
+		return "", "", 0, err
+	}
+	var ck checker
+	name = nameParam(c, &ck, param)
+	onlyQuery(&ck, q, "owner", "token")
+	owner = ownerFromBodyOrQuery(&ck, fields, q)
+	token = tokenFromBodyOrQuery(&ck, fields, q)
+	return name, owner, token, ck.err()
 }
 
 // releaseReply answers a release of a lock or a permit: 204, or the

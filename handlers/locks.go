@@ -56,13 +56,7 @@ type heldJSON struct {
 
 // resourceParam reads and validates the {resource} path segment.
 func resourceParam(c echo.Context, ck *checker) string {
-	r, err := pathParam(c, "resource")
-	if err != nil {
-		ck.fail("resource", "bad percent-encoding")
-		return ""
-	}
-	ck.resource(r)
-	return r
+	return nameParam(c, ck, "resource")
 }
 
 func (a *API) maxTTLSeconds() int64 { return int64(a.cfg.MaxTTL / time.Second) }
@@ -147,16 +141,8 @@ func (a *API) release(c echo.Context) error {
 			return a.forceRelease(c, q)
 		}
 	}
-	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
+	resource, owner, token, err := a.parseRelease(c, "resource")
 	if err != nil {
-		return err
-	}
-	var ck checker
-	resource := resourceParam(c, &ck)
-	onlyQuery(&ck, q, "owner", "token")
-	owner := ownerFromBodyOrQuery(&ck, fields, q)
-	token := tokenFromBodyOrQuery(&ck, fields, q)
-	if err := ck.err(); err != nil {
 		return err
 	}
 	res, err := a.deps.Locks.Release(c.Request().Context(), tenantOf(c), resource, owner, token)

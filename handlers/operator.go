@@ -26,6 +26,10 @@ type heldJSONItem struct {
 	Waiters int `json:"waiters"`
 }
 
+func toHeldJSONItem(h leasegate.HeldLock) heldJSONItem {
+	return heldJSONItem{lockJSON: toLockJSON(h.Lock), Waiters: h.Waiters}
+}
+
 type auditJSON struct {
 	At        string `json:"at"`
 	Actor     string `json:"actor"`
@@ -33,6 +37,11 @@ type auditJSON struct {
 	Target    string `json:"target"`
 	Reason    string `json:"reason"`
 	RequestID string `json:"request_id"`
+}
+
+func toAuditJSON(r leasegate.AuditRecord) auditJSON {
+	return auditJSON{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
+		Target: r.Target, Reason: r.Reason, RequestID: r.RequestID}
 }
 
 type releasedJSON struct {
@@ -43,6 +52,28 @@ type releasedJSON struct {
 type eventJSON struct {
 	lockJSON
 	At string `json:"at"`
+}
+
+// pageJSON is one page of a listing: its items and the cursor of the
+// next page (null on the last).
+type pageJSON[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// toPageJSON is the page of items (converted by conv) whose next page
+// starts at cursor next ("" on the last page).
+func toPageJSON[T, J any](items []T, next string, conv func(T) J) pageJSON[J] {
+	return pageJSON[J]{Items: toJSONList(items, conv), NextCursor: cursorJSON(next)}
+}
+
+// toJSONList converts each of items with conv; none is [], never null.
+func toJSONList[T, J any](items []T, conv func(T) J) []J {
+	out := make([]J, 0, len(items))
+	for _, it := range items {
+		out = append(out, conv(it))
+	}
+	return out
 }
 
 func cursorJSON(s string) *string {
@@ -123,11 +154,7 @@ func (a *API) listLocks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := pageJSON[heldJSONItem]{Items: make([]heldJSONItem, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
-	for _, h := range page.Items {
-		out.Items = append(out.Items, heldJSONItem{lockJSON: toLockJSON(h.Lock), Waiters: h.Waiters})
-	}
-	return sendJSON(c, http.StatusOK, out)
+	return sendJSON(c, http.StatusOK, toPageJSON(page.Items, page.NextCursor, toHeldJSONItem))
 }
 
 // forceRelease is DELETE /locks/{resource}?force=true (ops): the release
@@ -179,12 +206,7 @@ func (a *API) listAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := pageJSON[auditJSON]{Items: make([]auditJSON, 0, len(page.Items)), NextCursor: cursorJSON(page.NextCursor)}
-	for _, r := range page.Items {
-		out.Items = append(out.Items, auditJSON{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
-			Target: r.Target, Reason: r.Reason, RequestID: r.RequestID})
-	}
-	return sendJSON(c, http.StatusOK, out)
+	return sendJSON(c, http.StatusOK, toPageJSON(page.Items, page.NextCursor, toAuditJSON))
 }
 
 // lockEvents is GET /locks/{resource}/events: a Server-Sent Events stream

@@ -209,7 +209,7 @@ func (a *API) opsForceRelease(c echo.Context) error {
 	}
 	resource, reason := form.Get("resource"), strings.TrimSpace(form.Get("reason"))
 	var ck checker
-	ck.resource(resource)
+	ck.resource("resource", resource)
 	if reason == "" || len(reason) > maxReasonBytes || hasControl(reason) {
 		ck.fail("reason", "is required, at most 500 bytes")
 	}

@@ -56,15 +56,9 @@ type permitHeldJSON struct {
 // nameParam reads path parameter param and checks it with the rules of a
 // lock's resource, naming param in the errors.
 func nameParam(c echo.Context, ck *checker, param string) string {
-	v, err := pathParam(c, param)
-	if err != nil {
-		ck.fail(param, "bad percent-encoding")
-		return ""
-	}
-	var rules checker
-	rules.resource(v)
-	for _, e := range rules.errs {
-		ck.fail(param, e.Message)
+	v, ok := pathParam(c, ck, param)
+	if ok {
+		ck.resource(param, v)
 	}
 	return v
 }
@@ -126,24 +120,12 @@ func (a *API) semStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := semStateJSON{Name: st.Name, Limit: st.Limit, Holders: make([]permitJSON, 0, len(st.Holders))}
-	for _, p := range st.Holders {
-		out.Holders = append(out.Holders, toPermitJSON(p))
-	}
-	return sendJSON(c, http.StatusOK, out)
+	return sendJSON(c, http.StatusOK, semStateJSON{Name: st.Name, Limit: st.Limit, Holders: toJSONList(st.Holders, toPermitJSON)})
 }
 
 func (a *API) semRelease(c echo.Context) error {
-	fields, q, err := a.readFieldsAndQuery(c, "owner", "token")
+	name, owner, token, err := a.parseRelease(c, "name")
 	if err != nil {
-		return err
-	}
-	var ck checker
-	name := nameParam(c, &ck, "name")
-	onlyQuery(&ck, q, "owner", "token")
-	owner := ownerFromBodyOrQuery(&ck, fields, q)
-	token := tokenFromBodyOrQuery(&ck, fields, q)
-	if err := ck.err(); err != nil {
 		return err
 	}
 	ctx, cancel := a.opContext(c)

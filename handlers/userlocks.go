@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -33,40 +32,37 @@ func (c *checker) lockName(field, s string) {
 // userID validates a user id: 1..128 bytes of UTF-8, no control
 // characters, not only whitespace. It is used as given (not trimmed).
 func (c *checker) userID(s string) {
-	switch {
-	case s == "":
+	if s == "" {
 		c.fail("user_id", "must not be empty")
-	case len(s) > 128:
-		c.fail("user_id", "must be at most 128 bytes")
-	case !utf8.ValidString(s):
-		c.fail("user_id", "must be valid UTF-8")
-	case hasControl(s):
-		c.fail("user_id", "must not contain control characters")
-	case strings.TrimSpace(s) == "":
+		return
+	}
+	if c.text("user_id", s, 128) && strings.TrimSpace(s) == "" {
 		c.fail("user_id", "must not be only whitespace")
 	}
 }
 
 // userIDParam reads and validates the {user_id} path segment.
 func userIDParam(c echo.Context, ck *checker) string {
-	u, err := pathParam(c, "user_id")
-	if err != nil {
-		ck.fail("user_id", "bad percent-encoding")
-		return ""
+	u, ok := pathParam(c, ck, "user_id")
+	if ok {
+		ck.userID(u)
 	}
-	ck.userID(u)
 	return u
+}
+
+// lockNameParam reads path parameter param and checks it with the rules
+// of a user lock's name (a claim's scope follows them too).
+func lockNameParam(c echo.Context, ck *checker, param string) string {
+	v, ok := pathParam(c, ck, param)
+	if ok {
+		ck.lockName(param, v)
+	}
+	return v
 }
 
 // userLockParams reads {name} and {user_id}.
 func userLockParams(c echo.Context, ck *checker) (name, user string) {
-	name, err := pathParam(c, "name")
-	if err != nil {
-		ck.fail("name", "bad percent-encoding")
-	} else {
-		ck.lockName("name", name)
-	}
-	return name, userIDParam(c, ck)
+	return lockNameParam(c, ck, "name"), userIDParam(c, ck)
 }
 
 // noQuery records every query parameter as unknown.
@@ -79,11 +75,7 @@ func noQuery(c echo.Context, ck *checker, allowed ...string) {
 }
 
 func (a *API) userLockAttempt(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	fields, err := decodeObject(body, "ttl_seconds")
+	fields, err := a.readFields(c, "ttl_seconds")
 	if err != nil {
 		return err
 	}
@@ -117,11 +109,7 @@ func (a *API) userLockAttempt(c echo.Context) error {
 }
 
 func (a *API) userLockClear(c echo.Context) error {
-	body, err := readBody(c, a.cfg.BodyLimit)
-	if err != nil {
-		return err
-	}
-	if _, err := decodeObject(body); err != nil {
+	if err := a.noBody(c); err != nil {
 		return err
 	}
 	var ck checker
