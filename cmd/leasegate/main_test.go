@@ -7,32 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
 
 func env(kv map[string]string) func(string) string {
 	return func(k string) string { return kv[k] }
-}
-
-// freeAddr is a loopback address that nothing listens on: a port the
-// kernel has just handed out.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 // waitServing polls GET http://addr/healthz until leasegate answers. A
@@ -302,7 +290,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
-	addr := freeAddr(t)
+	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout logbuf.Buffer

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 // TestMain lets the test binary act as the leasegate binary, so the
@@ -23,7 +26,7 @@ func TestMain(m *testing.M) {
 func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 			cmd := exec.Command(os.Args[0], "serve")
 			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr)
 			var stdout, stderr bytes.Buffer
