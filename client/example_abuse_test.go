@@ -4,31 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/leasegate/leasegate/client"
-	"github.com/leasegate/leasegate/server"
 )
-
-// exampleServer runs the whole gateway (server.New: user locks, bans
-// and their abuse log) on an in-memory Redis for the examples.
-func exampleServer() (baseURL string, stop func()) {
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.AbuseLog = io.Discard
-	srv, err := server.New(cfg, nil)
-	if err != nil {
-		panic(err)
-	}
-	go func() { _ = srv.Serve() }()
-	return "http://" + srv.Addr(), func() { _ = srv.Shutdown(context.Background()) }
-}
 
 // A user lock counts repeated attempts; the fifth flags the user, an
 // operator bans them, and the next attempt is refused with Retry-After.
 func ExampleClient_UserLock() {
-	base, stop := exampleServer()
+	base, stop := exampleGateway()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(base)

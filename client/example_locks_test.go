@@ -4,21 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/server"
 )
 
-// exampleGateway starts a gateway on an in-memory Redis for the examples.
+// exampleGateway runs the whole gateway (server.New: locks, user locks,
+// bans and their abuse log) on its embedded in-memory Redis for the
+// examples.
 func exampleGateway() (baseURL string, stop func()) {
-	m := miniredis.NewMiniRedis()
-	if err := m.Start(); err != nil {
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.AbuseLog = io.Discard
+	srv, err := server.New(cfg, nil)
+	if err != nil {
 		panic(err)
 	}
-	base, _, _, closeFn := serveRoutes(m.Addr())
-	return base, func() { closeFn(); m.Close() }
+	go func() { _ = srv.Serve() }()
+	return "http://" + srv.Addr(), func() { _ = srv.Shutdown(context.Background()) }
 }
 
 func ExampleClient_Acquire() {

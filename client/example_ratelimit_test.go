@@ -13,7 +13,7 @@ import (
 // client reads them into UserLock.RateLimit (and Error.RateLimit for a
 // ban), so a caller can slow down before it is flagged.
 func ExampleUserLock_rateLimit() {
-	base, stop := exampleServer()
+	base, stop := exampleGateway()
 	defer stop()
 	ctx := context.Background()
 	c := client.New(base)

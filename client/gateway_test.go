@@ -56,7 +56,7 @@ func newMiniGateway(t testing.TB) *lockGateway {
 }
 
 // serveRoutes serves the routes (handlers.New, open mode, with a
-// subscribed Waiter) over HTTP on the Redis at addr. Examples use it too.
+// subscribed Waiter) over HTTP on the Redis at addr.
 func serveRoutes(addr string) (baseURL string, rdb *redis.Client, l *redislock.Locker, closeFn func()) {
 	rdb = redis.NewClient(&redis.Options{Addr: addr})
 	ch := "ct:released"

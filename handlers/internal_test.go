@@ -1,56 +1,22 @@
 package handlers_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
-// oddScripter answers every script with a reply no script documents, as a
-// script edited without its decoder would.
-type oddScripter struct{}
-
-func (oddScripter) reply(ctx context.Context) *redis.Cmd {
-	c := redis.NewCmd(ctx)
-	c.SetVal("surprise")
-	return c
-}
-
-func (s oddScripter) Eval(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return s.reply(ctx)
-}
-
-func (s oddScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return s.reply(ctx)
-}
-
-func (s oddScripter) EvalRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return s.reply(ctx)
-}
-
-func (s oddScripter) EvalShaRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return s.reply(ctx)
-}
-
-func (oddScripter) ScriptExists(ctx context.Context, _ ...string) *redis.BoolSliceCmd {
-	return redis.NewBoolSliceCmd(ctx)
-}
-
-func (oddScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
-	return redis.NewStringCmd(ctx)
-}
-
 // An unexpected script reply is a 500 "internal" problem that reveals
 // nothing, is logged, and is never a grant.
 func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
+	// Every script answers "surprise", a reply no script documents, as a
+	// script edited without its decoder would.
 	h := testenv.NewApp(t, nil, testenv.Options{
-		Locks: redislock.NewService(redislock.New(oddScripter{}, redislock.Options{}), nil, 0),
+		Locks: redislock.NewService(redislock.New(redistest.ReplyScripter{Reply: "surprise"}, redislock.Options{}), nil, 0),
 	})
 	logs := h.Log
 	for _, req := range []struct{ method, target, body string }{

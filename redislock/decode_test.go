@@ -6,51 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/leasegate/leasegate/internal/redistest"
 )
-
-// fakeScripter answers every script with reply, as a broken or hostile
-// server (or a script edited without its decoder) might.
-type fakeScripter struct {
-	reply interface{}
-}
-
-func (f fakeScripter) cmd(ctx context.Context) *redis.Cmd {
-	c := redis.NewCmd(ctx)
-	c.SetVal(f.reply)
-	return c
-}
-
-func (f fakeScripter) Eval(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return f.cmd(ctx)
-}
-
-func (f fakeScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return f.cmd(ctx)
-}
-
-func (f fakeScripter) EvalRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return f.cmd(ctx)
-}
-
-func (f fakeScripter) EvalShaRO(ctx context.Context, _ string, _ []string, _ ...interface{}) *redis.Cmd {
-	return f.cmd(ctx)
-}
-
-func (f fakeScripter) ScriptExists(ctx context.Context, _ ...string) *redis.BoolSliceCmd {
-	return redis.NewBoolSliceCmd(ctx)
-}
-
-func (f fakeScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
-	return redis.NewStringCmd(ctx)
-}
 
 type reply = []interface{}
 
 func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	good := "1 7 1000 2000 1000 svc-a"
 	t.Run("the documented reply decodes", func(t *testing.T) {
-		res, err := New(fakeScripter{good}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
+		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -61,7 +25,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		}
 	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
-		res, err := New(fakeScripter{"0 7 1000 2000 1500 svc-b"}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc-b"}, Options{}).
 			Acquire(context.Background(), "r", "svc-a", time.Second)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
@@ -71,14 +35,14 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		}
 	})
 	t.Run("an empty owner comes back empty", func(t *testing.T) {
-		res, err := New(fakeScripter{"1 7 1000 2000 1000 "}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "1 7 1000 2000 1000 "}, Options{}).
 			Acquire(context.Background(), "r", "", time.Second)
 		if err != nil || !res.Acquired || res.Lock.Owner != "" {
 			t.Errorf("got %+v, %v, want granted to the empty owner", res, err)
 		}
 	})
 	t.Run("the owner comes back verbatim, spaces and all", func(t *testing.T) {
-		res, err := New(fakeScripter{"0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
 			Acquire(context.Background(), "r", "svc-a", time.Second)
 		if err != nil || res.Lock.Owner != "svc b  1 2 " {
 			t.Errorf("got owner %q, %v, want %q", res.Lock.Owner, err, "svc b  1 2 ")
@@ -101,7 +65,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	}
 	for name, reply := range bad {
 		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {
-			res, err := New(fakeScripter{reply}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
+			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
 			if !errors.Is(err, ErrBadReply) {
 				t.Errorf("got %v, want ErrBadReply", err)
 			}
@@ -150,7 +114,7 @@ func TestDecodeHeld(t *testing.T) {
 		})
 	}
 	t.Run("status and renew use it", func(t *testing.T) {
-		l := New(fakeScripter{reply{int64(3)}}, Options{})
+		l := New(redistest.ReplyScripter{Reply: reply{int64(3)}}, Options{})
 		if _, err := l.Status(context.Background(), "r"); !errors.Is(err, ErrBadReply) {
 			t.Errorf("status: got %v, want ErrBadReply", err)
 		}
@@ -162,7 +126,7 @@ func TestDecodeHeld(t *testing.T) {
 
 func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 	for reply, want := range map[int64]ReleaseResult{1: Released, 0: NotFound, -1: Forbidden} {
-		got, err := New(fakeScripter{reply}, Options{}).Release(context.Background(), "r", "o", 0)
+		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Release(context.Background(), "r", "o", 0)
 		if err != nil || got != want {
 			t.Errorf("reply %d: got %v, %v; want %v", reply, got, err, want)
 		}
@@ -175,7 +139,7 @@ func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 		"-2":           int64(-2),
 		"a big number": int64(1 << 40),
 	} {
-		got, err := New(fakeScripter{reply}, Options{}).Release(context.Background(), "r", "o", 0)
+		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Release(context.Background(), "r", "o", 0)
 		if !errors.Is(err, ErrBadReply) || got == Released {
 			t.Errorf("reply %s: got %v, %v; want ErrBadReply and not Released", name, got, err)
 		}

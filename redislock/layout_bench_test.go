@@ -44,25 +44,15 @@ func BenchmarkLockLayout(b *testing.B) {
 		b.Run(lay.name+"/same resource", func(b *testing.B) {
 			l := newL("s")
 			cycle(b, l, "checkin:1000001")
-			resetStats(b, rdb)
-			for b.Loop() {
-				cycle(b, l, "checkin:1000001")
-			}
-			calls, usec := commandstats(b, rdb)
-			b.ReportMetric(calls/float64(b.N), "redis-cmds/cycle")
-			b.ReportMetric(usec/float64(b.N), "redis-µs/cycle")
+			reportRedisCost(b, rdb, func() { cycle(b, l, "checkin:1000001") })
 		})
 		b.Run(lay.name+"/fresh resource", func(b *testing.B) {
 			l := newL("f")
-			resetStats(b, rdb)
 			n := 0
-			for b.Loop() {
+			reportRedisCost(b, rdb, func() {
 				n++
 				cycle(b, l, "checkin:"+strconv.Itoa(1000000+n))
-			}
-			calls, usec := commandstats(b, rdb)
-			b.ReportMetric(calls/float64(b.N), "redis-cmds/cycle")
-			b.ReportMetric(usec/float64(b.N), "redis-µs/cycle")
+			})
 		})
 		b.Run(lay.name+"/memory of 100k locks", func(b *testing.B) {
 			if os.Getenv("LEASEGATE_BENCH_MEMORY") == "" {
@@ -95,13 +85,6 @@ func BenchmarkLockLayout(b *testing.B) {
 					rdb.MemoryUsage(ctx, lock, 0).Val(), rdb.MemoryUsage(ctx, fence, 0).Val())
 			}
 		})
-	}
-}
-
-func resetStats(b *testing.B, rdb *redis.Client) {
-	b.Helper()
-	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
-		b.Fatal(err)
 	}
 }
 

@@ -30,20 +30,14 @@ func BenchmarkIndexCost(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			l := redislock.New(rdb, redislock.Options{Prefix: "bench-" + strconv.Itoa(int(c.mode)) + ":", Index: c.mode})
 			b.ReportAllocs()
-			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
+			reportRedisCost(b, rdb, func() {
 				if res, err := l.Acquire(ctx, "r", "o", time.Minute); err != nil || !res.Acquired {
 					b.Fatalf("Acquire: %+v %v", res, err)
 				}
 				if _, err := l.Release(ctx, "r", "o", 0); err != nil {
 					b.Fatal(err)
 				}
-			}
-			calls, usec := commandstats(b, rdb)
-			b.ReportMetric(calls/float64(b.N), "redis-cmds/cycle")
-			b.ReportMetric(usec/float64(b.N), "redis-µs/cycle")
+			})
 		})
 	}
 }
@@ -110,6 +104,22 @@ func BenchmarkListWithAMillionLeases(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// reportRedisCost runs cycle once per b.Loop iteration on freshly reset
+// Redis statistics, then reports the commands and the Redis time of one
+// cycle (see commandstats).
+func reportRedisCost(b *testing.B, rdb *redis.Client, cycle func()) {
+	b.Helper()
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		cycle()
+	}
+	calls, usec := commandstats(b, rdb)
+	b.ReportMetric(calls/float64(b.N), "redis-cmds/cycle")
+	b.ReportMetric(usec/float64(b.N), "redis-µs/cycle")
 }
 
 // commandstats sums INFO commandstats: calls and usec of every command

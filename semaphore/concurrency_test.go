@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/contract"
 	"github.com/leasegate/leasegate/internal/redistest"
@@ -35,87 +32,72 @@ type interval struct {
 // recorded history that are live must number at most 5, and tokens must
 // be unique and increase with grant time.
 func TestNPermitsAreNeverExceededUnderConcurrentAcquirersWithCrashes(t *testing.T) {
-	for _, store := range []struct {
-		name string
-		rdb  func(t *testing.T) *redis.Client
-	}{
-		// miniredis here runs on the wall clock (no SetTime), so permits
-		// expire by themselves as on a real server.
-		{"miniredis", func(t *testing.T) *redis.Client {
-			m := miniredis.RunT(t)
-			rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), PoolSize: 64})
-			t.Cleanup(func() { _ = rdb.Close() })
-			return rdb
-		}},
-		{"a real redis-server", func(t *testing.T) *redis.Client {
-			rs := redistest.Start(t)
-			rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), PoolSize: 64})
-			t.Cleanup(func() { _ = rdb.Close() })
-			return rdb
-		}},
-	} {
-		t.Run("on "+store.name, func(t *testing.T) {
-			const (
-				limit     = 5
-				acquirers = 200
-				ttl       = 300 * time.Millisecond
-			)
-			rdb := store.rdb(t)
-			svc := newService(t, contract.Store{RDB: rdb})
-			ctx := context.Background()
+	redistest.EachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		if b.Mini != nil {
+			// miniredis follows the wall clock here, so permits expire
+			// by themselves as on a real server.
+			b.RealClock()
+		}
+		const (
+			limit     = 5
+			acquirers = 200
+			ttl       = 300 * time.Millisecond
+		)
+		rdb := b.RDB
+		svc := newService(t, contract.Store{RDB: rdb})
+		ctx := context.Background()
 
-			var mu sync.Mutex
-			var history []interval
-			var wg sync.WaitGroup
-			errs := make(chan error, acquirers)
-			for i := range acquirers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					owner := fmt.Sprintf("w%d", i)
-					res, err := svc.Acquire(ctx, "", leasegate.SemaphoreRequest{
-						Name: "provider", Owner: owner, TTL: ttl, Limit: limit, Wait: 60 * time.Second})
-					if err != nil || !res.Acquired {
-						errs <- fmt.Errorf("%s: got %+v, %v; want a permit", owner, res, err)
+		var mu sync.Mutex
+		var history []interval
+		var wg sync.WaitGroup
+		errs := make(chan error, acquirers)
+		for i := range acquirers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				owner := fmt.Sprintf("w%d", i)
+				res, err := svc.Acquire(ctx, "", leasegate.SemaphoreRequest{
+					Name: "provider", Owner: owner, TTL: ttl, Limit: limit, Wait: 60 * time.Second})
+				if err != nil || !res.Acquired {
+					errs <- fmt.Errorf("%s: got %+v, %v; want a permit", owner, res, err)
+					return
+				}
+				if res.Holders > limit {
+					errs <- fmt.Errorf("%s: got holders %d, want at most %d", owner, res.Holders, limit)
+				}
+				p := res.Permit
+				iv := interval{owner: owner, token: p.Token, start: p.AcquiredAt.UnixMilli(), end: p.ExpiresAt.UnixMilli()}
+				time.Sleep(time.Duration(rand.IntN(10)) * time.Millisecond) // the work the permit guards
+				if rand.IntN(5) > 0 {
+					now, err := rdb.Time(ctx).Result()
+					if err != nil {
+						errs <- err
 						return
 					}
-					if res.Holders > limit {
-						errs <- fmt.Errorf("%s: got holders %d, want at most %d", owner, res.Holders, limit)
+					iv.end = min(iv.end, now.UnixMilli())
+					// On a loaded machine the permit may have expired
+					// before the release: then it is NotFound when no
+					// permit is left, Forbidden when others hold one.
+					got, err := svc.Release(ctx, "", "provider", owner, p.Token)
+					if err != nil || got == 0 {
+						errs <- fmt.Errorf("%s: release got %v, %v", owner, got, err)
 					}
-					p := res.Permit
-					iv := interval{owner: owner, token: p.Token, start: p.AcquiredAt.UnixMilli(), end: p.ExpiresAt.UnixMilli()}
-					time.Sleep(time.Duration(rand.IntN(10)) * time.Millisecond) // the work the permit guards
-					if rand.IntN(5) > 0 {
-						now, err := rdb.Time(ctx).Result()
-						if err != nil {
-							errs <- err
-							return
-						}
-						iv.end = min(iv.end, now.UnixMilli())
-						// On a loaded machine the permit may have expired
-						// before the release: then it is NotFound when no
-						// permit is left, Forbidden when others hold one.
-						got, err := svc.Release(ctx, "", "provider", owner, p.Token)
-						if err != nil || got == 0 {
-							errs <- fmt.Errorf("%s: release got %v, %v", owner, got, err)
-						}
-					} // else: crashed; the permit expires by itself
-					mu.Lock()
-					history = append(history, iv)
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
-			if len(history) != acquirers {
-				t.Fatalf("got %d grants, want %d", len(history), acquirers)
-			}
-			checkHistory(t, history, limit)
-		})
-	}
+				} // else: crashed; the permit expires by itself
+				mu.Lock()
+				history = append(history, iv)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if len(history) != acquirers {
+			t.Fatalf("got %d grants, want %d", len(history), acquirers)
+		}
+		checkHistory(t, history, limit)
+	})
 }
 
 // checkHistory fails when more than limit intervals are live at any

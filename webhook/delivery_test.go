@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/internal/webhooktest"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/metrics"
@@ -162,7 +163,7 @@ func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
 	}
 	rcv.WaitRequests(t, 3, "three tries")
 	ks := keyspace.Space{Prefix: "lgtest:"}
-	waitFor(t, "the event is dead-lettered", func() bool {
+	testenv.WaitFor(t, "the event is dead-lettered", func() bool {
 		n, err := b.RDB.XLen(context.Background(), ks.DeadLetters()).Result()
 		return err == nil && n == 1
 	})
@@ -209,16 +210,5 @@ func TestSignAndVerify(t *testing.T) {
 				t.Error("got nil, want ErrBadSignature")
 			}
 		})
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not true after 20s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -5,20 +5,46 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
 
 func env(kv map[string]string) func(string) string {
 	return func(k string) string { return kv[k] }
+}
+
+// waitServing polls GET http://addr/healthz until leasegate answers. A
+// value on exited first (leasegate stopped before it served) fails the
+// test with stderr; so does a bound of 20 s, which only guards a hang.
+func waitServing[T any](t *testing.T, addr string, exited <-chan T, stderr fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			_ = res.Body.Close()
+			return
+		}
+		select {
+		case v := <-exited:
+			t.Fatalf("leasegate exited before serving (%v): %s", v, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leasegate not up on %s after 20s: %v", addr, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // parseServe parses serve's flags as cmdServe does, without running.
@@ -264,13 +290,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-
+	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout logbuf.Buffer
@@ -280,18 +300,7 @@ func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
 		done <- run(ctx, []string{"serve"}, strings.NewReader(""), &stdout, &stderr,
 			env(map[string]string{"LEASEGATE_ADDR": addr}))
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			_ = res.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not up on %s after 10s: %v", addr, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitServing(t, addr, done, &stderr)
 	res, err := http.Post("http://"+addr+"/locks/cli", "application/json", strings.NewReader(`{"owner":"svc-a","ttl_seconds":30}`))
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("POST: %v %v", res, err)

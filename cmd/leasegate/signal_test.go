@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 // TestMain lets the test binary act as the leasegate binary, so the
@@ -25,13 +26,7 @@ func TestMain(m *testing.M) {
 func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := l.Addr().String()
-			_ = l.Close()
-
+			addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 			cmd := exec.Command(os.Args[0], "serve")
 			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr)
 			var stdout, stderr bytes.Buffer
@@ -48,23 +43,7 @@ func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
 				}
 			})
 
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				res, err := http.Get("http://" + addr + "/healthz")
-				if err == nil {
-					_ = res.Body.Close()
-					break
-				}
-				select {
-				case err := <-exited:
-					t.Fatalf("leasegate exited before serving (%v): %s", err, stderr.String())
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("leasegate not up after 20s: %v", err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitServing(t, addr, exited, &stderr)
 
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatalf("signal: %v", err)

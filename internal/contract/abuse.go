@@ -31,6 +31,13 @@ type AbuseBackend struct {
 // the API key instead).
 var operator = leasegate.RequestMeta{Operator: "contract"}
 
+// Abuse runs the contracts of both services, UserLocks and Flags, each
+// as a subtest.
+func Abuse(t *testing.T, newBackend func(t *testing.T) AbuseBackend) {
+	t.Run("user locks", func(t *testing.T) { UserLocks(t, newBackend) })
+	t.Run("flag registry", func(t *testing.T) { Flags(t, newBackend) })
+}
+
 // UserLocks runs the contract of leasegate.UserLockService. newBackend is
 // called once per case and must return services whose state no other
 // case sees.

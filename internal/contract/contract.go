@@ -16,14 +16,12 @@
 package contract
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
 )
@@ -48,32 +46,6 @@ func FrozenMiniredis(m *miniredis.Miniredis) Clock {
 		m.SetTime(now)
 		m.FastForward(d)
 	}
-}
-
-// RedisTime is the Clock of a real redis-server: time passes for real,
-// and it returns once the server's own TIME (never the test's clock) has
-// moved by d, polling it, or fails the test after a generous deadline.
-func RedisTime(rdb redis.Cmdable) Clock {
-	return func(t *testing.T, d time.Duration) {
-		t.Helper()
-		target := redisNow(t, rdb).Add(d)
-		deadline := time.Now().Add(d + 10*time.Second)
-		for redisNow(t, rdb).Before(target) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the redis clock did not reach %v within %v", target, d+10*time.Second)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
-}
-
-func redisNow(t *testing.T, rdb redis.Cmdable) time.Time {
-	t.Helper()
-	now, err := rdb.Time(context.Background()).Result()
-	if err != nil {
-		t.Fatalf("TIME: %v", err)
-	}
-	return now
 }
 
 // answer is what a call made in the background returned.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -14,7 +15,6 @@ import (
 // Store is one Redis a suite runs on: miniredis (frozen clock, outages)
 // or a real redis-server (its own clock; gopher-lua is not Redis's Lua).
 type Store struct {
-	Name    string
 	RDB     *redis.Client
 	Advance Clock
 	// Outage makes every later call fail (miniredis only; nil otherwise).
@@ -23,24 +23,23 @@ type Store struct {
 	Mini *miniredis.Miniredis
 }
 
-// ForEachStore runs fn as a subtest on a fresh miniredis and on a real
-// redis-server (started on a free port; skipped when none is installed).
+// ForEachStore runs fn as a subtest on each of redistest's backends (see
+// redistest.EachBackend): a fresh miniredis whose clock is frozen at the
+// current time, to the millisecond, so that a gateway's own timers agree
+// with it, and a real redis-server on a free port (redistest.Start says
+// when a missing binary skips).
 func ForEachStore(t *testing.T, fn func(t *testing.T, s Store)) {
 	t.Helper()
-	t.Run("on miniredis", func(t *testing.T) {
-		m := miniredis.RunT(t)
-		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		t.Cleanup(func() { _ = rdb.Close() })
-		fn(t, Store{Name: "miniredis", RDB: rdb, Advance: FrozenMiniredis(m), Mini: m,
-			Outage: func(t *testing.T) {
-				m.SetError("LOADING redis is loading")
-				t.Cleanup(func() { m.SetError("") })
-			}})
-	})
-	t.Run("on a real redis-server", func(t *testing.T) {
-		rs := redistest.Start(t)
-		rdb := rs.Client(t)
-		fn(t, Store{Name: "redis-server", RDB: rdb, Advance: RedisTime(rdb)})
+	redistest.EachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		s := Store{RDB: b.RDB, Mini: b.Mini, Advance: func(t *testing.T, d time.Duration) { b.Advance(t, d) }}
+		if b.Mini != nil {
+			b.SetTime(time.Now().UTC().Truncate(time.Millisecond))
+			s.Outage = func(t *testing.T) {
+				b.Mini.SetError("LOADING redis is loading")
+				t.Cleanup(func() { b.Mini.SetError("") })
+			}
+		}
+		fn(t, s)
 	})
 }
 
