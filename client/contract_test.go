@@ -13,8 +13,8 @@ import (
 )
 
 // The client's service interfaces, through a gateway, keep the contract
-// that the in-process services keep (redislock and abuse
-// contract_test.go): the same assertions, over HTTP.
+// that the in-process services keep (redislock, abuse, semaphore and
+// claim contract_test.go): the same assertions, over HTTP.
 func TestClientKeepsTheServiceContracts(t *testing.T) {
 	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
 		url := "redis://" + s.RDB.Options().Addr
@@ -37,6 +37,16 @@ func TestClientKeepsTheServiceContracts(t *testing.T) {
 					MaxAttempts: 3, Allowlisted: "vip",
 					Advance: s.Advance, Outage: s.Outage,
 				}
+			})
+		})
+		t.Run("semaphores through a gateway", func(t *testing.T) {
+			contract.Semaphores(t, func(t *testing.T) contract.SemaphoreBackend {
+				return contract.SemaphoreBackend{Semaphores: contractGateway(t, url).Semaphores(), Advance: s.Advance, Outage: s.Outage}
+			})
+		})
+		t.Run("claims through a gateway", func(t *testing.T) {
+			contract.Claims(t, func(t *testing.T) contract.ClaimBackend {
+				return contract.ClaimBackend{Claims: contractGateway(t, url).Claims(), Advance: s.Advance, Outage: s.Outage}
 			})
 		})
 	})
