@@ -29,39 +29,15 @@ import (
 	"github.com/leasegate/leasegate/scripts"
 )
 
-// Errors of the abuse engine. Check them with errors.Is. All but
-// ErrBadReply are the domain's (package leasegate), so callers that speak
-// only the domain recognise them.
-var (
-	// ErrBanned: the user is under an active ban (see *BannedError).
-	ErrBanned = leasegate.ErrBanned
-	// ErrNotFound: no such user lock, flag or ban.
-	ErrNotFound = leasegate.ErrUserNotFound
-	// ErrAllowlisted: the user is on the allowlist and cannot be banned.
-	ErrAllowlisted = leasegate.ErrAllowlisted
-	// ErrBadCursor: a paging cursor this service did not hand out.
-	ErrBadCursor = leasegate.ErrBadCursor
-	// ErrUnavailable wraps every Redis failure; nothing is reported as
-	// acquired when it is returned.
-	ErrUnavailable = leasegate.ErrUnavailable
-	// ErrBadReply: a script answered in a shape it never documents.
-	ErrBadReply = errors.New("abuse: unexpected script reply")
-)
+// ErrBadReply: a script answered in a shape it never documents. Every
+// other error of the engine is the domain's (package leasegate: e.g.
+// ErrBanned with *BannedError, ErrUserNotFound, ErrAllowlisted,
+// ErrBadCursor, ErrUnavailable for every Redis failure), so callers that
+// speak only the domain recognise them with errors.Is.
+var ErrBadReply = errors.New("abuse: unexpected script reply")
 
 // reply decodes the scripts' replies; its errors wrap ErrBadReply.
 var reply = scriptreply.Decoder{Bad: ErrBadReply}
-
-// The abuse engine speaks the domain's types.
-type (
-	// BannedError is returned by Attempt for a banned user. errors.Is(err,
-	// ErrBanned) is true.
-	BannedError = leasegate.BannedError
-	// Meta is what the abuse log records about the request behind an
-	// attempt or an operator action.
-	Meta = leasegate.RequestMeta
-	// Result of one attempt.
-	Result = leasegate.UserLockResult
-)
 
 var (
 	_ leasegate.UserLockService = (*Service)(nil)
@@ -131,11 +107,11 @@ func (s *Service) metricLock(lock string) string {
 
 // Attempt is one attempt on user lock name by userID in tenant: the first
 // in a window acquires it for ttl, later ones count. A banned user gets a
-// *BannedError (errors.Is ErrBanned) and nothing is counted.
-func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl time.Duration, meta Meta) (Result, error) {
+// *leasegate.BannedError (errors.Is leasegate.ErrBanned) and nothing is counted.
+func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl time.Duration, meta leasegate.RequestMeta) (leasegate.UserLockResult, error) {
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
-		return Result{}, fmt.Errorf("abuse: ttl %v must be at least 1ms", ttl)
+		return leasegate.UserLockResult{}, fmt.Errorf("abuse: ttl %v must be at least 1ms", ttl)
 	}
 	pol := s.opts.Policies.For(name)
 	allow := s.opts.Policies.Allowlist[userID]
@@ -158,38 +134,38 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
 		flagID, banID, tenant, s.out.MaxLen())
 	if err != nil {
-		return Result{}, err
+		return leasegate.UserLockResult{}, err
 	}
 	switch {
 	case status == -1 && len(arr) == 3:
 		until, err1 := msField(arr[1])
 		now, err2 := msField(arr[2])
 		if err := errors.Join(err1, err2); err != nil {
-			return Result{}, err
+			return leasegate.UserLockResult{}, err
 		}
 		s.m.AbuseAttempts.WithLabelValues(s.metricLock(name), "banned").Inc()
-		return Result{}, &BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
+		return leasegate.UserLockResult{}, &leasegate.BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
 			Policy: name, Quota: int64(pol.MaxAttempts), Window: ttl, Reset: until.Sub(now),
 		}}
 	case status == 1 && len(arr) == 9:
 	default:
-		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
+		return leasegate.UserLockResult{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
 	n, ok1 := arr[1].(int64)
 	flaggedNow, ok2 := arr[5].(int64)
 	times, ok3 := arr[6].(int64)
 	banNumber, ok4 := arr[8].(int64)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return Result{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
+		return leasegate.UserLockResult{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
 	start, err1 := msField(arr[2])
 	exp, err2 := msField(arr[3])
 	now, err3 := msField(arr[4])
 	banUntilMS, err4 := intField(arr[7])
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return Result{}, err
+		return leasegate.UserLockResult{}, err
 	}
-	res := Result{
+	res := leasegate.UserLockResult{
 		Acquired:    n == 1,
 		Attempts:    n,
 		Flagged:     !allow && n >= int64(pol.MaxAttempts),
@@ -282,7 +258,7 @@ func (s *Service) index(ctx context.Context, tenant, lock, userID string, at tim
 }
 
 // Clear releases user lock name of userID (the PHP clearUserLock): the
-// counter is gone and the next attempt starts a new window. ErrNotFound
+// counter is gone and the next attempt starts a new window. leasegate.ErrUserNotFound
 // when there is none.
 func (s *Service) Clear(ctx context.Context, tenant, name, userID string) error {
 	n, err := s.rdb.Del(ctx, s.keys.User(tenant, userID).Counter(name)).Result()
@@ -290,7 +266,7 @@ func (s *Service) Clear(ctx context.Context, tenant, name, userID string) error 
 		return scriptreply.Unavailable(err)
 	}
 	if n == 0 {
-		return ErrNotFound
+		return leasegate.ErrUserNotFound
 	}
 	return nil
 }

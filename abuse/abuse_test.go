@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -21,9 +22,9 @@ func TestAttemptPortsThePHPLockClass(t *testing.T) {
 		const ttl = time.Second
 
 		t.Run("attempts count 1..N, only the first acquires, the fifth flags", func(t *testing.T) {
-			var first Result
+			var first leasegate.UserLockResult
 			for i := int64(1); i <= 7; i++ {
-				res, err := svc.Attempt(ctx, "", "login", "u-count", ttl, Meta{})
+				res, err := svc.Attempt(ctx, "", "login", "u-count", ttl, leasegate.RequestMeta{})
 				if err != nil {
 					t.Fatalf("attempt %d: %v", i, err)
 				}
@@ -53,12 +54,12 @@ func TestAttemptPortsThePHPLockClass(t *testing.T) {
 
 		t.Run("the counter resets when the window has passed", func(t *testing.T) {
 			for i := 0; i < 3; i++ {
-				if _, err := svc.Attempt(ctx, "", "login", "u-ttl", ttl, Meta{}); err != nil {
+				if _, err := svc.Attempt(ctx, "", "login", "u-ttl", ttl, leasegate.RequestMeta{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			b.Advance(t, ttl+100*time.Millisecond)
-			res, err := svc.Attempt(ctx, "", "login", "u-ttl", ttl, Meta{})
+			res, err := svc.Attempt(ctx, "", "login", "u-ttl", ttl, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,14 +70,14 @@ func TestAttemptPortsThePHPLockClass(t *testing.T) {
 
 		t.Run("clear releases the user lock and the next attempt acquires", func(t *testing.T) {
 			for i := 0; i < 2; i++ {
-				if _, err := svc.Attempt(ctx, "", "login", "u-clear", time.Minute, Meta{}); err != nil {
+				if _, err := svc.Attempt(ctx, "", "login", "u-clear", time.Minute, leasegate.RequestMeta{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if err := svc.Clear(ctx, "", "login", "u-clear"); err != nil {
 				t.Fatalf("clear: got %v, want nil", err)
 			}
-			res, err := svc.Attempt(ctx, "", "login", "u-clear", time.Minute, Meta{})
+			res, err := svc.Attempt(ctx, "", "login", "u-clear", time.Minute, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,14 +87,14 @@ func TestAttemptPortsThePHPLockClass(t *testing.T) {
 		})
 
 		t.Run("clearing a lock nobody holds is not found", func(t *testing.T) {
-			if err := svc.Clear(ctx, "", "login", "u-nobody"); !errors.Is(err, ErrNotFound) {
+			if err := svc.Clear(ctx, "", "login", "u-nobody"); !errors.Is(err, leasegate.ErrUserNotFound) {
 				t.Errorf("got %v, want ErrNotFound", err)
 			}
 		})
 
 		t.Run("each lock name counts apart", func(t *testing.T) {
-			a, _ := svc.Attempt(ctx, "", "lock-a", "u-apart", time.Minute, Meta{})
-			bb, _ := svc.Attempt(ctx, "", "lock-b", "u-apart", time.Minute, Meta{})
+			a, _ := svc.Attempt(ctx, "", "lock-a", "u-apart", time.Minute, leasegate.RequestMeta{})
+			bb, _ := svc.Attempt(ctx, "", "lock-b", "u-apart", time.Minute, leasegate.RequestMeta{})
 			if !a.Acquired || !bb.Acquired {
 				t.Errorf("got acquired %v and %v, want both true", a.Acquired, bb.Acquired)
 			}
@@ -109,7 +110,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 
 		t.Run("every attempt leaves the counter with an expiry", func(t *testing.T) {
 			for i := 1; i <= 6; i++ {
-				if _, err := svc.Attempt(ctx, "", "login", "u-pttl", time.Minute, Meta{}); err != nil {
+				if _, err := svc.Attempt(ctx, "", "login", "u-pttl", time.Minute, leasegate.RequestMeta{}); err != nil {
 					t.Fatal(err)
 				}
 				pttl, err := b.RDB.PTTL(ctx, key).Result()
@@ -127,7 +128,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 			if err := b.RDB.HSet(ctx, k, "n", "4").Err(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := svc.Attempt(ctx, "", "login", "u-stuck", 30*time.Second, Meta{})
+			res, err := svc.Attempt(ctx, "", "login", "u-stuck", 30*time.Second, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +146,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 			if err := b.RDB.Set(ctx, k, "2", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, Meta{})
+			res, err := svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +161,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 				return // a real 30 s wait is not worth it; the TTL above is the proof
 			}
 			b.Advance(t, 30*time.Second+100*time.Millisecond)
-			res, err = svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, Meta{})
+			res, err = svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,11 +177,11 @@ func TestConcurrentAttemptsCountExactlyOnce(t *testing.T) {
 		ctx := context.Background()
 		svc, lb := newService(t, b, policies(5))
 		const n = 200
-		results := make([]Result, n)
+		results := make([]leasegate.UserLockResult, n)
 		errs := make([]error, n)
 		redistest.Burst(n, func(i int) {
 			results[i], errs[i] = svc.Attempt(ctx, "", "burst", "u-burst", time.Minute,
-				Meta{ClientIP: "192.0.2.7", RequestID: fmt.Sprintf("r%d", i)})
+				leasegate.RequestMeta{ClientIP: "192.0.2.7", RequestID: fmt.Sprintf("r%d", i)})
 		})
 		seen := make([]int, n+1)
 		acquired, flaggedNow := 0, 0
@@ -245,7 +246,7 @@ func TestAbuseLogKeepsHostileUserIDsInOneRecord(t *testing.T) {
 			"}{t=;r=user:admin}",
 		}
 		for _, id := range ids {
-			if _, err := svc.Attempt(ctx, "", "login", id, time.Minute, Meta{}); err != nil {
+			if _, err := svc.Attempt(ctx, "", "login", id, time.Minute, leasegate.RequestMeta{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -275,9 +276,9 @@ func TestBans(t *testing.T) {
 		svc, lb := newService(t, b, pol)
 		const ttl = time.Second
 
-		attempt := func(t *testing.T, lock, user string) (Result, error) {
+		attempt := func(t *testing.T, lock, user string) (leasegate.UserLockResult, error) {
 			t.Helper()
-			return svc.Attempt(ctx, "", lock, user, ttl, Meta{})
+			return svc.Attempt(ctx, "", lock, user, ttl, leasegate.RequestMeta{})
 		}
 
 		t.Run("the second flagged window bans by policy and banned attempts are not counted", func(t *testing.T) {
@@ -298,14 +299,14 @@ func TestBans(t *testing.T) {
 				t.Fatalf("got flagged_now=%v banned_until=%v, want a flag and a policy ban", res.FlaggedNow, res.BannedUntil)
 			}
 			_, err = attempt(t, "other-lock", "u-ban")
-			var be *BannedError
-			if !errors.Is(err, ErrBanned) || !errors.As(err, &be) {
+			var be *leasegate.BannedError
+			if !errors.Is(err, leasegate.ErrBanned) || !errors.As(err, &be) {
 				t.Fatalf("got %v, want ErrBanned on every lock of the user", err)
 			}
 			if be.Remaining <= 9*time.Second || be.Remaining > 10*time.Second {
 				t.Errorf("got remaining %v, want about 10s", be.Remaining)
 			}
-			if err := svc.Unban(ctx, "", "u-ban", Meta{Operator: "alice"}); err != nil {
+			if err := svc.Unban(ctx, "", "u-ban", leasegate.RequestMeta{Operator: "alice"}); err != nil {
 				t.Fatalf("unban: %v", err)
 			}
 			res, err = attempt(t, "other-lock", "u-ban")
@@ -321,14 +322,14 @@ func TestBans(t *testing.T) {
 		})
 
 		t.Run("an operator ban refuses attempts until unbanned", func(t *testing.T) {
-			ban, err := svc.BanUser(ctx, "", "u-op", time.Hour, "spam", Meta{Operator: "bob"})
+			ban, err := svc.BanUser(ctx, "", "u-op", time.Hour, "spam", leasegate.RequestMeta{Operator: "bob"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d := ban.Until.Sub(ban.Created); d != time.Hour {
 				t.Errorf("got ban length %v, want 1h", d)
 			}
-			if _, err := attempt(t, "login", "u-op"); !errors.Is(err, ErrBanned) {
+			if _, err := attempt(t, "login", "u-op"); !errors.Is(err, leasegate.ErrBanned) {
 				t.Errorf("got %v, want ErrBanned", err)
 			}
 			uf, err := svc.Get(ctx, "", "u-op")
@@ -341,7 +342,7 @@ func TestBans(t *testing.T) {
 		})
 
 		t.Run("unban without a ban is not found", func(t *testing.T) {
-			if err := svc.Unban(ctx, "", "u-none", Meta{}); !errors.Is(err, ErrNotFound) {
+			if err := svc.Unban(ctx, "", "u-none", leasegate.RequestMeta{}); !errors.Is(err, leasegate.ErrUserNotFound) {
 				t.Errorf("got %v, want ErrNotFound", err)
 			}
 		})
@@ -356,7 +357,7 @@ func TestBans(t *testing.T) {
 					t.Errorf("got flagged_now=%v banned_until=%v, want flagged, not banned", res.FlaggedNow, res.BannedUntil)
 				}
 			}
-			if _, err := svc.BanUser(ctx, "", "u-shadow", time.Hour, "", Meta{}); err != nil {
+			if _, err := svc.BanUser(ctx, "", "u-shadow", time.Hour, "", leasegate.RequestMeta{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := attempt(t, "shadowed", "u-shadow"); err != nil {
@@ -374,10 +375,10 @@ func TestBans(t *testing.T) {
 					t.Errorf("attempt %d: got flagged, want never", i+1)
 				}
 			}
-			if _, err := svc.Get(ctx, "", "vip"); !errors.Is(err, ErrNotFound) {
+			if _, err := svc.Get(ctx, "", "vip"); !errors.Is(err, leasegate.ErrUserNotFound) {
 				t.Errorf("got %v, want no flags for vip", err)
 			}
-			if _, err := svc.BanUser(ctx, "", "vip", time.Hour, "", Meta{}); !errors.Is(err, ErrAllowlisted) {
+			if _, err := svc.BanUser(ctx, "", "vip", time.Hour, "", leasegate.RequestMeta{}); !errors.Is(err, leasegate.ErrAllowlisted) {
 				t.Errorf("got %v, want ErrAllowlisted", err)
 			}
 		})
@@ -392,7 +393,7 @@ func TestFlaggedRegistry(t *testing.T) {
 		flag := func(t *testing.T, tenant, lock, user string) {
 			t.Helper()
 			for i := 0; i < 2; i++ {
-				if _, err := svc.Attempt(ctx, tenant, lock, user, ttl, Meta{}); err != nil {
+				if _, err := svc.Attempt(ctx, tenant, lock, user, ttl, leasegate.RequestMeta{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -400,23 +401,23 @@ func TestFlaggedRegistry(t *testing.T) {
 
 		t.Run("a cleared user does not come back unless flagged again", func(t *testing.T) {
 			flag(t, "t-clear", "login", "u1")
-			if err := svc.ClearFlags(ctx, "t-clear", "u1", Meta{Operator: "carol"}); err != nil {
+			if err := svc.ClearFlags(ctx, "t-clear", "u1", leasegate.RequestMeta{Operator: "carol"}); err != nil {
 				t.Fatalf("clear flags: %v", err)
 			}
 			// More attempts in the same, already flagged, window.
 			for i := 0; i < 3; i++ {
-				if _, err := svc.Attempt(ctx, "t-clear", "login", "u1", ttl, Meta{}); err != nil {
+				if _, err := svc.Attempt(ctx, "t-clear", "login", "u1", ttl, leasegate.RequestMeta{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := svc.Get(ctx, "t-clear", "u1"); !errors.Is(err, ErrNotFound) {
+			if _, err := svc.Get(ctx, "t-clear", "u1"); !errors.Is(err, leasegate.ErrUserNotFound) {
 				t.Errorf("got %v after clear, want ErrNotFound", err)
 			}
-			p, err := svc.List(ctx, "t-clear", ListQuery{})
+			p, err := svc.List(ctx, "t-clear", leasegate.FlagQuery{})
 			if err != nil || len(p.Items) != 0 {
 				t.Errorf("got %+v, %v, want an empty list", p, err)
 			}
-			if err := svc.ClearFlags(ctx, "t-clear", "u1", Meta{}); !errors.Is(err, ErrNotFound) {
+			if err := svc.ClearFlags(ctx, "t-clear", "u1", leasegate.RequestMeta{}); !errors.Is(err, leasegate.ErrUserNotFound) {
 				t.Errorf("second clear: got %v, want ErrNotFound", err)
 			}
 			if got := lb.Events(t, "flags_cleared"); len(got) != 1 || got[0]["operator"] != "carol" {
@@ -447,7 +448,7 @@ func TestFlaggedRegistry(t *testing.T) {
 			cursor := ""
 			pages := 0
 			for {
-				p, err := svc.List(ctx, tenant, ListQuery{Limit: 3, Cursor: cursor})
+				p, err := svc.List(ctx, tenant, leasegate.FlagQuery{Limit: 3, Cursor: cursor})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -469,7 +470,7 @@ func TestFlaggedRegistry(t *testing.T) {
 			if pages != 3 {
 				t.Errorf("got %d pages of 3, want 3", pages)
 			}
-			p, err := svc.List(ctx, tenant, ListQuery{Lock: "lock-b"})
+			p, err := svc.List(ctx, tenant, leasegate.FlagQuery{Lock: "lock-b"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -484,7 +485,7 @@ func TestFlaggedRegistry(t *testing.T) {
 
 		t.Run("a bad cursor is refused", func(t *testing.T) {
 			for _, c := range []string{"!!", "bm9wZQ", "MTIzCg"} {
-				if _, err := svc.List(ctx, "", ListQuery{Cursor: c}); !errors.Is(err, ErrBadCursor) {
+				if _, err := svc.List(ctx, "", leasegate.FlagQuery{Cursor: c}); !errors.Is(err, leasegate.ErrBadCursor) {
 					t.Errorf("cursor %q: got %v, want ErrBadCursor", c, err)
 				}
 			}
@@ -492,20 +493,20 @@ func TestFlaggedRegistry(t *testing.T) {
 
 		t.Run("tenants never see each other's counters or flags", func(t *testing.T) {
 			flag(t, "tenant-1", "login", "same-user")
-			res, err := svc.Attempt(ctx, "tenant-2", "login", "same-user", ttl, Meta{})
+			res, err := svc.Attempt(ctx, "tenant-2", "login", "same-user", ttl, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !res.Acquired || res.Attempts != 1 {
 				t.Errorf("got attempts %d in tenant-2, want 1 (its own counter)", res.Attempts)
 			}
-			if _, err := svc.Get(ctx, "tenant-2", "same-user"); !errors.Is(err, ErrNotFound) {
+			if _, err := svc.Get(ctx, "tenant-2", "same-user"); !errors.Is(err, leasegate.ErrUserNotFound) {
 				t.Errorf("got %v, want tenant-1's flag invisible to tenant-2", err)
 			}
-			if p, _ := svc.List(ctx, "tenant-2", ListQuery{}); len(p.Items) != 0 {
+			if p, _ := svc.List(ctx, "tenant-2", leasegate.FlagQuery{}); len(p.Items) != 0 {
 				t.Errorf("got %d items in tenant-2's list, want 0", len(p.Items))
 			}
-			if err := svc.ClearFlags(ctx, "tenant-2", "same-user", Meta{}); !errors.Is(err, ErrNotFound) {
+			if err := svc.ClearFlags(ctx, "tenant-2", "same-user", leasegate.RequestMeta{}); !errors.Is(err, leasegate.ErrUserNotFound) {
 				t.Errorf("got %v, want tenant-2 unable to clear tenant-1's flag", err)
 			}
 			if _, err := svc.Get(ctx, "tenant-1", "same-user"); err != nil {
@@ -523,7 +524,7 @@ func TestListBreaksTiesWithoutRepeatsOrGaps(t *testing.T) {
 	var want []string
 	for i := 0; i < 5; i++ {
 		u := fmt.Sprintf("tie-%d", i)
-		if _, err := svc.Attempt(ctx, "", "login", u, time.Minute, Meta{}); err != nil {
+		if _, err := svc.Attempt(ctx, "", "login", u, time.Minute, leasegate.RequestMeta{}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, u)
@@ -531,7 +532,7 @@ func TestListBreaksTiesWithoutRepeatsOrGaps(t *testing.T) {
 	var got []string
 	cursor := ""
 	for i := 0; i < 10; i++ {
-		p, err := svc.List(ctx, "", ListQuery{Limit: 2, Cursor: cursor})
+		p, err := svc.List(ctx, "", leasegate.FlagQuery{Limit: 2, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -554,8 +555,8 @@ func TestRedisFailureNeverAcquires(t *testing.T) {
 	svc, _ := newService(t, b, policies(5))
 	b.Mini.SetError("LOADING redis is loading")
 	defer b.Mini.SetError("")
-	res, err := svc.Attempt(context.Background(), "", "login", "u", time.Minute, Meta{})
-	if !errors.Is(err, ErrUnavailable) || res.Acquired {
+	res, err := svc.Attempt(context.Background(), "", "login", "u", time.Minute, leasegate.RequestMeta{})
+	if !errors.Is(err, leasegate.ErrUnavailable) || res.Acquired {
 		t.Errorf("got %+v, %v, want ErrUnavailable and not acquired", res, err)
 	}
 }

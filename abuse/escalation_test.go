@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
 // The n-th automatic ban of a user on a lock lasts ban_seconds ×
@@ -21,12 +23,12 @@ func TestAutomaticBansEscalate(t *testing.T) {
 
 	// flagWindow makes attempts until the window flags (the second) and
 	// returns that attempt's result.
-	flagWindow := func(t *testing.T, user string) Result {
+	flagWindow := func(t *testing.T, user string) leasegate.UserLockResult {
 		t.Helper()
-		if _, err := svc.Attempt(ctx, "", "login", user, 10*time.Second, Meta{}); err != nil {
+		if _, err := svc.Attempt(ctx, "", "login", user, 10*time.Second, leasegate.RequestMeta{}); err != nil {
 			t.Fatalf("first attempt: %v", err)
 		}
-		res, err := svc.Attempt(ctx, "", "login", user, 10*time.Second, Meta{})
+		res, err := svc.Attempt(ctx, "", "login", user, 10*time.Second, leasegate.RequestMeta{})
 		if err != nil {
 			t.Fatalf("second attempt: %v", err)
 		}
@@ -61,7 +63,7 @@ func TestAutomaticBansEscalate(t *testing.T) {
 		}
 		// While banned nothing counts; once it is over, the next window
 		// may flag again.
-		if _, err := svc.Attempt(ctx, "", "login", "mallory", 10*time.Second, Meta{}); !errors.Is(err, ErrBanned) {
+		if _, err := svc.Attempt(ctx, "", "login", "mallory", 10*time.Second, leasegate.RequestMeta{}); !errors.Is(err, leasegate.ErrBanned) {
 			t.Fatalf("ban %d: got %v during the ban, want ErrBanned", n, err)
 		}
 		b.Advance(t, d+time.Millisecond)
@@ -71,7 +73,7 @@ func TestAutomaticBansEscalate(t *testing.T) {
 	}
 
 	t.Run("an operator ban neither counts nor escalates", func(t *testing.T) {
-		ban, err := svc.BanUser(ctx, "", "mallory", 30*time.Second, "manual", Meta{Operator: "op"})
+		ban, err := svc.BanUser(ctx, "", "mallory", 30*time.Second, "manual", leasegate.RequestMeta{Operator: "op"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,9 @@ func TestFlagEvidenceKeepsTheLastAttemptsOfTheWindow(t *testing.T) {
 		svc, _ := newService(t, b, policies(5))
 		const step = 10 * time.Millisecond
 		var at []time.Time
-		attempt := func(t *testing.T) Result {
+		attempt := func(t *testing.T) leasegate.UserLockResult {
 			t.Helper()
-			res, err := svc.Attempt(ctx, "", "login", "eve", time.Minute, Meta{})
+			res, err := svc.Attempt(ctx, "", "login", "eve", time.Minute, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
+
+	"github.com/leasegate/leasegate"
 )
 
 // The backends are redistest's: eachBackend runs a test on miniredis
@@ -39,7 +41,7 @@ func policies(max int) Policies {
 func flagUser(t *testing.T, svc *Service, tenant, lock, user string, maxAttempts int) {
 	t.Helper()
 	for range maxAttempts {
-		if _, err := svc.Attempt(context.Background(), tenant, lock, user, time.Minute, Meta{}); err != nil {
+		if _, err := svc.Attempt(context.Background(), tenant, lock, user, time.Minute, leasegate.RequestMeta{}); err != nil {
 			t.Error(err)
 		}
 	}

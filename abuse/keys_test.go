@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/keyspace"
+
+	"github.com/leasegate/leasegate"
 )
 
 // The service stores under package keyspace's keys (pinned there, byte
@@ -17,7 +19,7 @@ func TestServiceStoresOnlyUnderTheKeyspaceKeys(t *testing.T) {
 	svc, _ := newService(t, b, policies(2))
 	const tenant, lock, user = "acme", "login", "u:1}"
 	flagUser(t, svc, tenant, lock, user, 2)
-	if _, err := svc.BanUser(ctx, tenant, user, time.Hour, "spam", Meta{}); err != nil {
+	if _, err := svc.BanUser(ctx, tenant, user, time.Hour, "spam", leasegate.RequestMeta{}); err != nil {
 		t.Fatal(err)
 	}
 

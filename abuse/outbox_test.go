@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/internal/redistest"
+
+	"github.com/leasegate/leasegate"
 )
 
 // Every flag, ban, unban and clear is an outbox entry written in the same
@@ -16,13 +18,13 @@ func TestOutboxGetsOneEventPerChange(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc := newOutboxService(b.RDB, Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute, Factor: 2})
-		op := Meta{Operator: "alice"}
+		op := leasegate.RequestMeta{Operator: "alice"}
 
 		flagUser(t, svc, "shop", "login", "bob", 2)
 		if err := svc.Unban(ctx, "shop", "bob", op); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.Unban(ctx, "shop", "bob", op); !errors.Is(err, ErrNotFound) {
+		if err := svc.Unban(ctx, "shop", "bob", op); !errors.Is(err, leasegate.ErrUserNotFound) {
 			t.Fatalf("second unban: got %v", err)
 		}
 		if _, err := svc.BanUser(ctx, "shop", "carol", time.Hour, "spam", op); err != nil {
@@ -31,7 +33,7 @@ func TestOutboxGetsOneEventPerChange(t *testing.T) {
 		if err := svc.ClearFlags(ctx, "shop", "bob", op); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.ClearFlags(ctx, "shop", "nobody", op); !errors.Is(err, ErrNotFound) {
+		if err := svc.ClearFlags(ctx, "shop", "nobody", op); !errors.Is(err, leasegate.ErrUserNotFound) {
 			t.Fatalf("clear of nobody: got %v", err)
 		}
 
@@ -72,7 +74,7 @@ func TestOutboxOnRedisCluster(t *testing.T) {
 	rdb := cl.Client(t)
 	ctx := context.Background()
 	svc := newOutboxService(rdb, Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute})
-	op := Meta{Operator: "alice"}
+	op := leasegate.RequestMeta{Operator: "alice"}
 	flagUser(t, svc, "shop", "login", "bob", 2)
 	if err := svc.Unban(ctx, "shop", "bob", op); err != nil {
 		t.Fatal(err)

@@ -111,7 +111,7 @@ func (p Policies) Validate() error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if !LockNamePattern.MatchString(n) {
+		if !leasegate.UserLockName.MatchString(n) {
 			errs = append(errs, fmt.Errorf("locks: %q is not a valid lock name ([A-Za-z0-9._-]{1,64})", n))
 		}
 		check("locks."+n, p.Locks[n])
@@ -121,9 +121,6 @@ func (p Policies) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// LockNamePattern is what a user lock's name may be.
-var LockNamePattern = leasegate.UserLockName
 
 // policyJSON is a policy in the file: absent fields inherit.
 type policyJSON struct {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate"
 )
 
 // beforeZRem runs f once, just before the first command or pipeline that
@@ -72,7 +74,7 @@ func (h *beforeZRem) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // listed reports whether List shows user on lock in tenant.
 func listed(t *testing.T, svc *Service, tenant, lock, user string) bool {
 	t.Helper()
-	p, err := svc.List(context.Background(), tenant, ListQuery{})
+	p, err := svc.List(context.Background(), tenant, leasegate.FlagQuery{})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -136,7 +138,7 @@ func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
 		// old record.
 		hook := reflagBeforeZRem(t, b, svc, tenant, lock, user, flag)
 
-		if err := svc.ClearFlags(ctx, tenant, user, Meta{Operator: "carol"}); err != nil {
+		if err := svc.ClearFlags(ctx, tenant, user, leasegate.RequestMeta{Operator: "carol"}); err != nil {
 			t.Fatalf("ClearFlags: %v", err)
 		}
 		if !hook.fired.Load() {
@@ -149,7 +151,7 @@ func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
 		if !listed(t, svc, tenant, lock, user) {
 			t.Errorf("got %q not listed after it was flagged again, want it listed", user)
 		}
-		p, err := svc.List(ctx, tenant, ListQuery{Lock: lock})
+		p, err := svc.List(ctx, tenant, leasegate.FlagQuery{Lock: lock})
 		if err != nil || len(p.Items) != 1 {
 			t.Errorf("got %+v, %v in the lock's list, want the fresh flag", p, err)
 		}
@@ -169,7 +171,7 @@ func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
 		svc, _ := newService(t, b, pol)
 		const tenant = "t-index-ttl"
 		for _, lock := range []string{"name-1", "name-2", "name-3"} {
-			if _, err := svc.Attempt(ctx, tenant, lock, "u", time.Second, Meta{}); err != nil {
+			if _, err := svc.Attempt(ctx, tenant, lock, "u", time.Second, leasegate.RequestMeta{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -19,26 +19,6 @@ import (
 	"github.com/leasegate/leasegate/scripts"
 )
 
-// The registry speaks the domain's types.
-type (
-	// Flag is one flag record: a user flagged on one lock.
-	Flag = leasegate.Flag
-	// Ban is a user's active ban.
-	Ban = leasegate.Ban
-	// UserFlags is everything the registry holds on one user.
-	UserFlags = leasegate.UserFlags
-	// ListQuery selects a page of flags.
-	ListQuery = leasegate.FlagQuery
-	// Page is one page of flags, newest last_flagged_at first.
-	Page = leasegate.FlagPage
-)
-
-// Default and largest page sizes of List.
-const (
-	DefaultPageSize = leasegate.DefaultFlagPageSize
-	MaxPageSize     = leasegate.MaxFlagPageSize
-)
-
 func encodeCursor(score int64, member string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(score, 10) + "\n" + member))
 }
@@ -46,27 +26,27 @@ func encodeCursor(score int64, member string) string {
 func decodeCursor(c string) (int64, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return 0, "", ErrBadCursor
+		return 0, "", leasegate.ErrBadCursor
 	}
 	sc, member, ok := strings.Cut(string(b), "\n")
 	if !ok || member == "" || !strings.Contains(member, ":") {
-		return 0, "", ErrBadCursor
+		return 0, "", leasegate.ErrBadCursor
 	}
 	score, err := strconv.ParseInt(sc, 10, 64)
 	if err != nil || score < 0 {
-		return 0, "", ErrBadCursor
+		return 0, "", leasegate.ErrBadCursor
 	}
 	return score, member, nil
 }
 
 // List returns flags of tenant newest first, optionally of one lock, a
 // page at a time. Cleared and expired flags are not listed.
-func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, error) {
+func (s *Service) List(ctx context.Context, tenant string, q leasegate.FlagQuery) (leasegate.FlagPage, error) {
 	limit := q.Limit
 	if limit <= 0 {
-		limit = DefaultPageSize
+		limit = leasegate.DefaultFlagPageSize
 	}
-	limit = min(limit, MaxPageSize)
+	limit = min(limit, leasegate.MaxFlagPageSize)
 	var (
 		curScore  int64
 		curMember string
@@ -75,7 +55,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 	if q.Cursor != "" {
 		var err error
 		if curScore, curMember, err = decodeCursor(q.Cursor); err != nil {
-			return Page{}, err
+			return leasegate.FlagPage{}, err
 		}
 		haveCur = true
 	}
@@ -87,7 +67,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 	type entry struct {
 		score  int64
 		member string
-		flag   Flag
+		flag   leasegate.Flag
 	}
 	var (
 		items []entry
@@ -100,13 +80,13 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 			Max: maxScore, Min: "-inf", Offset: offset, Count: batch,
 		}).Result()
 		if err != nil {
-			return Page{}, scriptreply.Unavailable(err)
+			return leasegate.FlagPage{}, scriptreply.Unavailable(err)
 		}
 		var cands []entry
 		for _, z := range zs {
 			member, ok := z.Member.(string)
 			if !ok {
-				return Page{}, fmt.Errorf("%w: index member %v", ErrBadReply, z.Member)
+				return leasegate.FlagPage{}, fmt.Errorf("%w: index member %v", ErrBadReply, z.Member)
 			}
 			score := int64(z.Score)
 			if haveCur && score == curScore && member >= curMember {
@@ -120,7 +100,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 		}
 		flags, err := s.readFlags(ctx, tenant, members)
 		if err != nil {
-			return Page{}, err
+			return leasegate.FlagPage{}, err
 		}
 		for i, f := range flags {
 			if f == nil {
@@ -146,7 +126,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 			s.log.Debug("pruning the flag index", zap.Error(err))
 		}
 	}
-	var p Page
+	var p leasegate.FlagPage
 	for i, e := range items {
 		if i == limit {
 			last := items[limit-1]
@@ -160,7 +140,7 @@ func (s *Service) List(ctx context.Context, tenant string, q ListQuery) (Page, e
 
 // readFlags reads the flag records named by index members (nil where the
 // record is gone), with each user's ban, in one pipeline.
-func (s *Service) readFlags(ctx context.Context, tenant string, members []string) ([]*Flag, error) {
+func (s *Service) readFlags(ctx context.Context, tenant string, members []string) ([]*leasegate.Flag, error) {
 	n := len(members)
 	if n == 0 {
 		return nil, nil
@@ -179,7 +159,7 @@ func (s *Service) readFlags(ctx context.Context, tenant string, members []string
 	if err != nil {
 		return nil, scriptreply.Unavailable(err)
 	}
-	out := make([]*Flag, n)
+	out := make([]*leasegate.Flag, n)
 	for i := 0; i < n; i++ {
 		f, ok := decodeFlag(recs[i].Val())
 		if !ok {
@@ -196,9 +176,9 @@ func (s *Service) readFlags(ctx context.Context, tenant string, members []string
 
 var banFields = []string{"until", "reason", "by", "source", "lock", "created"}
 
-func decodeFlag(m map[string]string) (Flag, bool) {
+func decodeFlag(m map[string]string) (leasegate.Flag, bool) {
 	if len(m) == 0 || m["user"] == "" && m["lock"] == "" {
-		return Flag{}, false
+		return leasegate.Flag{}, false
 	}
 	times, err1 := strconv.ParseInt(m["times"], 10, 64)
 	peak, err2 := strconv.ParseInt(m["peak"], 10, 64)
@@ -207,11 +187,11 @@ func decodeFlag(m map[string]string) (Flag, bool) {
 	if errors.Join(err1, err2, err3, err4) != nil {
 		// Not a record this package wrote (e.g. edited by hand): skip it
 		// rather than show zeros.
-		return Flag{}, false
+		return leasegate.Flag{}, false
 	}
 	bans, _ := strconv.ParseInt(m["bans"], 10, 64)
 	ws, _ := strconv.ParseInt(m["window_start"], 10, 64)
-	return Flag{
+	return leasegate.Flag{
 		AttemptsAt:     decodeEvidence(ws, m["evidence"]),
 		UserID:         m["user"],
 		Lock:           m["lock"],
@@ -223,7 +203,7 @@ func decodeFlag(m map[string]string) (Flag, bool) {
 	}, true
 }
 
-func decodeBan(v []interface{}) *Ban {
+func decodeBan(v []interface{}) *leasegate.Ban {
 	if len(v) != len(banFields) {
 		return nil
 	}
@@ -233,7 +213,7 @@ func decodeBan(v []interface{}) *Ban {
 		return nil
 	}
 	created, _ := strconv.ParseInt(str(5), 10, 64)
-	return &Ban{
+	return &leasegate.Ban{
 		Until:   time.UnixMilli(until).UTC(),
 		Reason:  str(1),
 		By:      str(2),
@@ -244,12 +224,12 @@ func decodeBan(v []interface{}) *Ban {
 }
 
 // Get returns the flags and ban of one user, newest flag first, or
-// ErrNotFound when there are neither.
-func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, error) {
+// leasegate.ErrUserNotFound when there are neither.
+func (s *Service) Get(ctx context.Context, tenant, userID string) (leasegate.UserFlags, error) {
 	k := s.keys.User(tenant, userID)
 	locks, err := s.rdb.SMembers(ctx, k.Flags()).Result()
 	if err != nil {
-		return UserFlags{}, scriptreply.Unavailable(err)
+		return leasegate.UserFlags{}, scriptreply.Unavailable(err)
 	}
 	sort.Strings(locks)
 	recs := make([]*redis.MapStringStringCmd, len(locks))
@@ -262,9 +242,9 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 		return nil
 	})
 	if err != nil {
-		return UserFlags{}, scriptreply.Unavailable(err)
+		return leasegate.UserFlags{}, scriptreply.Unavailable(err)
 	}
-	uf := UserFlags{UserID: userID, Ban: decodeBan(ban.Val())}
+	uf := leasegate.UserFlags{UserID: userID, Ban: decodeBan(ban.Val())}
 	for _, r := range recs {
 		f, ok := decodeFlag(r.Val())
 		if !ok {
@@ -278,15 +258,15 @@ func (s *Service) Get(ctx context.Context, tenant, userID string) (UserFlags, er
 	}
 	sort.SliceStable(uf.Flags, func(i, j int) bool { return uf.Flags[i].LastFlaggedAt.After(uf.Flags[j].LastFlaggedAt) })
 	if len(uf.Flags) == 0 && uf.Ban == nil {
-		return UserFlags{}, ErrNotFound
+		return leasegate.UserFlags{}, leasegate.ErrUserNotFound
 	}
 	return uf, nil
 }
 
 // ClearFlags removes every flag record of the user and any ban, and writes
-// an audit record naming meta.Operator. ErrNotFound when there was neither.
+// an audit record naming meta.Operator. leasegate.ErrUserNotFound when there was neither.
 // A cleared user is listed again only when flagged again.
-func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Meta) error {
+func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta leasegate.RequestMeta) error {
 	k := s.keys.User(tenant, userID)
 	var (
 		locks  []string
@@ -306,7 +286,7 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 	}
 	locks, banned = sm.Val(), ex.Val()
 	if len(locks) == 0 && banned == 0 {
-		return ErrNotFound
+		return leasegate.ErrUserNotFound
 	}
 	sort.Strings(locks)
 	id := outbox.NewID()
@@ -367,7 +347,7 @@ func (s *Service) ClearFlags(ctx context.Context, tenant, userID string, meta Me
 		}
 	}
 	if len(cleared) == 0 && !hadBan {
-		return ErrNotFound
+		return leasegate.ErrUserNotFound
 	}
 	s.out.After(ctx, "id", id, "type", EventClear, "tenant", tenant, "user_id", userID,
 		"locks", strings.Join(cleared, ","), "actor", meta.Operator)
@@ -389,33 +369,30 @@ func lastFlagged(v []interface{}) (int64, bool) {
 	return n, err == nil
 }
 
-// MaxBan is the longest ban an operator may place.
-const MaxBan = leasegate.MaxBan
-
 // BanUser bans the user from every user lock of the tenant for d
 // (replacing any ban in place) and writes an audit record.
-// Allowlisted users give ErrAllowlisted.
-func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Duration, reason string, meta Meta) (Ban, error) {
+// Allowlisted users give leasegate.ErrAllowlisted.
+func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Duration, reason string, meta leasegate.RequestMeta) (leasegate.Ban, error) {
 	if s.opts.Policies.Allowlist[userID] {
-		return Ban{}, ErrAllowlisted
+		return leasegate.Ban{}, leasegate.ErrAllowlisted
 	}
-	if d < time.Millisecond || d > MaxBan {
-		return Ban{}, fmt.Errorf("abuse: ban length %v out of range", d)
+	if d < time.Millisecond || d > leasegate.MaxBan {
+		return leasegate.Ban{}, fmt.Errorf("abuse: ban length %v out of range", d)
 	}
 	id := outbox.NewID()
 	v, err := scripts.Ban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.out.Keys()...),
 		d.Milliseconds(), reason, meta.Operator, id, tenant, userID, s.out.MaxLen()).Result()
 	if err != nil {
-		return Ban{}, scriptreply.Unavailable(err)
+		return leasegate.Ban{}, scriptreply.Unavailable(err)
 	}
 	arr, ok := v.([]interface{})
 	if !ok || len(arr) != 2 {
-		return Ban{}, fmt.Errorf("%w: ban: %v", ErrBadReply, v)
+		return leasegate.Ban{}, fmt.Errorf("%w: ban: %v", ErrBadReply, v)
 	}
 	until, err1 := msField(arr[0])
 	now, err2 := msField(arr[1])
 	if err := errors.Join(err1, err2); err != nil {
-		return Ban{}, err
+		return leasegate.Ban{}, err
 	}
 	s.out.After(ctx, "id", id, "type", EventBan, "tenant", tenant, "user_id", userID, "at", outbox.Millis(now),
 		"banned_until", outbox.Millis(until), "source", "operator", "actor", meta.Operator, "reason", reason)
@@ -423,12 +400,12 @@ func (s *Service) BanUser(ctx context.Context, tenant, userID string, d time.Dur
 	s.audit("banned", tenant, userID, meta,
 		zap.String("banned_until", stamp(until)), zap.Int64("seconds", int64(d/time.Second)),
 		zap.String("reason", reason))
-	return Ban{Until: until, Reason: reason, By: meta.Operator, Source: "operator", Created: now}, nil
+	return leasegate.Ban{Until: until, Reason: reason, By: meta.Operator, Source: "operator", Created: now}, nil
 }
 
 // Unban lifts the user's ban (flags stay) and writes an audit record.
-// ErrNotFound when there is no ban.
-func (s *Service) Unban(ctx context.Context, tenant, userID string, meta Meta) error {
+// leasegate.ErrUserNotFound when there is no ban.
+func (s *Service) Unban(ctx context.Context, tenant, userID string, meta leasegate.RequestMeta) error {
 	id := outbox.NewID()
 	n, err := scripts.Unban.Run(ctx, s.rdb, append([]string{s.keys.User(tenant, userID).Ban()}, s.out.Keys()...),
 		id, tenant, userID, meta.Operator, s.out.MaxLen()).Int64()
@@ -436,14 +413,14 @@ func (s *Service) Unban(ctx context.Context, tenant, userID string, meta Meta) e
 		return scriptreply.Unavailable(err)
 	}
 	if n == 0 {
-		return ErrNotFound
+		return leasegate.ErrUserNotFound
 	}
 	s.out.After(ctx, "id", id, "type", EventUnban, "tenant", tenant, "user_id", userID, "actor", meta.Operator)
 	s.audit("unbanned", tenant, userID, meta)
 	return nil
 }
 
-func (s *Service) audit(event, tenant, userID string, meta Meta, extra ...zap.Field) {
+func (s *Service) audit(event, tenant, userID string, meta leasegate.RequestMeta, extra ...zap.Field) {
 	fields := append([]zap.Field{
 		zap.String("event", event),
 		zap.String("tenant", tenant),

@@ -7,6 +7,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
+
+	"github.com/leasegate/leasegate"
 )
 
 // The flag fires for the first attempt at or above max_attempts in a
@@ -19,11 +21,11 @@ func TestFlagFiresAtOrAboveTheThresholdOncePerWindow(t *testing.T) {
 
 		// attempts makes n attempts of user on lock "login" with svc and
 		// returns their results.
-		attempts := func(t *testing.T, svc *Service, user string, n int) []Result {
+		attempts := func(t *testing.T, svc *Service, user string, n int) []leasegate.UserLockResult {
 			t.Helper()
-			out := make([]Result, n)
+			out := make([]leasegate.UserLockResult, n)
 			for i := range out {
-				res, err := svc.Attempt(ctx, "", "login", user, time.Minute, Meta{})
+				res, err := svc.Attempt(ctx, "", "login", user, time.Minute, leasegate.RequestMeta{})
 				if err != nil {
 					t.Fatalf("attempt %d: %v", i+1, err)
 				}
@@ -33,7 +35,7 @@ func TestFlagFiresAtOrAboveTheThresholdOncePerWindow(t *testing.T) {
 		}
 		// flaggedOnce checks that exactly the first result flagged now,
 		// that one abuse-log record and one flag record (times 1) exist.
-		flaggedOnce := func(t *testing.T, svc *Service, lb *logbuf.Buffer, user string, got []Result, firstAttempt int64) {
+		flaggedOnce := func(t *testing.T, svc *Service, lb *logbuf.Buffer, user string, got []leasegate.UserLockResult, firstAttempt int64) {
 			t.Helper()
 			for i, res := range got {
 				want := i == 0
@@ -133,13 +135,13 @@ func TestFlagFiresAtOrAboveTheThresholdOncePerWindow(t *testing.T) {
 			const user = "u-next-window"
 			const ttl = time.Second
 			for i := 0; i < 3; i++ {
-				if _, err := svc.Attempt(ctx, "", "login", user, ttl, Meta{}); err != nil {
+				if _, err := svc.Attempt(ctx, "", "login", user, ttl, leasegate.RequestMeta{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			b.Advance(t, ttl+100*time.Millisecond)
 			for i := 0; i < 3; i++ {
-				res, err := svc.Attempt(ctx, "", "login", user, ttl, Meta{})
+				res, err := svc.Attempt(ctx, "", "login", user, ttl, leasegate.RequestMeta{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
@@ -135,14 +136,14 @@ func TestALostReplyIsNeverReSent(t *testing.T) {
 
 		t.Run("a user-lock attempt whose reply was lost is counted once", func(t *testing.T) {
 			svc := abuse.New(rdb, abuse.Options{Prefix: "rr:"})
-			if _, err := svc.Attempt(ctx, "", "login", "warm", time.Minute, abuse.Meta{}); err != nil {
+			if _, err := svc.Attempt(ctx, "", "login", "warm", time.Minute, leasegate.RequestMeta{}); err != nil {
 				t.Fatalf("warm-up attempt: %v", err)
 			}
 			p.armed.Store(true)
-			if _, err := svc.Attempt(ctx, "", "login", "u1", time.Minute, abuse.Meta{}); err == nil {
+			if _, err := svc.Attempt(ctx, "", "login", "u1", time.Minute, leasegate.RequestMeta{}); err == nil {
 				t.Fatal("attempt with a lost reply: got no error, want one")
 			}
-			res, err := svc.Attempt(ctx, "", "login", "u1", time.Minute, abuse.Meta{})
+			res, err := svc.Attempt(ctx, "", "login", "u1", time.Minute, leasegate.RequestMeta{})
 			if err != nil {
 				t.Fatalf("next attempt: %v", err)
 			}

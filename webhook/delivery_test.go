@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
@@ -48,10 +49,10 @@ func start(t *testing.T, b *redistest.Backend, cfg webhook.Config) *webhook.Deli
 func makeEvents(t *testing.T, svc *abuse.Service, users ...string) {
 	t.Helper()
 	ctx := context.Background()
-	op := abuse.Meta{Operator: "ops-key"}
+	op := leasegate.RequestMeta{Operator: "ops-key"}
 	for _, u := range users {
 		for i := 0; i < 2; i++ {
-			if _, err := svc.Attempt(ctx, "shop", "login", u, time.Minute, abuse.Meta{}); err != nil {
+			if _, err := svc.Attempt(ctx, "shop", "login", u, time.Minute, leasegate.RequestMeta{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -158,7 +159,7 @@ func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
 	cfg := testConfig(rcv.URL, "gw-a", m)
 	cfg.MaxAttempts = 3
 	start(t, b, cfg)
-	if _, err := svc.BanUser(context.Background(), "shop", "u1", time.Hour, "spam", abuse.Meta{Operator: "op"}); err != nil {
+	if _, err := svc.BanUser(context.Background(), "shop", "u1", time.Hour, "spam", leasegate.RequestMeta{Operator: "op"}); err != nil {
 		t.Fatal(err)
 	}
 	rcv.WaitRequests(t, 3, "three tries")
