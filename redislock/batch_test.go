@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // newBatcher returns a Batcher on a client of e's Redis that never
@@ -69,7 +71,7 @@ func TestBatcherGivesEachCallerItsOwnAnswer(t *testing.T) {
 		}
 		for i := 0; i < n; i += 2 {
 			got, err := l.Release(ctx, "own-"+strconv.Itoa(i), "owner-"+strconv.Itoa(i), tokens[i])
-			if err != nil || got != redislock.Released {
+			if err != nil || got != leasegate.Released {
 				t.Errorf("Release %d: got %v, %v, want released", i, got, err)
 			}
 		}
@@ -114,7 +116,7 @@ func TestBatcherFailedPipelineIsUnavailableNeverAGrant(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r, err := l.Acquire(context.Background(), "r"+strconv.Itoa(i), "a", ttl)
-			if !errors.Is(err, redislock.ErrUnavailable) || r.Acquired {
+			if !errors.Is(err, leasegate.ErrUnavailable) || r.Acquired {
 				t.Errorf("got %+v, %v, want ErrUnavailable and no grant", r, err)
 			}
 		}()
@@ -129,7 +131,7 @@ func TestBatcherNeverSendsACallWhoseContextEnded(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		r, err := l.Acquire(ctx, "r", "a", ttl)
-		if !errors.Is(err, redislock.ErrUnavailable) || !errors.Is(err, context.Canceled) || r.Acquired {
+		if !errors.Is(err, leasegate.ErrUnavailable) || !errors.Is(err, context.Canceled) || r.Acquired {
 			t.Fatalf("got %+v, %v, want ErrUnavailable wrapping context.Canceled", r, err)
 		}
 		lock, _ := l.Keys("r")

@@ -11,6 +11,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // BenchmarkAcquireRelease measures one acquire plus one release (two
@@ -38,7 +40,7 @@ func benchAcquireRelease(b *testing.B, rdb *redis.Client) {
 			if err != nil || !res.Acquired {
 				b.Fatalf("Acquire: %+v, %v", res, err)
 			}
-			if got, err := l.Release(ctx, "bench", "svc-a", 0); err != nil || got != redislock.Released {
+			if got, err := l.Release(ctx, "bench", "svc-a", 0); err != nil || got != leasegate.Released {
 				b.Fatalf("Release: %v, %v", got, err)
 			}
 		}
@@ -54,7 +56,7 @@ func benchAcquireRelease(b *testing.B, rdb *redis.Client) {
 					b.Errorf("Acquire: %+v, %v", res, err)
 					return
 				}
-				if got, err := l.Release(ctx, resource, "svc-a", 0); err != nil || got != redislock.Released {
+				if got, err := l.Release(ctx, resource, "svc-a", 0); err != nil || got != leasegate.Released {
 					b.Errorf("Release: %v, %v", got, err)
 					return
 				}

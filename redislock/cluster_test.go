@@ -63,14 +63,14 @@ func TestLocksOnRealCluster(t *testing.T) {
 			if err != nil || r.Token != a.Lock.Token {
 				t.Fatalf("%q: renew: got %+v, %v; want token %d", res, r, err, a.Lock.Token)
 			}
-			if _, err := l.Renew(ctx, res, "b", 0, time.Minute); !errors.Is(err, redislock.ErrForbidden) {
-				t.Fatalf("%q: renew by b: got %v, want ErrForbidden", res, err)
+			if _, err := l.Renew(ctx, res, "b", 0, time.Minute); !errors.Is(err, leasegate.ErrLockForbidden) {
+				t.Fatalf("%q: renew by b: got %v, want ErrLockForbidden", res, err)
 			}
-			if got, err := l.Release(ctx, res, "a", a.Lock.Token); err != nil || got != redislock.Released {
+			if got, err := l.Release(ctx, res, "a", a.Lock.Token); err != nil || got != leasegate.Released {
 				t.Fatalf("%q: release: got %v, %v; want released", res, got, err)
 			}
-			if _, err := l.Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Fatalf("%q: status after release: got %v, want ErrNotHeld", res, err)
+			if _, err := l.Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Fatalf("%q: status after release: got %v, want ErrLockNotHeld", res, err)
 			}
 			next, err := l.Acquire(ctx, res, "b", time.Minute)
 			if err != nil || !next.Acquired || next.Lock.Token <= a.Lock.Token {
@@ -115,8 +115,8 @@ func TestLocksOnRealCluster(t *testing.T) {
 			if !errors.Is(err, redislock.ErrNotReplicated) {
 				t.Fatalf("%q on a master without replica: got %v, want ErrNotReplicated", res, err)
 			}
-			if _, err := plain.Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Fatalf("%q: status after undo: got %v, want ErrNotHeld", res, err)
+			if _, err := plain.Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Fatalf("%q: status after undo: got %v, want ErrLockNotHeld", res, err)
 			}
 			undone++
 		}

@@ -11,14 +11,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // race runs n acquires of resource, each by its own owner, released at
 // once by one closed channel, and returns every result.
-func race(t *testing.T, l *redislock.Locker, resource string, n int) []redislock.AcquireResult {
+func race(t *testing.T, l *redislock.Locker, resource string, n int) []leasegate.AcquireResult {
 	t.Helper()
 	start := make(chan struct{})
-	results := make([]redislock.AcquireResult, n)
+	results := make([]leasegate.AcquireResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -39,9 +41,9 @@ func race(t *testing.T, l *redislock.Locker, resource string, n int) []redislock
 
 // checkOneWinner asserts exactly one result acquired and every loser was
 // shown the winner's lease, which is what Redis now holds.
-func checkOneWinner(t *testing.T, l *redislock.Locker, resource string, results []redislock.AcquireResult) redislock.Lock {
+func checkOneWinner(t *testing.T, l *redislock.Locker, resource string, results []leasegate.AcquireResult) leasegate.Lock {
 	t.Helper()
-	var winners []redislock.Lock
+	var winners []leasegate.Lock
 	for _, r := range results {
 		if r.Acquired {
 			winners = append(winners, r.Lock)
@@ -115,7 +117,7 @@ func waitNotHeld(t *testing.T, l *redislock.Locker, resource string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := l.Status(context.Background(), resource)
-		if errors.Is(err, redislock.ErrNotHeld) {
+		if errors.Is(err, leasegate.ErrLockNotHeld) {
 			return
 		}
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/internal/redistest"
+
+	"github.com/leasegate/leasegate"
 )
 
 type reply = []interface{}
@@ -18,7 +20,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
-		want := Lock{Resource: "r", Owner: "svc-a", Token: 7,
+		want := leasegate.Lock{Resource: "r", Owner: "svc-a", Token: 7,
 			AcquiredAt: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000).UTC()}
 		if !res.Acquired || res.Lock != want {
 			t.Errorf("got %+v, want acquired %+v", res, want)
@@ -82,8 +84,8 @@ func TestDecodeHeld(t *testing.T) {
 		reply interface{}
 		want  error
 	}{
-		{"{0} is not held", reply{int64(0)}, ErrNotHeld},
-		{"{-1} is forbidden", reply{int64(-1)}, ErrForbidden},
+		{"{0} is not held", reply{int64(0)}, leasegate.ErrLockNotHeld},
+		{"{-1} is forbidden", reply{int64(-1)}, leasegate.ErrLockForbidden},
 		{"a held lease decodes", reply{int64(1), "7", "1000", "2000", "svc-a"}, nil},
 		{"a string is a bad reply", "OK", ErrBadReply},
 		{"nil is a bad reply", nil, ErrBadReply},
@@ -101,7 +103,7 @@ func TestDecodeHeld(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lk, err := decodeHeld("status", "r", tc.reply)
 			if tc.want == nil {
-				want := Lock{Resource: "r", Owner: "svc-a", Token: 7,
+				want := leasegate.Lock{Resource: "r", Owner: "svc-a", Token: 7,
 					AcquiredAt: time.UnixMilli(1000).UTC(), ExpiresAt: time.UnixMilli(2000).UTC()}
 				if err != nil || lk != want {
 					t.Errorf("got %+v, %v; want %+v", lk, err, want)
@@ -125,7 +127,7 @@ func TestDecodeHeld(t *testing.T) {
 }
 
 func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
-	for reply, want := range map[int64]ReleaseResult{1: Released, 0: NotFound, -1: Forbidden} {
+	for reply, want := range map[int64]leasegate.ReleaseResult{1: leasegate.Released, 0: leasegate.NotFound, -1: leasegate.Forbidden} {
 		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Release(context.Background(), "r", "o", 0)
 		if err != nil || got != want {
 			t.Errorf("reply %d: got %v, %v; want %v", reply, got, err, want)
@@ -140,15 +142,15 @@ func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 		"a big number": int64(1 << 40),
 	} {
 		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Release(context.Background(), "r", "o", 0)
-		if !errors.Is(err, ErrBadReply) || got == Released {
+		if !errors.Is(err, ErrBadReply) || got == leasegate.Released {
 			t.Errorf("reply %s: got %v, %v; want ErrBadReply and not Released", name, got, err)
 		}
 	}
 }
 
 func TestReleaseResultString(t *testing.T) {
-	for r, want := range map[ReleaseResult]string{
-		Released: "released", NotFound: "not_found", Forbidden: "forbidden", 0: "ReleaseResult(0)", 9: "ReleaseResult(9)",
+	for r, want := range map[leasegate.ReleaseResult]string{
+		leasegate.Released: "released", leasegate.NotFound: "not_found", leasegate.Forbidden: "forbidden", 0: "ReleaseResult(0)", 9: "ReleaseResult(9)",
 	} {
 		if got := r.String(); got != want {
 			t.Errorf("got %q, want %q", got, want)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // engine is one Redis backend the behavioural tests run against
@@ -101,7 +103,7 @@ func uniquePrefix(t *testing.T) string {
 	return fmt.Sprintf("test%d:%s:", prefixSeq.Add(1), name)
 }
 
-func mustAcquire(t *testing.T, l *redislock.Locker, resource, owner string, ttl time.Duration) redislock.Lock {
+func mustAcquire(t *testing.T, l *redislock.Locker, resource, owner string, ttl time.Duration) leasegate.Lock {
 	t.Helper()
 	res, err := l.Acquire(context.Background(), resource, owner, ttl)
 	if err != nil {
@@ -119,7 +121,7 @@ func mustRelease(t *testing.T, l *redislock.Locker, resource, owner string) {
 	if err != nil {
 		t.Fatalf("Release(%q, %q): %v", resource, owner, err)
 	}
-	if got != redislock.Released {
-		t.Fatalf("Release(%q, %q): got %v, want %v", resource, owner, got, redislock.Released)
+	if got != leasegate.Released {
+		t.Fatalf("Release(%q, %q): got %v, want %v", resource, owner, got, leasegate.Released)
 	}
 }

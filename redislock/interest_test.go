@@ -39,7 +39,7 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch, PublishOnlyToWaiters: true})
 		cycle := func() {
 			mustAcquire(t, l, "r", "a", ttl)
-			if got, err := l.Release(ctx, "r", "a", 0); err != nil || got != redislock.Released {
+			if got, err := l.Release(ctx, "r", "a", 0); err != nil || got != leasegate.Released {
 				t.Fatalf("Release: got %v, %v", got, err)
 			}
 		}
@@ -75,7 +75,7 @@ func registerWaiter(t *testing.T, l *redislock.Locker, resource, id string, ttl 
 	if !reg.Registered() {
 		t.Fatal("a contended try did not register")
 	}
-	if got, err := l.Release(ctx, resource, "holder", 0); err != nil || got != redislock.Released {
+	if got, err := l.Release(ctx, resource, "holder", 0); err != nil || got != leasegate.Released {
 		t.Fatalf("Release: got %v, %v", got, err)
 	}
 	return reg
@@ -129,7 +129,7 @@ func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
 				}
 				got <- err
 			}()
-			if rr, err := l.Release(context.Background(), res, "holder", 0); err != nil || rr != redislock.Released {
+			if rr, err := l.Release(context.Background(), res, "holder", 0); err != nil || rr != leasegate.Released {
 				t.Fatalf("release: %v, %v", rr, err)
 			}
 			if err := <-got; err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // BenchmarkLockLayout measures what each lock layout costs Redis
@@ -37,7 +39,7 @@ func BenchmarkLockLayout(b *testing.B) {
 			if res, err := l.Acquire(ctx, resource, "worker-123456", time.Minute); err != nil || !res.Acquired {
 				b.Fatalf("Acquire: %+v %v", res, err)
 			}
-			if got, err := l.Release(ctx, resource, "worker-123456", 0); err != nil || got != redislock.Released {
+			if got, err := l.Release(ctx, resource, "worker-123456", 0); err != nil || got != leasegate.Released {
 				b.Fatalf("Release: %v %v", got, err)
 			}
 		}

@@ -147,8 +147,8 @@ func TestOldAndNewGatewaysNeverGrantALeaseTheOtherHolds(t *testing.T) {
 		if n := old.release(t, "r", "new-owner"); n != 1 {
 			t.Fatalf("old release of a new lease: got %d, want 1", n)
 		}
-		if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Fatalf("new status after an old release: got %v, want ErrNotHeld", err)
+		if _, err := l.Status(ctx, "r"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Fatalf("new status after an old release: got %v, want ErrLockNotHeld", err)
 		}
 
 		// Old holds: new refuses, reads, renews and releases it.
@@ -224,7 +224,7 @@ func (g newSide) acquire(t *testing.T, resource, owner string) (bool, int64) {
 func (g newSide) renew(t *testing.T, resource, owner string) {
 	t.Helper()
 	if _, err := g.Renew(context.Background(), resource, owner, 0, ttl); err != nil &&
-		!errors.Is(err, redislock.ErrNotHeld) && !errors.Is(err, redislock.ErrForbidden) {
+		!errors.Is(err, leasegate.ErrLockNotHeld) && !errors.Is(err, leasegate.ErrLockForbidden) {
 		t.Fatal(err)
 	}
 }
@@ -377,13 +377,13 @@ func TestOneKeyLayoutKeepsOneKeyThatIsAlsoTheFence(t *testing.T) {
 		if d := e.RDB.PTTL(ctx, lock).Val(); d <= time.Hour {
 			t.Errorf("got tombstone PTTL %v, want above the retention", d)
 		}
-		if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Errorf("Status of a tombstone: got %v, want ErrNotHeld", err)
+		if _, err := l.Status(ctx, "r"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("Status of a tombstone: got %v, want ErrLockNotHeld", err)
 		}
-		if _, err := l.Renew(ctx, "r", "a", 0, ttl); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Errorf("Renew of a tombstone: got %v, want ErrNotHeld", err)
+		if _, err := l.Renew(ctx, "r", "a", 0, ttl); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("Renew of a tombstone: got %v, want ErrLockNotHeld", err)
 		}
-		if got, err := l.Release(ctx, "r", "a", 0); err != nil || got != redislock.NotFound {
+		if got, err := l.Release(ctx, "r", "a", 0); err != nil || got != leasegate.NotFound {
 			t.Errorf("Release of a tombstone: got %v, %v, want NotFound", got, err)
 		}
 		if tok := mustAcquire(t, l, "r", "b", ttl).Token; tok <= first.Token {

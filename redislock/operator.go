@@ -339,7 +339,7 @@ func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, reason st
 	flag, ok := arr[0].(int64)
 	switch {
 	case ok && flag == 0 && len(arr) == 1:
-		return leasegate.Lock{}, ErrNotHeld
+		return leasegate.Lock{}, leasegate.ErrLockNotHeld
 	case ok && flag == 1 && len(arr) == 6:
 		lk, err := decodeLock(resource, arr[1:5])
 		if err != nil {

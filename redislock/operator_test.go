@@ -173,10 +173,10 @@ func TestForceRelease(t *testing.T) {
 		if err != nil || got.Owner != "worker-1" || got.Token != lk.Token {
 			t.Fatalf("ForceRelease: got %+v, %v; want worker-1's lease", got, err)
 		}
-		if _, err := l.Renew(ctx, "stuck", "worker-1", lk.Token, ttl); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Errorf("the former holder's renew: got %v, want ErrNotHeld", err)
+		if _, err := l.Renew(ctx, "stuck", "worker-1", lk.Token, ttl); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("the former holder's renew: got %v, want ErrLockNotHeld", err)
 		}
-		if r, err := l.Release(ctx, "stuck", "worker-1", lk.Token); err != nil || r != redislock.NotFound {
+		if r, err := l.Release(ctx, "stuck", "worker-1", lk.Token); err != nil || r != leasegate.NotFound {
 			t.Errorf("the former holder's release: got %v, %v; want NotFound", r, err)
 		}
 		next := mustAcquire(t, l, "stuck", "worker-2", ttl)
@@ -242,15 +242,15 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 				t.Fatalf("ForceRelease: %v", forced)
 			}
 			for _, err := range renewed {
-				if err != nil && !errors.Is(err, redislock.ErrNotHeld) {
-					t.Errorf("renew: %v, want success or ErrNotHeld", err)
+				if err != nil && !errors.Is(err, leasegate.ErrLockNotHeld) {
+					t.Errorf("renew: %v, want success or ErrLockNotHeld", err)
 				}
 			}
-			if _, err := l.Status(ctx, r); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Errorf("%s after the race: got %v, want ErrNotHeld", r, err)
+			if _, err := l.Status(ctx, r); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Errorf("%s after the race: got %v, want ErrLockNotHeld", r, err)
 			}
-			if _, err := l.Renew(ctx, r, "holder", lk.Token, ttl); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Errorf("a renew after the race: got %v, want ErrNotHeld", err)
+			if _, err := l.Renew(ctx, r, "holder", lk.Token, ttl); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Errorf("a renew after the race: got %v, want ErrLockNotHeld", err)
 			}
 			if next := mustAcquire(t, l, r, "other", ttl); next.Token <= lk.Token {
 				t.Errorf("token %d after force-release of %d", next.Token, lk.Token)

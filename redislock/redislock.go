@@ -21,24 +21,20 @@ import (
 	"github.com/leasegate/leasegate/scripts"
 )
 
-// Errors returned by the lock engine. Check them with errors.Is. The
-// first three are the domain's (package leasegate), so callers that speak
-// only the domain recognise them.
+// Errors of the lock engine's own. Check them with errors.Is. Every other
+// error is the domain's (package leasegate): ErrLockNotHeld (no live
+// lease: none, or expired), ErrLockForbidden (another owner's lease, or
+// another token) and ErrUnavailable, which wraps every Redis failure
+// (connection, timeout, script error); no lease is ever reported as
+// granted with it. Callers that speak only the domain recognise them.
 var (
-	// ErrNotHeld: no live lease on the resource (none, or expired).
-	ErrNotHeld = leasegate.ErrLockNotHeld
-	// ErrForbidden: the lease belongs to another owner, or the token differs.
-	ErrForbidden = leasegate.ErrLockForbidden
-	// ErrUnavailable wraps every Redis failure (connection, timeout, script
-	// error). No lease is ever reported as granted when it is returned.
-	ErrUnavailable = leasegate.ErrUnavailable
 	// ErrBadReply: a script answered in a shape it never documents.
 	ErrBadReply = errors.New("redislock: unexpected script reply")
 	// ErrNotReplicated: with Options.MinReplicas, fewer replicas than asked
 	// acknowledged a grant in time. An acquire was undone; a renew left the
 	// lease as it was before (see replicate.go). It wraps ErrUnavailable,
 	// so callers that map ErrUnavailable to 503 need nothing more.
-	ErrNotReplicated = fmt.Errorf("redislock: grant not acknowledged by enough replicas: %w", ErrUnavailable)
+	ErrNotReplicated = fmt.Errorf("redislock: grant not acknowledged by enough replicas: %w", leasegate.ErrUnavailable)
 )
 
 // replies decodes the scripts' replies; its errors wrap ErrBadReply.
@@ -159,23 +155,6 @@ func (l *Locker) Tenant(tenant string) *Locker {
 	return &c
 }
 
-// The lock engine speaks the domain's types.
-type (
-	// Lock is a live lease.
-	Lock = leasegate.Lock
-	// AcquireResult says whether the caller got the lease.
-	AcquireResult = leasegate.AcquireResult
-	// ReleaseResult is the outcome of a release.
-	ReleaseResult = leasegate.ReleaseResult
-)
-
-// Release outcomes.
-const (
-	Released  = leasegate.Released
-	NotFound  = leasegate.NotFound
-	Forbidden = leasegate.Forbidden
-)
-
 // Keys returns the lock and fence keys of resource in this Locker's tenant
 // (package keyspace lays them out).
 func (l *Locker) Keys(resource string) (lock, fence string) {
@@ -216,17 +195,17 @@ func (l *Locker) shardChannel(resource string) string {
 // keeps its token and moves the expiry; another owner's live lease is
 // reported with Acquired false. Any Redis error returns ErrUnavailable and
 // never a grant.
-func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (AcquireResult, error) {
+func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (leasegate.AcquireResult, error) {
 	return l.acquire(ctx, l.tenant, resource, owner, ttl)
 }
 
 // acquire is Acquire in tenant (Service calls it without a Tenant view
 // per request).
-func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl time.Duration) (AcquireResult, error) {
+func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl time.Duration) (leasegate.AcquireResult, error) {
 	lock, fence := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
-		return AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
+		return leasegate.AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
 	// Room for the waiters and index keys and their arguments, so that
 	// appending them allocates nothing more.
@@ -250,20 +229,20 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	}
 	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
 	if err != nil {
-		return AcquireResult{}, scriptreply.Unavailable(err)
+		return leasegate.AcquireResult{}, scriptreply.Unavailable(err)
 	}
 	str, ok := v.(string)
 	if !ok {
-		return AcquireResult{}, fmt.Errorf("%w: acquire: %v", ErrBadReply, v)
+		return leasegate.AcquireResult{}, fmt.Errorf("%w: acquire: %v", ErrBadReply, v)
 	}
 	a, err := decodeAcquire(resource, str)
 	if err != nil {
-		return AcquireResult{}, err
+		return leasegate.AcquireResult{}, err
 	}
-	res := AcquireResult{Acquired: a.granted, Lock: a.lock}
+	res := leasegate.AcquireResult{Acquired: a.granted, Lock: a.lock}
 	if res.Acquired && acked != nil {
 		l.undoAcquire(ctx, tenant, resource, owner, a.lock.Token)
-		return AcquireResult{}, acked
+		return leasegate.AcquireResult{}, acked
 	}
 	if res.Acquired && a.acquiredMS == a.nowMS {
 		l.indexSecondStep(ctx, tenant, resource)
@@ -283,7 +262,7 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 // acquireReply is acquire.lua's answer.
 type acquireReply struct {
 	granted           bool
-	lock              Lock
+	lock              leasegate.Lock
 	acquiredMS, nowMS int64
 }
 
@@ -312,7 +291,7 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 	}
 	return acquireReply{
 		granted: n[0] == 1,
-		lock: Lock{
+		lock: leasegate.Lock{
 			Resource:   resource,
 			Owner:      rest,
 			Token:      n[1],
@@ -324,43 +303,44 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 	}, nil
 }
 
-// Status returns the live lease on resource, or ErrNotHeld.
-func (l *Locker) Status(ctx context.Context, resource string) (Lock, error) {
+// Status returns the live lease on resource, or leasegate.ErrLockNotHeld.
+func (l *Locker) Status(ctx context.Context, resource string) (leasegate.Lock, error) {
 	return l.status(ctx, l.tenant, resource)
 }
 
-func (l *Locker) status(ctx context.Context, tenant, resource string) (Lock, error) {
+func (l *Locker) status(ctx context.Context, tenant, resource string) (leasegate.Lock, error) {
 	lock, _ := l.keys.LockKeys(tenant, resource)
 	v, err := scripts.Status.Run(ctx, l.rdb, []string{lock}).Result()
 	if err != nil {
-		return Lock{}, scriptreply.Unavailable(err)
+		return leasegate.Lock{}, scriptreply.Unavailable(err)
 	}
 	return decodeHeld("status", resource, v)
 }
 
 // Renew moves the expiry of owner's live lease to now+ttl, keeping its
-// token. token 0 means any token of owner. An expired lease is not renewed
-// (ErrNotHeld); another owner's, or another token, gives ErrForbidden.
-func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64, ttl time.Duration) (Lock, error) {
+// token. token 0 means any token of owner. An expired lease is not
+// renewed (leasegate.ErrLockNotHeld); another owner's, or another token,
+// gives leasegate.ErrLockForbidden.
+func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
 	return l.renew(ctx, l.tenant, resource, owner, token, ttl)
 }
 
-func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (Lock, error) {
+func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
 	lock, fence := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
-		return Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
+		return leasegate.Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
 	v, acked, err := l.run(ctx, scripts.Renew, []string{lock, fence},
 		owner, ttlMS, l.retentionArg, scriptreply.TokenArg(token), l.layoutArg)
 	if err != nil {
-		return Lock{}, scriptreply.Unavailable(err)
+		return leasegate.Lock{}, scriptreply.Unavailable(err)
 	}
 	lk, err := decodeHeld("renew", resource, v)
 	if err == nil && acked != nil {
 		// The lease is left as it was: its holder must rely only on the
 		// expiry it had before this renew (docs/deployment.md).
-		return Lock{}, acked
+		return leasegate.Lock{}, acked
 	}
 	return lk, err
 }
@@ -368,11 +348,11 @@ func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, toke
 // Release ends owner's lease on resource. token 0 means any token of owner.
 // The error is non-nil only when Redis failed (ErrUnavailable) or answered
 // oddly; the outcome is in the result.
-func (l *Locker) Release(ctx context.Context, resource, owner string, token int64) (ReleaseResult, error) {
+func (l *Locker) Release(ctx context.Context, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
 	return l.release(ctx, l.tenant, resource, owner, token)
 }
 
-func (l *Locker) release(ctx context.Context, tenant, resource, owner string, token int64) (ReleaseResult, error) {
+func (l *Locker) release(ctx context.Context, tenant, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
 	lock, _ := l.keys.LockKeys(tenant, resource)
 	msg := ""
 	if l.opts.ReleaseChannel != "" {
@@ -443,33 +423,33 @@ func (l *Locker) Leave(ctx context.Context, resource string, r *Registration) er
 
 // decodeHeld decodes the {1, lock...} / {0} / {-1} replies of status and
 // renew.
-func decodeHeld(op, resource string, v interface{}) (Lock, error) {
+func decodeHeld(op, resource string, v interface{}) (leasegate.Lock, error) {
 	arr, ok := v.([]interface{})
 	if !ok || len(arr) == 0 {
-		return Lock{}, fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
+		return leasegate.Lock{}, fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
 	}
 	flag, ok := arr[0].(int64)
 	if !ok {
-		return Lock{}, fmt.Errorf("%w: %s flag %v", ErrBadReply, op, arr[0])
+		return leasegate.Lock{}, fmt.Errorf("%w: %s flag %v", ErrBadReply, op, arr[0])
 	}
 	switch {
 	case flag == 0 && len(arr) == 1:
-		return Lock{}, ErrNotHeld
+		return leasegate.Lock{}, leasegate.ErrLockNotHeld
 	case flag == -1 && len(arr) == 1:
-		return Lock{}, ErrForbidden
+		return leasegate.Lock{}, leasegate.ErrLockForbidden
 	case flag == 1 && len(arr) == 5:
 		return decodeLock(resource, arr[1:])
 	}
-	return Lock{}, fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
+	return leasegate.Lock{}, fmt.Errorf("%w: %s: %v", ErrBadReply, op, v)
 }
 
 // decodeLock reads {token, acquired_at_ms, expires_at_ms, owner}.
-func decodeLock(resource string, f []interface{}) (Lock, error) {
+func decodeLock(resource string, f []interface{}) (leasegate.Lock, error) {
 	var s [4]string
 	for i := range s {
 		str, ok := f[i].(string)
 		if !ok {
-			return Lock{}, fmt.Errorf("%w: field %d is %T", ErrBadReply, i, f[i])
+			return leasegate.Lock{}, fmt.Errorf("%w: field %d is %T", ErrBadReply, i, f[i])
 		}
 		s[i] = str
 	}
@@ -477,9 +457,9 @@ func decodeLock(resource string, f []interface{}) (Lock, error) {
 	acq, err2 := strconv.ParseInt(s[1], 10, 64)
 	exp, err3 := strconv.ParseInt(s[2], 10, 64)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return Lock{}, fmt.Errorf("%w: %v", ErrBadReply, err)
+		return leasegate.Lock{}, fmt.Errorf("%w: %v", ErrBadReply, err)
 	}
-	return Lock{
+	return leasegate.Lock{
 		Resource:   resource,
 		Owner:      s[3],
 		Token:      tok,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 const ttl = 30 * time.Second
@@ -158,25 +160,25 @@ func TestRelease(t *testing.T) {
 			name    string
 			setup   func(t *testing.T, l *redislock.Locker) int64 // returns the token to release with (0 = any)
 			owner   string
-			want    redislock.ReleaseResult
+			want    leasegate.ReleaseResult
 			stillUp bool
 		}{
 			{
 				name:  "the owner releases its live lease",
 				setup: func(t *testing.T, l *redislock.Locker) int64 { mustAcquire(t, l, "r", "svc-a", ttl); return 0 },
-				owner: "svc-a", want: redislock.Released,
+				owner: "svc-a", want: leasegate.Released,
 			},
 			{
 				name: "the owner releases with the matching token",
 				setup: func(t *testing.T, l *redislock.Locker) int64 {
 					return mustAcquire(t, l, "r", "svc-a", ttl).Token
 				},
-				owner: "svc-a", want: redislock.Released,
+				owner: "svc-a", want: leasegate.Released,
 			},
 			{
 				name:  "nothing held is not found",
 				setup: func(t *testing.T, l *redislock.Locker) int64 { return 0 },
-				owner: "svc-a", want: redislock.NotFound,
+				owner: "svc-a", want: leasegate.NotFound,
 			},
 			{
 				name: "an expired lease is not found, even for its owner",
@@ -186,19 +188,19 @@ func TestRelease(t *testing.T) {
 					e.Advance(t, e.stale+time.Millisecond)
 					return 0
 				},
-				owner: "svc-a", want: redislock.NotFound,
+				owner: "svc-a", want: leasegate.NotFound,
 			},
 			{
 				name:  "another owner is forbidden and the lease stays",
 				setup: func(t *testing.T, l *redislock.Locker) int64 { mustAcquire(t, l, "r", "svc-a", ttl); return 0 },
-				owner: "svc-b", want: redislock.Forbidden, stillUp: true,
+				owner: "svc-b", want: leasegate.Forbidden, stillUp: true,
 			},
 			{
 				name: "the owner with another token is forbidden and the lease stays",
 				setup: func(t *testing.T, l *redislock.Locker) int64 {
 					return mustAcquire(t, l, "r", "svc-a", ttl).Token + 1
 				},
-				owner: "svc-a", want: redislock.Forbidden, stillUp: true,
+				owner: "svc-a", want: leasegate.Forbidden, stillUp: true,
 			},
 			{
 				name: "a previous holder's token cannot release the next lease",
@@ -208,7 +210,7 @@ func TestRelease(t *testing.T) {
 					mustAcquire(t, l, "r", "svc-a", ttl)
 					return old.Token
 				},
-				owner: "svc-a", want: redislock.Forbidden, stillUp: true,
+				owner: "svc-a", want: leasegate.Forbidden, stillUp: true,
 			},
 		}
 		for _, tc := range cases {
@@ -292,8 +294,8 @@ func TestRenew(t *testing.T) {
 				t.Fatalf("Renew: %v", err)
 			}
 			e.Advance(t, 51*time.Millisecond)
-			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Errorf("got %v, want ErrNotHeld", err)
+			if _, err := l.Status(ctx, "r"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Errorf("got %v, want ErrLockNotHeld", err)
 			}
 		})
 
@@ -305,20 +307,20 @@ func TestRenew(t *testing.T) {
 			stillUp bool
 		}{
 			{"nothing held is not renewed", func(t *testing.T, l *redislock.Locker) int64 { return 0 },
-				"svc-a", redislock.ErrNotHeld, false},
+				"svc-a", leasegate.ErrLockNotHeld, false},
 			{"an expired lease is never renewed, even by its owner", func(t *testing.T, l *redislock.Locker) int64 {
 				mustAcquire(t, l, "r", "svc-a", e.stale)
 				keepKey(t, e, l, "r")
 				e.Advance(t, e.stale+time.Millisecond)
 				return 0
-			}, "svc-a", redislock.ErrNotHeld, false},
+			}, "svc-a", leasegate.ErrLockNotHeld, false},
 			{"another owner may not renew", func(t *testing.T, l *redislock.Locker) int64 {
 				mustAcquire(t, l, "r", "svc-a", ttl)
 				return 0
-			}, "svc-b", redislock.ErrForbidden, true},
+			}, "svc-b", leasegate.ErrLockForbidden, true},
 			{"the owner with another token may not renew", func(t *testing.T, l *redislock.Locker) int64 {
 				return mustAcquire(t, l, "r", "svc-a", ttl).Token + 1
-			}, "svc-a", redislock.ErrForbidden, true},
+			}, "svc-a", leasegate.ErrLockForbidden, true},
 		}
 		for _, tc := range refused {
 			t.Run(tc.name, func(t *testing.T) {
@@ -349,8 +351,8 @@ func TestStatus(t *testing.T) {
 
 		t.Run("a resource never locked is not held", func(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{})
-			if _, err := l.Status(ctx, "never"); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Errorf("got %v, want ErrNotHeld", err)
+			if _, err := l.Status(ctx, "never"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Errorf("got %v, want ErrLockNotHeld", err)
 			}
 		})
 
@@ -359,8 +361,8 @@ func TestStatus(t *testing.T) {
 			mustAcquire(t, l, "r", "svc-a", e.stale)
 			keepKey(t, e, l, "r")
 			e.Advance(t, e.stale+time.Millisecond)
-			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Errorf("got %v, want ErrNotHeld for an expired lease", err)
+			if _, err := l.Status(ctx, "r"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Errorf("got %v, want ErrLockNotHeld for an expired lease", err)
 			}
 			if n := e.RDB.Exists(ctx, lockKey(l, "r")).Val(); n != 1 {
 				t.Fatalf("got %d lock keys, want the unreaped key still there (the test relies on it)", n)
@@ -378,8 +380,8 @@ func TestStatus(t *testing.T) {
 				t.Errorf("1ms before expiry: got %+v, %v; want %+v", st, err, lk)
 			}
 			e.Advance(t, time.Millisecond)
-			if _, err := l.Status(ctx, "r"); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Errorf("at expires_at: got %v, want ErrNotHeld", err)
+			if _, err := l.Status(ctx, "r"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Errorf("at expires_at: got %v, want ErrLockNotHeld", err)
 			}
 		})
 	})
@@ -395,26 +397,26 @@ func TestTenantsAreSeparateNamespaces(t *testing.T) {
 		if lk.Owner != "svc-b" {
 			t.Errorf("got owner %q, want svc-b", lk.Owner)
 		}
-		if got, err := b.Release(ctx, "shared-name", "svc-a", 0); err != nil || got != redislock.Forbidden {
+		if got, err := b.Release(ctx, "shared-name", "svc-a", 0); err != nil || got != leasegate.Forbidden {
 			t.Errorf("tenant globex releasing with acme's owner: got %v, %v; want forbidden", got, err)
 		}
-		if _, err := base.Status(ctx, "shared-name"); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Errorf("default tenant: got %v, want ErrNotHeld", err)
+		if _, err := base.Status(ctx, "shared-name"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("default tenant: got %v, want ErrLockNotHeld", err)
 		}
 	})
 }
 
 // checkLeft checks what a call left of resource: with stillUp, the lease
 // before it exactly as it was; otherwise nothing held.
-func checkLeft(t *testing.T, l *redislock.Locker, resource string, before redislock.Lock, stillUp bool) {
+func checkLeft(t *testing.T, l *redislock.Locker, resource string, before leasegate.Lock, stillUp bool) {
 	t.Helper()
 	after, err := l.Status(context.Background(), resource)
 	if stillUp {
 		if err != nil || after != before {
 			t.Errorf("got status %+v, %v; want unchanged %+v", after, err, before)
 		}
-	} else if !errors.Is(err, redislock.ErrNotHeld) {
-		t.Errorf("got status %+v, %v; want ErrNotHeld", after, err)
+	} else if !errors.Is(err, leasegate.ErrLockNotHeld) {
+		t.Errorf("got status %+v, %v; want ErrLockNotHeld", after, err)
 	}
 }
 
@@ -449,7 +451,7 @@ func TestOddResourceNamesAreIndependentLocks(t *testing.T) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
 		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
-		locks := map[string]redislock.Lock{}
+		locks := map[string]leasegate.Lock{}
 		for i, name := range names {
 			locks[name] = mustAcquire(t, l, name, fmt.Sprintf("owner-%d", i), ttl)
 		}
@@ -466,8 +468,8 @@ func TestOddResourceNamesAreIndependentLocks(t *testing.T) {
 		for i, name := range names {
 			_, err := l.Status(ctx, name)
 			if name == "{a}" {
-				if !errors.Is(err, redislock.ErrNotHeld) {
-					t.Errorf("Status(%q) after its release: got %v, want ErrNotHeld", name, err)
+				if !errors.Is(err, leasegate.ErrLockNotHeld) {
+					t.Errorf("Status(%q) after its release: got %v, want ErrLockNotHeld", name, err)
 				}
 			} else if err != nil {
 				t.Errorf("Status(%q) (owner-%d) after releasing {a}: got %v, want still held", name, i, err)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // primaryWithReplica starts a primary and a replica of it and returns a
@@ -70,11 +72,11 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		l := replicated(pc)
 		res := t.Name()
 		_, err := l.Acquire(ctx, res, "a", time.Minute)
-		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, redislock.ErrUnavailable) {
+		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
 			t.Fatalf("acquire: got %v, want ErrNotReplicated wrapping ErrUnavailable", err)
 		}
-		if _, err := redislock.New(pc, redislock.Options{}).Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Fatalf("status after undone grant: got %v, want ErrNotHeld", err)
+		if _, err := redislock.New(pc, redislock.Options{}).Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Fatalf("status after undone grant: got %v, want ErrLockNotHeld", err)
 		}
 	})
 
@@ -89,8 +91,8 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 			replica.Resume()
 			t.Fatalf("acquire with the replica paused: got %v, want ErrNotReplicated", err)
 		}
-		if _, err := plain.Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Errorf("status after undone grant: got %v, want ErrNotHeld", err)
+		if _, err := plain.Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("status after undone grant: got %v, want ErrLockNotHeld", err)
 		}
 		replica.Resume()
 		got, err := l.Acquire(ctx, res, "a", time.Minute)
@@ -112,8 +114,8 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		if !errors.Is(err, redislock.ErrNotReplicated) {
 			t.Fatalf("re-acquire: got %v, want ErrNotReplicated", err)
 		}
-		if _, err := l.Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Fatalf("status: got %v, want ErrNotHeld (a 503 from acquire means not held)", err)
+		if _, err := l.Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Fatalf("status: got %v, want ErrLockNotHeld (a 503 from acquire means not held)", err)
 		}
 	})
 

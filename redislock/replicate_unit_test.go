@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // miniredis has no WAIT: it answers an error, which a replicated Locker
@@ -26,11 +28,11 @@ func TestMinReplicasWhenWaitFails(t *testing.T) {
 	t.Run("an acquire is undone and reported unavailable", func(t *testing.T) {
 		res := t.Name()
 		_, err := l.Acquire(ctx, res, "a", time.Minute)
-		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, redislock.ErrUnavailable) {
+		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
 			t.Fatalf("acquire: got %v, want ErrNotReplicated wrapping ErrUnavailable", err)
 		}
-		if _, err := plain.Status(ctx, res); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Fatalf("status: got %v, want ErrNotHeld", err)
+		if _, err := plain.Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Fatalf("status: got %v, want ErrLockNotHeld", err)
 		}
 	})
 
@@ -58,11 +60,11 @@ func TestMinReplicasWhenWaitFails(t *testing.T) {
 		if err != nil || got.Acquired {
 			t.Fatalf("contended acquire: got %+v, %v; want not acquired, no error", got, err)
 		}
-		if _, err := l.Renew(ctx, res, "b", 0, time.Minute); !errors.Is(err, redislock.ErrForbidden) {
-			t.Fatalf("renew by b: got %v, want ErrForbidden", err)
+		if _, err := l.Renew(ctx, res, "b", 0, time.Minute); !errors.Is(err, leasegate.ErrLockForbidden) {
+			t.Fatalf("renew by b: got %v, want ErrLockForbidden", err)
 		}
-		if _, err := l.Renew(ctx, res+"-none", "a", 0, time.Minute); !errors.Is(err, redislock.ErrNotHeld) {
-			t.Fatalf("renew of nothing: got %v, want ErrNotHeld", err)
+		if _, err := l.Renew(ctx, res+"-none", "a", 0, time.Minute); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Fatalf("renew of nothing: got %v, want ErrLockNotHeld", err)
 		}
 	})
 
@@ -70,7 +72,7 @@ func TestMinReplicasWhenWaitFails(t *testing.T) {
 		m.SetError("LOADING going down")
 		defer m.SetError("")
 		_, err := l.Acquire(ctx, t.Name(), "a", time.Minute)
-		if !errors.Is(err, redislock.ErrUnavailable) || errors.Is(err, redislock.ErrNotReplicated) {
+		if !errors.Is(err, leasegate.ErrUnavailable) || errors.Is(err, redislock.ErrNotReplicated) {
 			t.Fatalf("acquire: got %v, want ErrUnavailable (not a replication error)", err)
 		}
 	})

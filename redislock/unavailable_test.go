@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // Every operation, when Redis fails, returns ErrUnavailable and never a
@@ -30,7 +32,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 		{"renew", func(l *redislock.Locker) error { _, err := l.Renew(ctx, "r", "svc-a", 0, ttl); return err }},
 		{"release", func(l *redislock.Locker) error {
 			res, err := l.Release(ctx, "r", "svc-a", 0)
-			if res == redislock.Released {
+			if res == leasegate.Released {
 				t.Errorf("release: got Released with error %v", err)
 			}
 			return err
@@ -43,7 +45,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 		held := mustAcquire(t, l, "r", "svc-a", ttl)
 		e.Mini.SetError("ERR injected outage")
 		for _, op := range ops {
-			if err := op.call(l); !errors.Is(err, redislock.ErrUnavailable) {
+			if err := op.call(l); !errors.Is(err, leasegate.ErrUnavailable) {
 				t.Errorf("%s: got %v, want ErrUnavailable", op.name, err)
 			}
 		}
@@ -65,7 +67,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 		mustAcquire(t, l, "r", "svc-a", ttl)
 		e.Server.Kill()
 		for _, op := range ops {
-			if err := op.call(l); !errors.Is(err, redislock.ErrUnavailable) {
+			if err := op.call(l); !errors.Is(err, leasegate.ErrUnavailable) {
 				t.Errorf("%s: got %v, want ErrUnavailable", op.name, err)
 			}
 		}
@@ -77,7 +79,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 		dctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
 		defer cancel()
 		res, err := l.Acquire(dctx, "r", "svc-a", ttl)
-		if !errors.Is(err, redislock.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, leasegate.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want ErrUnavailable wrapping context.DeadlineExceeded", err)
 		}
 		if res.Acquired {

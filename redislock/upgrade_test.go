@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere writes a lease and a
@@ -42,7 +44,7 @@ func TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere(t *testing.T) {
 		if lk, err := l.Renew(ctx, "r", "old-owner", old, ttl); err != nil || lk.Token != old {
 			t.Fatalf("Renew: got %+v, %v, want the old token kept", lk, err)
 		}
-		if got, err := l.Release(ctx, "r", "old-owner", old); err != nil || got != redislock.Released {
+		if got, err := l.Release(ctx, "r", "old-owner", old); err != nil || got != leasegate.Released {
 			t.Fatalf("Release: got %v, %v, want released", got, err)
 		}
 		r, err := l.Acquire(ctx, "r", "new-owner", ttl)

@@ -140,7 +140,7 @@ type queue struct {
 	channel string
 	// last is the head's latest contended answer and when it came, so a
 	// waiter that never tried can still give a retry_after.
-	last   AcquireResult
+	last   leasegate.AcquireResult
 	lastAt time.Time
 }
 
@@ -481,7 +481,7 @@ func (w *Waiter) isHead(wt *waiter) bool {
 }
 
 // remember records a head's contended answer as the queue's hint.
-func (w *Waiter) remember(wt *waiter, res AcquireResult, at time.Time) {
+func (w *Waiter) remember(wt *waiter, res leasegate.AcquireResult, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if q := w.queues[wt.key]; q != nil {
@@ -490,13 +490,13 @@ func (w *Waiter) remember(wt *waiter, res AcquireResult, at time.Time) {
 }
 
 // hint returns the queue's latest contended answer.
-func (w *Waiter) hint(wt *waiter) (AcquireResult, time.Time) {
+func (w *Waiter) hint(wt *waiter) (leasegate.AcquireResult, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if q := w.queues[wt.key]; q != nil {
 		return q.last, q.lastAt
 	}
-	return AcquireResult{}, time.Time{}
+	return leasegate.AcquireResult{}, time.Time{}
 }
 
 // WaitRequest is one waiting acquire.
@@ -536,13 +536,13 @@ const minFirstCall = 100 * time.Millisecond
 // status check of a waiter not first in line grants nothing and ends with
 // the wait (at least minFirstCall), so the client must honour context
 // deadlines (go-redis: ContextTimeoutEnabled).
-func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (AcquireResult, error) {
+func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (leasegate.AcquireResult, error) {
 	if req.OpTimeout <= 0 {
 		req.OpTimeout = DefaultOpTimeout
 	}
 	key := l.ReleaseMessage(req.Resource)
 	reg, _ := ctx.Value(registrationKey{}).(*Registration)
-	try := func() (AcquireResult, error) {
+	try := func() (leasegate.AcquireResult, error) {
 		if reg != nil {
 			// A contended try registers for every request queued here.
 			reg.standsFor.Store(int64(w.queueLen(key)))
@@ -560,7 +560,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 
 	wt, ok, err := w.enqueue(key, l.shardChannel(req.Resource))
 	if err != nil {
-		return AcquireResult{}, err
+		return leasegate.AcquireResult{}, err
 	}
 	if !ok {
 		return try()
@@ -569,9 +569,9 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 
 	// last is the latest contended answer, and when it was read, for the
 	// retry_after of a timed-out wait.
-	var last AcquireResult
+	var last leasegate.AcquireResult
 	var lastAt time.Time
-	contended := func() AcquireResult {
+	contended := func() leasegate.AcquireResult {
 		if h, at := w.hint(wt); at.After(lastAt) {
 			last, lastAt = h, at
 		}
@@ -601,15 +601,15 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 			}
 			last, lastAt = res, time.Now()
 		case err == nil:
-			last = AcquireResult{Lock: lk}
-		case !errors.Is(err, ErrNotHeld):
-			return AcquireResult{}, err
+			last = leasegate.AcquireResult{Lock: lk}
+		case !errors.Is(err, leasegate.ErrLockNotHeld):
+			return leasegate.AcquireResult{}, err
 		}
 		tried = true
 		first = false
 	}
 
-	var out AcquireResult
+	var out leasegate.AcquireResult
 	var outErr error
 	switch w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
 		if tried && time.Until(end) <= 0 {
@@ -619,7 +619,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 		}
 		res, err := try()
 		if err != nil {
-			out, outErr = AcquireResult{Waited: !first}, err
+			out, outErr = leasegate.AcquireResult{Waited: !first}, err
 			return true, 0
 		}
 		tried = true
@@ -641,7 +641,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (Acqui
 	case waitStopped:
 		return out, outErr
 	case waitCancelled:
-		return AcquireResult{Waited: true}, ctx.Err()
+		return leasegate.AcquireResult{Waited: true}, ctx.Err()
 	default:
 		return contended(), nil
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // holdTry is a go-redis hook that holds one script call of owner in
@@ -86,7 +88,7 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 	// must pass here, as the wait's end is a timer in the gateway.
 	const past = 200 * time.Millisecond
 	type answer struct {
-		res redislock.AcquireResult
+		res leasegate.AcquireResult
 		err error
 		at  time.Time
 	}
@@ -110,7 +112,7 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 		// The first try has answered "contended" and the waiter is parked.
 		eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 		h.armed.Store(true)
-		if rr, err := r.l.Release(context.Background(), "job", "a", holder.Token); err != nil || rr != redislock.Released {
+		if rr, err := r.l.Release(context.Background(), "job", "a", holder.Token); err != nil || rr != leasegate.Released {
 			t.Fatalf("release: %v, %v", rr, err)
 		}
 		select {
@@ -178,7 +180,7 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 			const opTimeout = 600 * time.Millisecond
 			h := newHoldTry("waiter", true)
 			_, a, start := run(t, b, h, opTimeout, nil)
-			if a.res.Acquired || !errors.Is(a.err, redislock.ErrUnavailable) {
+			if a.res.Acquired || !errors.Is(a.err, leasegate.ErrUnavailable) {
 				t.Fatalf("got %+v, %v; want ErrUnavailable (the try's outcome is unknown)", a.res, a.err)
 			}
 			var ne net.Error

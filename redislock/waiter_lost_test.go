@@ -13,6 +13,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // lossySubscriber subscribes through a client whose connections the test
@@ -97,7 +99,7 @@ func TestWaiterPollsAfterTheSubscriptionIsLost(t *testing.T) {
 
 		sub.cut()
 		eventually(t, 10*time.Second, "subscription lost", func() bool { return !w.Active() })
-		if rr, err := l.Release(context.Background(), "job", "holder", 0); err != nil || rr != redislock.Released {
+		if rr, err := l.Release(context.Background(), "job", "holder", 0); err != nil || rr != leasegate.Released {
 			t.Fatalf("release: got %v, %v; want released", rr, err)
 		}
 		o := receive(t, got, 30*time.Second)

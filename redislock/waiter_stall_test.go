@@ -11,6 +11,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // stalledRig is a wait rig on a real redis-server that the test can
@@ -56,7 +58,7 @@ func TestAWaitIsAnsweredTrulyWhenRedisStalls(t *testing.T) {
 			if res.Acquired {
 				t.Fatalf("got a grant from a stalled Redis: %+v", res)
 			}
-			if !errors.Is(err, redislock.ErrUnavailable) {
+			if !errors.Is(err, leasegate.ErrUnavailable) {
 				t.Errorf("got %v, want ErrUnavailable (the try's outcome is unknown)", err)
 			}
 			if took < opTimeout || took > opTimeout+slack {
@@ -66,7 +68,7 @@ func TestAWaitIsAnsweredTrulyWhenRedisStalls(t *testing.T) {
 	}
 
 	type answer struct {
-		res redislock.AcquireResult
+		res leasegate.AcquireResult
 		err error
 		at  time.Time
 	}
@@ -101,7 +103,7 @@ func TestAWaitIsAnsweredTrulyWhenRedisStalls(t *testing.T) {
 		// and that try hangs past the end of the wait.
 		const wait = 1200 * time.Millisecond
 		a, start := waitThenPause(t, 600*time.Millisecond, wait)
-		if a.res.Acquired || !errors.Is(a.err, redislock.ErrUnavailable) {
+		if a.res.Acquired || !errors.Is(a.err, leasegate.ErrUnavailable) {
 			t.Errorf("got %+v, %v; want ErrUnavailable", a.res, a.err)
 		}
 		if took := a.at.Sub(start); took < 600*time.Millisecond+opTimeout || took > wait+opTimeout+slack {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
+
+	"github.com/leasegate/leasegate"
 )
 
 // waitRig is one backend (miniredis or a real redis-server) with a Locker
@@ -87,7 +89,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-func (r *waitRig) hold(t *testing.T, resource, owner string, ttl time.Duration) redislock.Lock {
+func (r *waitRig) hold(t *testing.T, resource, owner string, ttl time.Duration) leasegate.Lock {
 	t.Helper()
 	res, err := r.l.Acquire(context.Background(), resource, owner, ttl)
 	if err != nil || !res.Acquired {
@@ -99,13 +101,13 @@ func (r *waitRig) hold(t *testing.T, resource, owner string, ttl time.Duration) 
 func (r *waitRig) release(t *testing.T, resource, owner string) {
 	t.Helper()
 	got, err := r.l.Release(context.Background(), resource, owner, 0)
-	if err != nil || got != redislock.Released {
+	if err != nil || got != leasegate.Released {
 		t.Fatalf("release %s by %s: got %v, %v; want released", resource, owner, got, err)
 	}
 }
 
 type waitOutcome struct {
-	res redislock.AcquireResult
+	res leasegate.AcquireResult
 	err error
 	at  time.Time
 }
@@ -198,7 +200,7 @@ func TestWaiterRenewalMakesItWaitAgain(t *testing.T) {
 			// Queued, or already answered (the lease ended first).
 			eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, res) == 1 || len(ch) > 0 })
 			_, err := r.l.Renew(context.Background(), res, "holder", 0, 10*time.Second)
-			if (errors.Is(err, redislock.ErrNotHeld) || errors.Is(err, redislock.ErrForbidden)) && attempt < 5 {
+			if (errors.Is(err, leasegate.ErrLockNotHeld) || errors.Is(err, leasegate.ErrLockForbidden)) && attempt < 5 {
 				t.Logf("attempt %d: the lease ended before the renewal; again", attempt)
 				receive(t, ch, 30*time.Second)
 				continue
@@ -270,7 +272,7 @@ func TestWaitersAreServedInArrivalOrder(t *testing.T) {
 				mu.Lock()
 				order = append(order, i)
 				mu.Unlock()
-				if rr, err := r.l.Release(context.Background(), "job", owner, res.Lock.Token); err != nil || rr != redislock.Released {
+				if rr, err := r.l.Release(context.Background(), "job", owner, res.Lock.Token); err != nil || rr != leasegate.Released {
 					errs <- fmt.Errorf("waiter %d: release got %v, %v", i, rr, err)
 				}
 			}()
@@ -367,7 +369,7 @@ func TestWaiterRedisErrorEndsTheWaitWithoutAGrant(t *testing.T) {
 	eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 	r.Mini.SetError("LOADING simulated outage")
 	o := receive(t, ch, 30*time.Second)
-	if !errors.Is(o.err, redislock.ErrUnavailable) || o.res.Acquired {
+	if !errors.Is(o.err, leasegate.ErrUnavailable) || o.res.Acquired {
 		t.Fatalf("got %+v, %v; want ErrUnavailable and no grant", o.res, o.err)
 	}
 }

@@ -117,7 +117,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
 		defer cancel()
 		lk, err := l.Status(c, resource)
-		if errors.Is(err, ErrNotHeld) {
+		if errors.Is(err, leasegate.ErrLockNotHeld) {
 			return nil, nil
 		}
 		if err != nil {

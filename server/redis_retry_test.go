@@ -123,14 +123,14 @@ func TestALostReplyIsNeverReSent(t *testing.T) {
 			}
 			p.armed.Store(true)
 			got, err := l.Release(ctx, "job", "o", held.Lock.Token)
-			if !errors.Is(err, redislock.ErrUnavailable) {
-				t.Fatalf("release: got %v, %v; want redislock.ErrUnavailable (the reply was lost)", got, err)
+			if !errors.Is(err, leasegate.ErrUnavailable) {
+				t.Fatalf("release: got %v, %v; want leasegate.ErrUnavailable (the reply was lost)", got, err)
 			}
 			if p.armed.Load() {
 				t.Fatal("the reply was not dropped: the test did not exercise a lost reply")
 			}
-			if _, err := l.Status(ctx, "job"); !errors.Is(err, redislock.ErrNotHeld) {
-				t.Errorf("status after the release: got %v, want ErrNotHeld (it did run once)", err)
+			if _, err := l.Status(ctx, "job"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+				t.Errorf("status after the release: got %v, want ErrLockNotHeld (it did run once)", err)
 			}
 		})
 

@@ -13,6 +13,8 @@ import (
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
+
+	"github.com/leasegate/leasegate"
 )
 
 // grant is one acquire the gateway answered "acquired" for.
@@ -53,7 +55,7 @@ func TestSentinelFailover(t *testing.T) {
 			granted = append(granted, grant{res, got.Lock.Token})
 		case err == nil:
 			t.Errorf("%s: got not acquired (held by %q), want acquired or an error", res, got.Lock.Owner)
-		case errors.Is(err, redislock.ErrUnavailable):
+		case errors.Is(err, leasegate.ErrUnavailable):
 			refused++ // during the failover: told "no", and that is allowed
 		default:
 			t.Errorf("%s: got %v, want acquired or ErrUnavailable", res, err)
@@ -99,7 +101,7 @@ func TestSentinelFailover(t *testing.T) {
 	if got, err := l.Acquire(ctx, "after-1", "someone-else", time.Minute); err != nil || got.Acquired {
 		t.Fatalf("contended acquire after failover: got %+v, %v; want held by %s", got, err, owner)
 	}
-	if got, err := l.Release(ctx, "after-1", owner, 0); err != nil || got != redislock.Released {
+	if got, err := l.Release(ctx, "after-1", owner, 0); err != nil || got != leasegate.Released {
 		t.Fatalf("release after failover: got %v, %v; want released", got, err)
 	}
 
