@@ -13,9 +13,6 @@ func envName(flagName string) string {
 	return "LEASEGATE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// parseFlags applies the environment to every flag of fs, then the
-// command line, so a flag beats its variable. Bad values in either are
-// usage errors naming where they came from.
 // parseCommand parses the flags of a sub-command that takes no
 // arguments: usage is printed before the flag list on -h or a bad flag,
 // and validate (the config's own check, a closure so that it sees the
@@ -37,6 +34,9 @@ func parseCommand(fs *flag.FlagSet, usage string, args []string, getenv func(str
 	return nil
 }
 
+// parseFlags applies the environment to every flag of fs, then the
+// command line, so a flag beats its variable. Bad values in either are
+// usage errors naming where they came from.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var envErr error
