@@ -9,10 +9,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
-
-	"github.com/leasegate/leasegate"
 )
 
 // The backends are redistest's: eachBackend runs a test on miniredis

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/keyspace"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/keyspace"
 )
 
 // The service stores under package keyspace's keys (pinned there, byte

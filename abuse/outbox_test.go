@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/redistest"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 // Every flag, ban, unban and clear is an outbox entry written in the same

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/leasegate/leasegate"
 )
 
 // beforeZRem runs f once, just before the first command or pipeline that

@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
-
-	"github.com/leasegate/leasegate"
 )
 
 // The flag fires for the first attempt at or above max_attempts in a

@@ -10,9 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate/redislock"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 // newBatcher returns a Batcher on a client of e's Redis that never

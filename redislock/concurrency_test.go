@@ -10,9 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate/redislock"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 // race runs n acquires of resource, each by its own owner, released at

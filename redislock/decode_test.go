@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/redistest"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 type reply = []interface{}

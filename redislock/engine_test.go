@@ -11,10 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
-
-	"github.com/leasegate/leasegate"
 )
 
 // engine is one Redis backend the behavioural tests run against

@@ -12,10 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
-
-	"github.com/leasegate/leasegate"
 )
 
 // BenchmarkLockLayout measures what each lock layout costs Redis

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/redislock"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 const ttl = 30 * time.Second

@@ -9,10 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
-
-	"github.com/leasegate/leasegate"
 )
 
 // primaryWithReplica starts a primary and a replica of it and returns a

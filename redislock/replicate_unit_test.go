@@ -9,9 +9,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate/redislock"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 // miniredis has no WAIT: it answers an error, which a replicated Locker

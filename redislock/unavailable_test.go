@@ -8,9 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate/redislock"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 // Every operation, when Redis fails, returns ErrUnavailable and never a

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/redislock"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 // TestLeasesWrittenByEarlierScriptsAreReadAsTheyWere writes a lease and a

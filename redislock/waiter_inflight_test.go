@@ -10,10 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
-
-	"github.com/leasegate/leasegate"
 )
 
 // holdTry is a go-redis hook that holds one script call of owner in

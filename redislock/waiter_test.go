@@ -11,10 +11,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
-
-	"github.com/leasegate/leasegate"
 )
 
 // waitRig is one backend (miniredis or a real redis-server) with a Locker

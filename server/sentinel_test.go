@@ -10,11 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
-
-	"github.com/leasegate/leasegate"
 )
 
 // grant is one acquire the gateway answered "acquired" for.
