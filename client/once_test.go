@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/contract"
 	"github.com/leasegate/leasegate/internal/redistest"
@@ -22,9 +20,9 @@ import (
 // test says (the returned Clock).
 func onceGateway(t *testing.T) (*client.Client, contract.Clock) {
 	t.Helper()
-	m := miniredis.RunT(t)
-	clock := contract.FrozenMiniredis(m)
-	return contractGateway(t, "redis://"+m.Addr()), clock
+	b := redistest.OnMini(t)
+	clock := contract.FrozenMiniredis(b)
+	return contractGateway(t, "redis://"+b.Mini.Addr()), clock
 }
 
 func TestOnceRunsFnExactlyOnceForAHundredConcurrentCallers(t *testing.T) {

@@ -17,35 +17,25 @@ package contract
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 // Clock makes at least d pass on the clock that decides expiry: the
 // Redis server's (its TIME and its key TTLs).
 type Clock func(t *testing.T, d time.Duration)
 
-// FrozenMiniredis stops m's clock at the current time (to the
-// millisecond) and returns the Clock that moves it: SetTime for the
-// scripts' TIME, FastForward for TTLs. Nothing expires unless the test
-// says so, and nothing waits for real time.
-func FrozenMiniredis(m *miniredis.Miniredis) Clock {
-	var mu sync.Mutex
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	m.SetTime(now)
-	return func(t *testing.T, d time.Duration) {
-		t.Helper()
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(d)
-		m.SetTime(now)
-		m.FastForward(d)
-	}
+// FrozenMiniredis stops the miniredis clock of b at the current time (to
+// the millisecond), so a gateway's own timers agree with it, and returns
+// the Clock that moves it (b.Advance: SetTime for the scripts' TIME,
+// FastForward for TTLs). Nothing expires unless the test says so, and
+// nothing waits for real time.
+func FrozenMiniredis(b *redistest.Backend) Clock {
+	b.SetTime(time.Now().UTC().Truncate(time.Millisecond))
+	return func(t *testing.T, d time.Duration) { b.Advance(t, d) }
 }
 
 // answer is what a call made in the background returned.

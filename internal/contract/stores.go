@@ -33,7 +33,7 @@ func ForEachStore(t *testing.T, fn func(t *testing.T, s Store)) {
 	redistest.EachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		s := Store{RDB: b.RDB, Mini: b.Mini, Advance: func(t *testing.T, d time.Duration) { b.Advance(t, d) }}
 		if b.Mini != nil {
-			b.SetTime(time.Now().UTC().Truncate(time.Millisecond))
+			s.Advance = FrozenMiniredis(b)
 			s.Outage = func(t *testing.T) {
 				b.Mini.SetError("LOADING redis is loading")
 				t.Cleanup(func() { b.Mini.SetError("") })
