@@ -129,7 +129,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			// re-check (a release before it would have been missed); the
 			// release comes after that re-check has answered, so only the
 			// release message can wake the waiter again.
-			eventually(t, 10*time.Second, "waiter queued, its shard channel subscribed and re-checked", func() bool {
+			redistest.Eventually(t, 10*time.Second, "waiter queued, its shard channel subscribed and re-checked", func() bool {
 				return a.w.QueuedOn(lock) == 1 && a.w.ShardSubscriptions() == 1 && tries() == 2
 			})
 			mustRelease(t, a.l, res, "holder")
@@ -140,7 +140,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			if _, after := a.w.Received(); after != before+1 {
 				t.Fatalf("%q: sharded messages went from %d to %d, want one more", res, before, after)
 			}
-			eventually(t, 10*time.Second, "shard channel unsubscribed once nobody waits", func() bool {
+			redistest.Eventually(t, 10*time.Second, "shard channel unsubscribed once nobody waits", func() bool {
 				return a.w.ShardSubscriptions() == 0
 			})
 			mustRelease(t, a.l, res, "waiter")
@@ -171,7 +171,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 				r, err := a.svc.Acquire(ctx, "acme", leasegate.AcquireRequest{Resource: res, Owner: "waiter", TTL: time.Minute, Wait: 30 * time.Second})
 				out <- waitOutcome{res: r, err: err, at: time.Now()}
 			}()
-			eventually(t, 10*time.Second, "the tenant's waiter queued and subscribed", func() bool {
+			redistest.Eventually(t, 10*time.Second, "the tenant's waiter queued and subscribed", func() bool {
 				return a.svc.Queued("acme", res) == 1 && a.w.ShardSubscriptions() == 1
 			})
 			if _, err := a.svc.Release(ctx, "acme", res, "holder", held.Lock.Token); err != nil {
@@ -184,7 +184,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			if _, err := a.svc.Release(ctx, "acme", res, "waiter", got.res.Lock.Token); err != nil {
 				t.Fatalf("%q: release: %v", res, err)
 			}
-			eventually(t, 10*time.Second, "shard channel unsubscribed", func() bool { return a.w.ShardSubscriptions() == 0 })
+			redistest.Eventually(t, 10*time.Second, "shard channel unsubscribed", func() bool { return a.w.ShardSubscriptions() == 0 })
 		}
 	})
 
@@ -203,7 +203,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			t.Fatalf("first event: got %v, want state", ev.Kind)
 		}
 		out := a.wait(res, "waiter", 30*time.Second)
-		eventually(t, 10*time.Second, "waiter queued and the channel subscribed", func() bool {
+		redistest.Eventually(t, 10*time.Second, "waiter queued and the channel subscribed", func() bool {
 			return a.w.QueuedOn(lock) == 1 && a.w.ShardSubscriptions() == 1
 		})
 		_, before := a.w.Received()
@@ -234,12 +234,12 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 		mustAcquire(t, ca.l, "r", "holder", time.Minute)
 		out := ca.wait("r", "waiter", 30*time.Second)
 		lock, _ := ca.l.Keys("r")
-		eventually(t, 10*time.Second, "waiter queued", func() bool { return ca.w.QueuedOn(lock) == 1 })
+		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return ca.w.QueuedOn(lock) == 1 })
 		mustRelease(t, ca.l, "r", "holder")
 		if got := receive(t, out, 5*time.Second); got.err != nil || !got.res.Acquired {
 			t.Fatalf("got %+v, %v; want acquired", got.res, got.err)
 		}
-		eventually(t, 10*time.Second, "the idle gateway's message", func() bool {
+		redistest.Eventually(t, 10*time.Second, "the idle gateway's message", func() bool {
 			c, _ := cb.w.Received()
 			return c == 1
 		})
@@ -280,14 +280,14 @@ func TestShardedWaitFollowsItsSlot(t *testing.T) {
 	}()
 	subscribed := func(what string) {
 		t.Helper()
-		eventually(t, 20*time.Second, what, func() bool { return w.ShardSubscriptions() == 1 })
+		redistest.Eventually(t, 20*time.Second, what, func() bool { return w.ShardSubscriptions() == 1 })
 	}
 	// wake publishes a release until the Waiter hears one (the cluster
 	// client may need a moment to learn a moved slot).
 	wake := func(what string) {
 		t.Helper()
 		_, before := w.Received()
-		eventually(t, 20*time.Second, what, func() bool {
+		redistest.Eventually(t, 20*time.Second, what, func() bool {
 			_ = rc.SPublish(ctx, channel, key).Err()
 			_, after := w.Received()
 			return after > before
@@ -307,7 +307,7 @@ func TestShardedWaitFollowsItsSlot(t *testing.T) {
 		n := tries.Load()
 		cl.MoveSlot(t, int(slot), to)
 		// The old master's sunsubscribe wakes the head to re-check.
-		eventually(t, 20*time.Second, "unsubscribed by the old master", func() bool { return tries.Load() > n })
+		redistest.Eventually(t, 20*time.Second, "unsubscribed by the old master", func() bool { return tries.Load() > n })
 		subscribed("subscribed on the new master")
 		rc.ReloadState(ctx)
 		wake("a release after the move is heard")
@@ -324,7 +324,7 @@ func TestShardedWaitFollowsItsSlot(t *testing.T) {
 		n := tries.Load()
 		node.Restart()
 		// The lost subscription wakes the head to re-check.
-		eventually(t, 20*time.Second, "the subscription noticed the restart", func() bool { return tries.Load() > n })
+		redistest.Eventually(t, 20*time.Second, "the subscription noticed the restart", func() bool { return tries.Load() > n })
 		subscribed("subscribed again after the restart")
 		wake("a release after the restart is heard")
 	})

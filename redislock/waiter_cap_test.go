@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -21,7 +22,7 @@ func TestWaiterRefusesWaitersBeyondItsCap(t *testing.T) {
 		defer cancel()
 		first := r.startWait(ctx, "a", "w1", time.Minute, 30*time.Second)
 		r.startWait(ctx, "b", "w2", time.Minute, 30*time.Second)
-		eventually(t, 10*time.Second, "two waiters queued", func() bool { return r.w.Waiting() == 2 })
+		redistest.Eventually(t, 10*time.Second, "two waiters queued", func() bool { return r.w.Waiting() == 2 })
 
 		res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "a", Owner: "w3", TTL: time.Minute, Wait: 30 * time.Second})
 		if !errors.Is(err, leasegate.ErrTooManyWaiters) || res.Acquired {
@@ -45,9 +46,9 @@ func TestWaiterRefusesWaitersBeyondItsCap(t *testing.T) {
 			if o := receive(t, first, 10*time.Second); o.err != nil || !o.res.Acquired {
 				t.Fatalf("first waiter: got %+v, %v; want acquired", o.res, o.err)
 			}
-			eventually(t, 10*time.Second, "one waiter left", func() bool { return r.w.Waiting() == 1 })
+			redistest.Eventually(t, 10*time.Second, "one waiter left", func() bool { return r.w.Waiting() == 1 })
 			ch := r.startWait(ctx, "b", "w5", time.Minute, 30*time.Second)
-			eventually(t, 10*time.Second, "two waiters again", func() bool { return r.w.Waiting() == 2 })
+			redistest.Eventually(t, 10*time.Second, "two waiters again", func() bool { return r.w.Waiting() == 2 })
 			cancel()
 			if o := receive(t, ch, 10*time.Second); !errors.Is(o.err, context.Canceled) {
 				t.Errorf("got %+v, %v; want the wait cancelled with its context", o.res, o.err)

@@ -109,7 +109,7 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 			done <- answer{res, err, time.Now()}
 		}()
 		// The first try has answered "contended" and the waiter is parked.
-		eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 		h.armed.Store(true)
 		if rr, err := r.l.Release(context.Background(), "job", "a", holder.Token); err != nil || rr != leasegate.Released {
 			t.Fatalf("release: %v, %v", rr, err)

@@ -63,7 +63,7 @@ func TestAnOutageOfTheSubscriptionIsLoggedOnceNotPerRetry(t *testing.T) {
 
 	// Retries come after 50 ms, 100 ms, 200 ms, ...: wait for four of
 	// them (or for a second warning, which fails below at once).
-	eventually(t, 10*time.Second, "four retries", func() bool {
+	redistest.Eventually(t, 10*time.Second, "four retries", func() bool {
 		return records(t, lb, "debug", "retrying") >= 4 || records(t, lb, "warn", "subscription") >= 2
 	})
 	if n := records(t, lb, "warn", "subscription"); n != 1 {
@@ -72,14 +72,14 @@ func TestAnOutageOfTheSubscriptionIsLoggedOnceNotPerRetry(t *testing.T) {
 
 	sub.up.Store(true)
 	waitActive(t, w)
-	eventually(t, 5*time.Second, "a record that the subscription is back", func() bool {
+	redistest.Eventually(t, 5*time.Second, "a record that the subscription is back", func() bool {
 		return records(t, lb, "info", "back") == 1
 	})
 
 	// A new outage is news again.
 	sub.up.Store(false)
 	m.Close()
-	eventually(t, 10*time.Second, "a warning for the second outage", func() bool {
+	redistest.Eventually(t, 10*time.Second, "a warning for the second outage", func() bool {
 		return records(t, lb, "warn", "subscription") == 2
 	})
 }

@@ -94,10 +94,10 @@ func TestWaiterPollsAfterTheSubscriptionIsLost(t *testing.T) {
 			res, err := w.Acquire(context.Background(), l, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
 			got <- waitOutcome{res: res, err: err, at: time.Now()}
 		}()
-		eventually(t, 10*time.Second, "waiter queued", func() bool { return w.Queued(l, "job") == 1 })
+		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return w.Queued(l, "job") == 1 })
 
 		sub.cut()
-		eventually(t, 10*time.Second, "subscription lost", func() bool { return !w.Active() })
+		redistest.Eventually(t, 10*time.Second, "subscription lost", func() bool { return !w.Active() })
 		if rr, err := l.Release(context.Background(), "job", "holder", 0); err != nil || rr != leasegate.Released {
 			t.Fatalf("release: got %v, %v; want released", rr, err)
 		}

@@ -85,7 +85,7 @@ func TestAWaitIsAnsweredTrulyWhenRedisStalls(t *testing.T) {
 			})
 			done <- answer{res, err, time.Now()}
 		}()
-		eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 		pause(t, srv)
 		select {
 		case a := <-done:

@@ -72,20 +72,7 @@ func forEachWaitRig(t *testing.T, opts redislock.WaiterOptions, fn func(t *testi
 // waitActive waits until the waiter's subscription is confirmed.
 func waitActive(t *testing.T, w *redislock.Waiter) {
 	t.Helper()
-	eventually(t, 10*time.Second, "subscription active", w.Active)
-}
-
-// eventually polls cond; used only where no signal exists (queue length
-// and subscription state live inside the Waiter).
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not true after %v", what, within)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	redistest.Eventually(t, 10*time.Second, "subscription active", w.Active)
 }
 
 func (r *waitRig) hold(t *testing.T, resource, owner string, ttl time.Duration) leasegate.Lock {
@@ -137,7 +124,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		r.hold(t, "job", "holder", time.Minute)
 		ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
-		eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 
 		start := time.Now()
 		r.release(t, "job", "holder")
@@ -197,7 +184,7 @@ func TestWaiterRenewalMakesItWaitAgain(t *testing.T) {
 			r.hold(t, res, "holder", 200*time.Millisecond)
 			ch := r.startWait(context.Background(), res, "waiter", time.Minute, 600*time.Millisecond)
 			// Queued, or already answered (the lease ended first).
-			eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, res) == 1 || len(ch) > 0 })
+			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, res) == 1 || len(ch) > 0 })
 			_, err := r.l.Renew(context.Background(), res, "holder", 0, 10*time.Second)
 			if (errors.Is(err, leasegate.ErrLockNotHeld) || errors.Is(err, leasegate.ErrLockForbidden)) && attempt < 5 {
 				t.Logf("attempt %d: the lease ended before the renewal; again", attempt)
@@ -275,7 +262,7 @@ func TestWaitersAreServedInArrivalOrder(t *testing.T) {
 					errs <- fmt.Errorf("waiter %d: release got %v, %v", i, rr, err)
 				}
 			}()
-			eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
+			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
 		}
 		r.release(t, "job", "holder")
 		wg.Wait()
@@ -299,9 +286,9 @@ func TestWaiterWhoseClientLeftIsDroppedAtOnce(t *testing.T) {
 		r.hold(t, "job", "holder", time.Minute)
 		ctx, cancel := context.WithCancel(context.Background())
 		gone := r.startWait(ctx, "job", "gone", time.Minute, 30*time.Second)
-		eventually(t, 10*time.Second, "first waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 10*time.Second, "first waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 		next := r.startWait(context.Background(), "job", "next", time.Minute, 30*time.Second)
-		eventually(t, 10*time.Second, "second waiter queued", func() bool { return r.w.Queued(r.l, "job") == 2 })
+		redistest.Eventually(t, 10*time.Second, "second waiter queued", func() bool { return r.w.Queued(r.l, "job") == 2 })
 
 		cancel()
 		o := receive(t, gone, 10*time.Second)
@@ -325,7 +312,7 @@ func TestWaiterCloseAnswersEveryWaiter(t *testing.T) {
 		var chans []<-chan waitOutcome
 		for i := range 5 {
 			chans = append(chans, r.startWait(context.Background(), "job", fmt.Sprint("w", i), time.Minute, 30*time.Second))
-			eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
+			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
 		}
 		r.w.Close()
 		for i, ch := range chans {
@@ -349,7 +336,7 @@ func TestWaiterSameOwnerIsAnsweredAtOnce(t *testing.T) {
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		held := r.hold(t, "job", "holder", time.Minute)
 		other := r.startWait(context.Background(), "job", "other", time.Minute, 30*time.Second)
-		eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 		res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "job", Owner: "holder", TTL: time.Minute, Wait: 30 * time.Second})
 		if err != nil || !res.Acquired || res.Lock.Token != held.Token {
 			t.Fatalf("got %+v, %v; want the holder's re-acquire with token %d", res, err, held.Token)
@@ -365,7 +352,7 @@ func TestWaiterRedisErrorEndsTheWaitWithoutAGrant(t *testing.T) {
 	r := newMiniWaitRig(t, redislock.WaiterOptions{})
 	r.hold(t, "job", "holder", 300*time.Millisecond)
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 10*time.Second)
-	eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+	redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 	r.Mini.SetError("LOADING simulated outage")
 	o := receive(t, ch, 30*time.Second)
 	if !errors.Is(o.err, leasegate.ErrUnavailable) || o.res.Acquired {
@@ -380,7 +367,7 @@ func TestWaiterResubscriptionWakesEveryone(t *testing.T) {
 	r := newRealWaitRig(t, redislock.WaiterOptions{})
 	r.hold(t, "job", "holder", time.Hour)
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
-	eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+	redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
 	lockKey := r.l.ReleaseMessage("job")
 	_, err := r.RDB.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
 		p.ClientKillByFilter(context.Background(), "TYPE", "pubsub")

@@ -108,7 +108,7 @@ func TestSIGHUPReloadsKeys(t *testing.T) {
 	})
 	// Run subscribes to SIGHUP before it serves: once a request is
 	// answered, the signal cannot kill the test process.
-	waitFor(t, "the gateway to answer", func() bool {
+	redistest.Eventually(t, 10*time.Second, "the gateway to answer", func() bool {
 		c, err := net.Dial("tcp", cfg.Addr)
 		if err == nil {
 			_ = c.Close()
@@ -123,24 +123,11 @@ func TestSIGHUPReloadsKeys(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the reload log line", func() bool { return logs.FilterMessage("API keys reloaded").Len() == 1 })
+	redistest.Eventually(t, 10*time.Second, "the reload log line", func() bool { return logs.FilterMessage("API keys reloaded").Len() == 1 })
 	if got := statusWith(t, cfg.Addr, oldKey); got != http.StatusUnauthorized {
 		t.Errorf("old key after SIGHUP: got %d, want 401", got)
 	}
 	if got := statusWith(t, cfg.Addr, newKey); got != http.StatusNotFound {
 		t.Errorf("new key after SIGHUP: got %d, want 404 (accepted)", got)
-	}
-}
-
-// waitFor polls cond (for events that send no signal a test can wait on)
-// with a generous deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

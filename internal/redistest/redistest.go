@@ -79,6 +79,21 @@ func Start(t testing.TB, args ...string) *Server {
 	return s
 }
 
+// Eventually polls cond every millisecond until it holds, and fails the
+// test with what if it does not within the bound. Only for state that
+// sends no signal a test could wait on (a queue's length, a subscription
+// being confirmed); the bound guards a hang, so keep it generous.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not true after %v", what, within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()

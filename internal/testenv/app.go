@@ -227,11 +227,5 @@ func logger(w zapcore.WriteSyncer, level zapcore.Level) *zap.Logger {
 // against a hang, it is not what the test measures.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not true after 10s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	redistest.Eventually(t, 10*time.Second, what, cond)
 }
