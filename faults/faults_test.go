@@ -329,7 +329,7 @@ func (g *subprocess) kill() {
 
 func setupGatewayKill(t *testing.T, _ settings) env {
 	rs := redistest.Start(t, aof...)
-	g := &subprocess{bin: buildGateway(t), addr: "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)), redisURL: rs.URL()}
+	g := &subprocess{bin: buildGateway(t), addr: redistest.FreeAddr(t), redisURL: rs.URL()}
 	g.start(t)
 	t.Cleanup(g.kill)
 	return env{

@@ -2,7 +2,6 @@ package redislock_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,7 +52,7 @@ func TestAnOutageOfTheSubscriptionIsLoggedOnceNotPerRetry(t *testing.T) {
 	m := miniredis.RunT(t)
 	sub := &switchSubscriber{
 		live: redis.NewClient(&redis.Options{Addr: m.Addr()}),
-		dead: redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)), MaxRetries: -1, DialerRetries: 1}),
+		dead: redis.NewClient(&redis.Options{Addr: redistest.FreeAddr(t), MaxRetries: -1, DialerRetries: 1}),
 	}
 	t.Cleanup(func() { _ = sub.live.Close(); _ = sub.dead.Close() })
 	lb := &logbuf.Buffer{}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -95,7 +94,7 @@ func TestSIGHUPReloadsKeys(t *testing.T) {
 	writeKeys(t, file, "old:client:t1:"+auth.HashKey(oldKey)+"\n")
 	cfg := testConfig(t)
 	cfg.APIKeysFile = file
-	cfg.Addr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	cfg.Addr = redistest.FreeAddr(t)
 	log, logs := observedLogger()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

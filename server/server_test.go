@@ -22,7 +22,7 @@ import (
 func testConfig(t *testing.T) server.Config {
 	t.Helper()
 	cfg := server.DefaultConfig()
-	cfg.Addr = fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	cfg.Addr = redistest.FreeAddr(t)
 	cfg.ShutdownTimeout = 10 * time.Second
 	return cfg
 }

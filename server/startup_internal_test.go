@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 const permTestKey = "perm-test-client-key-0001"
@@ -80,22 +81,11 @@ func TestAKeyFileOthersCanReadIsWarnedAbout(t *testing.T) {
 	})
 }
 
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 func TestTheEmbeddedRedisListensWhereItIsToldAndSaysHowToReachIt(t *testing.T) {
 	t.Run("on the given address, named with a redis-cli line", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Addr = "127.0.0.1:0"
-		cfg.EmbeddedRedisAddr = freeLoopbackAddr(t)
+		cfg.EmbeddedRedisAddr = redistest.FreeAddr(t)
 		log, logs := observedLogger()
 		s := start(t, cfg, log)
 		if got := s.mini.Addr(); got != cfg.EmbeddedRedisAddr {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,7 +289,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
-	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	addr := redistest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout logbuf.Buffer

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +25,7 @@ func TestMain(m *testing.M) {
 func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			addr := redistest.FreeAddr(t)
 			cmd := exec.Command(os.Args[0], "serve")
 			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr)
 			var stdout, stderr bytes.Buffer

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -59,20 +59,6 @@ func startGateway(t *testing.T, name, redisURL string) string {
 	return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
 }
 
-// closedPort returns a loopback address nothing listens on (a moment ago).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	return addr
-}
-
 // runPHP runs tests/run.php with args and env, returning its combined
 // output and error (an *exec.ExitError on a non-zero exit).
 func runPHP(t *testing.T, php string, env []string, args ...string) (string, error) {
@@ -98,9 +84,9 @@ func TestPHPClient(t *testing.T) {
 		"LEASEGATE_URL=" + url,
 		// A gateway whose Redis is not there: every lock call is a 503
 		// (without go-redis's retries, so each one fails fast).
-		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+closedPort(t)+"?max_retries=-1"),
+		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.FreeAddr(t)+"?max_retries=-1"),
 		// No gateway at all: a transport error.
-		"LEASEGATE_DEAD_URL=http://" + closedPort(t),
+		"LEASEGATE_DEAD_URL=http://" + redistest.FreeAddr(t),
 		"LEASEGATE_API_KEY=",
 	}
 
@@ -153,7 +139,7 @@ func TestPHPClient(t *testing.T) {
 // know, so "--gruop=bans" used to run every group; now it is exit 2.
 func TestPHPRunnerRefusesUnknownArguments(t *testing.T) {
 	php := phpBinary(t)
-	env := []string{"LEASEGATE_URL=http://" + closedPort(t)}
+	env := []string{"LEASEGATE_URL=http://" + redistest.FreeAddr(t)}
 	for _, args := range [][]string{
 		{"--gruop=bans"},
 		{"--group=offline", "--verbose"},

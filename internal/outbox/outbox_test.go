@@ -2,7 +2,6 @@ package outbox_test
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -60,7 +59,7 @@ func TestWhereTheEventGoes(t *testing.T) {
 // failed write is logged and counted, not returned.
 func TestAFailedSecondStepIsLoggedAndCounted(t *testing.T) {
 	// Nothing listens on the port: every Cluster call fails at once.
-	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))}})
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{redistest.FreeAddr(t)}})
 	t.Cleanup(func() { _ = rc.Close() })
 	lb := &logbuf.Buffer{}
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.DebugLevel))
