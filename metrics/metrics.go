@@ -41,6 +41,12 @@ type Metrics struct {
 	// Redis
 	RedisErrors  *prometheus.CounterVec   // op
 	RedisLatency *prometheus.HistogramVec // op
+	// RedisUp is 1 while a Redis node (by address; "master" under
+	// Sentinel) is taken to be reachable, 0 while calls that need it are
+	// answered 503 at once (internal/storehealth).
+	RedisUp *prometheus.GaugeVec // node
+	// RedisStateChanges counts a node's changes of state, to "down" or "up".
+	RedisStateChanges *prometheus.CounterVec // node, to
 
 	// Abuse
 	AbuseAttempts *prometheus.CounterVec // lock, result: acquired, repeated, banned
@@ -147,6 +153,20 @@ func (m *Metrics) RenewResult(result string) prometheus.Counter {
 	return m.renewals.with(result)
 }
 
+// RedisState records a Redis node's state: up when it is first seen
+// (changed false), and each change of state after that (changed true).
+func (m *Metrics) RedisState(node string, up, changed bool) {
+	v, to := 0.0, "down"
+	if up {
+		v, to = 1, "up"
+	}
+	m.RedisUp.WithLabelValues(node).Set(v)
+	c := m.RedisStateChanges.WithLabelValues(node, to)
+	if changed {
+		c.Inc()
+	}
+}
+
 // WebhookOutboxFailed counts a webhook event that could not be written to
 // the outbox in its second step (Redis Cluster, docs/abuse.md):
 // redis_errors_total{op="webhook_outbox"}.
@@ -180,6 +200,12 @@ func New(reg *prometheus.Registry) *Metrics {
 			"Latency of Redis calls (one script each), by operation.",
 			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 			"op"),
+		RedisUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "redis_up",
+			Help: "1 while the Redis node is reachable, 0 while calls that need it are answered 503 at once without trying it, by node (address; \"master\" under Sentinel)."},
+			[]string{"node"}),
+		RedisStateChanges: counterVec("redis_state_changes_total",
+			"Changes of a Redis node's state as the gateway sees it, by node and to (down, up).",
+			"node", "to"),
 
 		AbuseAttempts: counterVec("abuse_attempts_total",
 			"User-lock attempts by lock name and result: acquired, repeated, banned.",
@@ -216,7 +242,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.ReleaseMessages, m.ReleaseShardChannels,
-		m.RedisErrors, m.RedisLatency,
+		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,
 		collectors.NewGoCollector(),

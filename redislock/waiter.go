@@ -385,6 +385,17 @@ func (w *Waiter) logDown(confirmed bool, err error) {
 	}
 }
 
+// WakeAll wakes the head of every queue and every watcher to re-check at
+// once: the store has gone down (internal/storehealth), and a waiter whose
+// next try meets it is answered unavailable now rather than at its retry
+// time. The head that fails leaves its queue and wakes the next, which
+// fails as fast.
+func (w *Waiter) WakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wakeHeadsLocked()
+}
+
 // wakeHeadsLocked wakes the head of every queue; w.mu must be held.
 func (w *Waiter) wakeHeadsLocked() {
 	for _, q := range w.queues {

@@ -66,10 +66,28 @@ type RedisConfig struct {
 	// maxmemory-policy other than noeviction): the gateway then starts and
 	// is ready with a warning instead of refusing. See docs/deployment.md.
 	AllowEviction bool
+
+	// OutageGrace is how long one call waits for a Redis node that does
+	// not answer (a connection that does not open, a reply that does not
+	// come) before it is answered 503 and the node is known down; calls
+	// then get 503 at once until the node answers a PING again
+	// (internal/storehealth, docs/operations.md). A refused or reset
+	// connection needs no waiting: it takes the node down at once. 0
+	// waits as little as a reply can: MinReplyWindow.
+	OutageGrace time.Duration
 }
 
 // DefaultMinReplicasTimeout is the default of --min-replicas-timeout.
 const DefaultMinReplicasTimeout = 100 * time.Millisecond
+
+// DefaultOutageGrace is the default of --outage-grace.
+const DefaultOutageGrace = time.Second
+
+// MinReplyWindow is the least time a Redis call is given for its reply,
+// whatever --outage-grace says: Redis answers the gateway's scripts in
+// well under a millisecond, and one this late is taken for a node that
+// has stopped.
+const MinReplyWindow = 100 * time.Millisecond
 
 // redisMode names the deployment the config selects.
 func (c Config) redisMode() string {
@@ -127,6 +145,9 @@ func (c Config) validateRedis() []error {
 	if r.MinReplicas > 0 && r.MinReplicasTimeout <= 0 {
 		errs = append(errs, errors.New("min-replicas-timeout must be positive"))
 	}
+	if r.OutageGrace < 0 {
+		errs = append(errs, errors.New("outage-grace must not be negative"))
+	}
 	if set == 0 {
 		tlsSet := r.TLS || r.TLSCA != "" || r.TLSCert != "" || r.TLSServerName != "" || r.TLSInsecureSkipVerify
 		if tlsSet || r.Username != "" || r.Password != "" {
@@ -162,10 +183,9 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 		}
 		opts.TLSConfig = tc
 		to := c.clientTimeouts()
-		opts.Dialer = redialer(tc, to.attempt)
-		opts.DialerRetries = 1 // the redialer retries, until the context ends
+		opts.DialerRetries = 1 // a failed dial is an outage (storehealth), not retried
 		// A timeout given in the URL (?read_timeout=...) is the operator's.
-		opts.DialTimeout = keep(opts.DialTimeout, to.window)
+		opts.DialTimeout = keep(opts.DialTimeout, to.dial)
 		opts.ReadTimeout = keep(opts.ReadTimeout, to.read)
 		opts.WriteTimeout = keep(opts.WriteTimeout, to.write)
 		opts.PoolTimeout = keep(opts.PoolTimeout, to.pool)
@@ -178,9 +198,6 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			return nil, err
 		}
 		to := c.clientTimeouts()
-		// No redialer: go-redis dials the Sentinels with the same Dialer,
-		// one after the other, and one that kept dialling a Sentinel that
-		// is down would keep the others from being asked.
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName:            r.SentinelMaster,
 			SentinelAddrs:         r.SentinelAddrs,
@@ -189,7 +206,8 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			Username:              r.Username,
 			Password:              r.Password,
 			TLSConfig:             tc,
-			DialTimeout:           to.attempt,
+			DialTimeout:           to.dial,
+			DialerRetries:         1,
 			ReadTimeout:           to.read,
 			WriteTimeout:          to.write,
 			PoolTimeout:           to.pool,
@@ -207,9 +225,8 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			Username:              r.Username,
 			Password:              r.Password,
 			TLSConfig:             tc,
-			Dialer:                redialer(tc, to.attempt),
 			DialerRetries:         1,
-			DialTimeout:           to.window,
+			DialTimeout:           to.dial,
 			ReadTimeout:           to.read,
 			WriteTimeout:          to.write,
 			PoolTimeout:           to.pool,
@@ -234,18 +251,17 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 // finds nothing means the first one worked (docs/api.md).
 const noRetries = -1
 
-// clientTimeouts are the go-redis client's own timeouts. They follow
-// --request-timeout: no Redis call of a request can usefully take longer
-// than the request, and go-redis's defaults (5 s, or 3 s here before) held
-// a request on a hung Redis past it. The client also honours each call's
-// context deadline (ContextTimeoutEnabled), which is how a waiting acquire
-// bounds its calls by what is left of wait_ms (redislock.Waiter).
+// clientTimeouts are the go-redis client's own timeouts. A call waits
+// for a node that does not answer (no connection, no reply) at most the
+// outage grace, and never longer than --request-timeout, after which the
+// node is known down (storehealth) and later calls are answered at once;
+// a request's work is bounded by --request-timeout all the same. The
+// client also honours each call's context deadline
+// (ContextTimeoutEnabled), which is how a waiting acquire bounds its
+// calls by what is left of wait_ms (redislock.Waiter).
 type clientTimeouts struct {
-	// attempt bounds one connection attempt (TCP connect, TLS handshake).
-	attempt time.Duration
-	// window is go-redis's DialTimeout where the redialer dials: how long
-	// a dial without a deadline of its own keeps trying (redial.go).
-	window            time.Duration
+	// dial bounds opening one connection (TCP connect, TLS handshake).
+	dial              time.Duration
 	read, write, pool time.Duration
 }
 
@@ -254,13 +270,14 @@ func (c Config) clientTimeouts() clientTimeouts {
 	if rt <= 0 {
 		rt = defaultRedisTimeout
 	}
-	read := rt
-	// Leave room for WAIT in a pipeline, which is read with the
-	// connection's read timeout.
-	if need := c.Redis.MinReplicasTimeout + time.Second; c.Redis.MinReplicas > 0 && need > read {
-		read = need
+	window := min(max(c.Redis.OutageGrace, MinReplyWindow), rt)
+	read := window
+	// WAIT in a grant's pipeline is read with the connection's read
+	// timeout: it may take --min-replicas-timeout on top.
+	if c.Redis.MinReplicas > 0 {
+		read += c.Redis.MinReplicasTimeout
 	}
-	return clientTimeouts{attempt: rt, window: max(rt, minDialWindow), read: read, write: rt, pool: rt}
+	return clientTimeouts{dial: window, read: read, write: window, pool: rt}
 }
 
 // defaultRedisTimeout is --request-timeout's default, for a

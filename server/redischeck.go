@@ -71,10 +71,15 @@ func (c Config) redisTarget() string {
 	return "the configured Redis"
 }
 
-// ready is /readyz: Redis answers PING, and (not on the embedded Redis)
-// no master it can reach may evict lock keys, unless that is allowed.
+// ready is /readyz: Redis is not known down (health.go) and answers
+// PING, and (not on the embedded Redis) no master it can reach may evict
+// lock keys, unless that is allowed. It says what calls are told: 503
+// while calls that need Redis get 503.
 func (s *Server) ready(ctx context.Context) error {
-	if err := s.rdb.Ping(ctx).Err(); err != nil {
+	if err := s.healthReady(); err != nil {
+		return err
+	}
+	if err := s.pingReady(ctx); err != nil {
 		return err
 	}
 	if s.guard == nil {

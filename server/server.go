@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -29,6 +30,7 @@ import (
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/storehealth"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
@@ -134,7 +136,7 @@ func DefaultConfig() Config {
 		Addr:              "127.0.0.1:8080",
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
-		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout},
+		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout, OutageGrace: DefaultOutageGrace},
 		EmbeddedRedisAddr: DefaultEmbeddedRedisAddr,
 		HTTP:              handlers.DefaultConfig(),
 		OpsSessionTTL:     auth.DefaultSessionTTL,
@@ -228,9 +230,15 @@ type Server struct {
 	// guard checks the Redis deployment (redischeck.go); nil on the
 	// embedded Redis.
 	guard *redisGuard
+	// health knows which Redis nodes are down and refuses their calls at
+	// once (health.go).
+	health *storehealth.Health
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
+	// wakeOnOutage is the Waiter to wake when a node goes down, once it
+	// exists.
+	wakeOnOutage atomic.Pointer[redislock.Waiter]
 }
 
 // New connects to Redis (or starts the embedded one), builds the routes and
@@ -257,6 +265,9 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
+	// The outage guard goes first, so that the calls it refuses are not
+	// measured as Redis calls.
+	s.guardHealth()
 	instrument(s.rdb, s.metrics.RedisHook(scripts.ByName()))
 	if err := s.checkRedis(); err != nil {
 		s.closeRedis()
@@ -302,6 +313,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		wopts.Shards = shards
 	}
 	s.waiter = redislock.NewWaiter(s.rdb, wopts)
+	s.wakeOnOutage.Store(s.waiter)
 	abuseLog := cfg.AbuseLog
 	if abuseLog == nil {
 		abuseLog = os.Stdout
@@ -484,6 +496,9 @@ func (s *Server) closeRedis() {
 		}
 		if s.rdb != nil {
 			_ = s.rdb.Close()
+		}
+		if s.health != nil {
+			s.health.Close()
 		}
 		if s.mini != nil {
 			close(s.stopEmbedded)

@@ -13,31 +13,42 @@ import (
 	"github.com/leasegate/leasegate/server"
 )
 
-// TestAStalledRedisIsAnsweredOnTime: with Redis frozen (SIGSTOP: it keeps
-// its connections and answers nothing), a plain request is answered 503
-// at --request-timeout, not at go-redis's own read timeout, and so is a
-// waiting acquire whose try hangs: the end of wait_ms does not cut a try
-// short (it could still grant the lease), so the answer comes at most one
-// --request-timeout after wait_ms, and is never a grant.
-func TestAStalledRedisIsAnsweredOnTime(t *testing.T) {
+// TestAStalledRedisIsAnsweredWithinTheGrace: with Redis frozen (SIGSTOP:
+// it keeps its connections and answers nothing), the first call waits
+// at most --outage-grace, not --request-timeout, and is answered 503;
+// from then on the node is known down and calls are answered 503 at
+// once, a waiting acquire too. A waiting acquire whose try hangs is never
+// a grant: the end of wait_ms does not cut a try short (it could still
+// grant the lease), and the try ends at the grace.
+func TestAStalledRedisIsAnsweredWithinTheGrace(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
-	// Generous, for a loaded machine; the bounds stay well under go-redis's
-	// own read timeout (3 s).
-	const slack = 750 * time.Millisecond
-
-	plainCfg := server.DefaultConfig()
-	plainCfg.Addr = "127.0.0.1:0"
-	plainCfg.RedisURL = srv.URL()
-	plainCfg.HTTP.RequestTimeout = time.Second
-	plain := newServer(t, plainCfg)
-
+	// Generous, for a loaded machine; far under --request-timeout.
+	const (
+		grace = 300 * time.Millisecond
+		slack = 750 * time.Millisecond
+	)
+	cfg := func() server.Config {
+		c := server.DefaultConfig()
+		c.Addr = "127.0.0.1:0"
+		c.RedisURL = srv.URL()
+		c.HTTP.RequestTimeout = 5 * time.Second
+		c.Redis.OutageGrace = grace
+		return c
+	}
+	plain, waiting := newServer(t, cfg()), newServer(t, cfg())
 	if code := testenv.Do(t, plain.Handler(), http.MethodPost, "/locks/held", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
 		t.Fatalf("POST /locks/held: got %d, want 200", code)
+	}
+	for _, s := range []*server.Server{plain, waiting} {
+		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+			t.Fatalf("GET /readyz before the stall: got %d, want 200", code)
+		}
 	}
 	srv.Pause()
 	t.Cleanup(srv.Resume)
 
-	t.Run("a plain request is 503 at the request timeout", func(t *testing.T) {
+	t.Run("a plain request is 503 at the grace", func(t *testing.T) {
 		start := time.Now()
 		code, _ := send(t, plain, http.MethodGet, "/locks/held", "")
 		took := time.Since(start)
@@ -45,24 +56,48 @@ func TestAStalledRedisIsAnsweredOnTime(t *testing.T) {
 		if code != http.StatusServiceUnavailable {
 			t.Errorf("got %d, want 503", code)
 		}
-		if took > plainCfg.HTTP.RequestTimeout+slack {
-			t.Errorf("answered after %v, want within --request-timeout %v (+%v)", took, plainCfg.HTTP.RequestTimeout, slack)
+		if took > grace+slack {
+			t.Errorf("answered after %v, want within --outage-grace %v (+%v)", took, grace, slack)
 		}
 	})
 
-	t.Run("a waiting acquire whose try hangs is 503 at the request timeout, never a grant", func(t *testing.T) {
-		const wait = 500 * time.Millisecond
+	t.Run("then the node is known down and a waiting acquire is 503 at once", func(t *testing.T) {
 		start := time.Now()
-		code, body := send(t, plain, http.MethodPost, "/locks/held", `{"owner":"b","ttl_seconds":60,"wait_ms":500}`)
+		code, body := send(t, plain, http.MethodPost, "/locks/held", `{"owner":"b","ttl_seconds":60,"wait_ms":3000}`)
+		took := time.Since(start)
+		t.Logf("answered %d %v after %v", code, body, took)
+		if code != http.StatusServiceUnavailable {
+			t.Errorf("got %d %v, want 503", code, body)
+		}
+		if took >= grace {
+			t.Errorf("answered after %v, want at once (under the grace %v)", took, grace)
+		}
+		if code := testenv.Do(t, plain.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
+			t.Errorf("GET /readyz with the node known down: got %d, want 503", code)
+		}
+	})
+
+	t.Run("a waiting acquire whose try hangs is 503 at the grace, never a grant", func(t *testing.T) {
+		const wait = 100 * time.Millisecond
+		start := time.Now()
+		code, body := send(t, waiting, http.MethodPost, "/locks/held", `{"owner":"b","ttl_seconds":60,"wait_ms":100}`)
 		took := time.Since(start)
 		t.Logf("answered %d %v after %v", code, body, took)
 		if code != http.StatusServiceUnavailable {
 			t.Errorf("got %d %v, want 503 (the try's outcome is unknown)", code, body)
 		}
-		if took < plainCfg.HTTP.RequestTimeout || took > wait+plainCfg.HTTP.RequestTimeout+slack {
-			t.Errorf("answered after %v, want from --request-timeout %v to wait_ms + --request-timeout (+%v)", took, plainCfg.HTTP.RequestTimeout, slack)
+		if took > wait+grace+slack {
+			t.Errorf("answered after %v, want within wait_ms + --outage-grace (+%v)", took, slack)
 		}
 	})
+
+	srv.Resume()
+	redistest.Eventually(t, 5*time.Second, "ready again after the stall", func() bool {
+		return testenv.Do(t, plain.Handler(), http.MethodGet, "/readyz", "").StatusCode == http.StatusOK
+	})
+	if code := testenv.Do(t, plain.Handler(), http.MethodGet, "/locks/held", "").StatusCode; code != http.StatusOK {
+		t.Errorf("GET /locks/held after the stall: got %d, want 200", code)
+	}
 }
 
 // send sends one request through the server's handler and returns the

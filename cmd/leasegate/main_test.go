@@ -123,6 +123,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_REDIS_TLS_INSECURE_SKIP_VERIFY": "true",
 			"LEASEGATE_MIN_REPLICAS":                   "2",
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
+			"LEASEGATE_OUTAGE_GRACE":                   "300ms",
 			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
 			"LEASEGATE_ONE_KEY_LOCKS":                  "true",
 			"LEASEGATE_ALLOW_EVICTION":                 "true",
@@ -189,6 +190,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.TLSInsecureSkipVerify = true
 		want.Redis.MinReplicas = 2
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
+		want.Redis.OutageGrace = 300 * time.Millisecond
 		want.NoAutoPipeline = true
 		want.OneKeyLocks = true
 		want.Redis.AllowEviction = true

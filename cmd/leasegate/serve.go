@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -116,7 +117,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return usageError{err}
 	}
 	defer func() { _ = log.Sync() }()
+	redis.SetLogger(goRedisLog{log.Named("go-redis")})
 	return server.Run(ctx, cfg, log)
+}
+
+// goRedisLog takes go-redis's own log lines (a failed dial, a Sentinel
+// switch) into the gateway's log at debug level: while Redis is down the
+// gateway PINGs it every 25 ms, and go-redis would write a line to stderr
+// for each failed dial. What an operator needs is logged at warn and info
+// by the gateway itself (internal/storehealth).
+type goRedisLog struct{ log *zap.Logger }
+
+func (l goRedisLog) Printf(_ context.Context, format string, v ...any) {
+	if ce := l.log.Check(zapcore.DebugLevel, ""); ce != nil {
+		ce.Message = fmt.Sprintf(format, v...)
+		ce.Write()
+	}
 }
 
 // newLogger writes JSON lines to w at the given level.

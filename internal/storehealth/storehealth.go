@@ -1,0 +1,437 @@
+// Package storehealth knows whether each Redis node behind the gateway is
+// reachable, and answers for it while it is not (docs/operations.md,
+// "Redis is down"): a circuit breaker shared by every request, one per
+// node (per master on Redis Cluster).
+//
+// A node is up or down:
+//
+//   - Up: calls go through. The first failure that shows the node
+//     unreachable (a refused, reset or closed connection, a timeout of the
+//     node itself rather than of the caller's own deadline, a LOADING or
+//     MASTERDOWN reply) takes it down.
+//   - Down: every call is refused at once with an error wrapping ErrDown,
+//     before go-redis takes a connection or dials. A probe, the only
+//     traffic the node then gets, PINGs it every ProbeInterval through the
+//     same client (so through the same Sentinel lookup, TLS and ACL); the
+//     first PONG brings it up.
+//
+// There is no half-open state that lets callers through on trial: no
+// caller's request is spent finding out whether the store is back, and
+// the probe's PING, which changes nothing, is the only test. A PING that
+// succeeds on a node that still refuses scripts (a replica after a
+// failover answers READONLY) brings it up, and the next script's error
+// reply is a 503 as any reply error is; it does not take the node down
+// again, so the state does not flap on replies.
+//
+// How long a call waits for a node that has just gone away is not this
+// package's: the go-redis client's dial, read and write timeouts are set
+// to the grace (--outage-grace), so a call that meets a dead node waits at
+// most that long, and the failure takes the node down.
+package storehealth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// ErrDown is wrapped by every error of a call refused because its node is
+// known to be down.
+var ErrDown = errors.New("storehealth: redis is down")
+
+// Defaults of Options.
+const (
+	DefaultProbeInterval = 25 * time.Millisecond
+	DefaultProbeTimeout  = time.Second
+)
+
+// Options configure a Health.
+type Options struct {
+	// ProbeInterval is how often a down node is PINGed.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one PING of the probe.
+	ProbeTimeout time.Duration
+	// OnChange, when set, is told of a node's first appearance (as up)
+	// and of every change of its state after that. It runs on the
+	// goroutine that saw the change, outside any lock, and must not block.
+	OnChange func(Change)
+	// Log receives one warning when a node goes down and one info record
+	// when it comes back, never a line per refused call. Nil logs nothing.
+	Log *zap.Logger
+}
+
+// Change is a node's new state.
+type Change struct {
+	Node string
+	Up   bool
+	// New: the node was just added (Up is then true); otherwise its
+	// state changed.
+	New bool
+	// DownFor is how long the node was down, when it comes back up.
+	DownFor time.Duration
+}
+
+// Health holds the state of every node. It is safe for concurrent use.
+type Health struct {
+	opts Options
+	log  *zap.Logger
+
+	mu     sync.Mutex
+	nodes  map[string]*Node
+	closed bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// New returns a Health with no nodes yet; Hook adds them.
+func New(opts Options) *Health {
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = DefaultProbeTimeout
+	}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Health{opts: opts, log: log, nodes: map[string]*Node{}, stop: make(chan struct{})}
+}
+
+// Node is one Redis node's state.
+type Node struct {
+	h    *Health
+	name string
+	// down is nil while the node is up, and the error refused calls get
+	// while it is down (one value per outage: refusing allocates nothing).
+	down atomic.Pointer[downError]
+
+	// pinging is set while the probe's PING is in flight: dials are let
+	// through then. go-redis dials in a goroutine of its pool, with a
+	// context of its own, so the probe cannot be told by its context.
+	pinging atomic.Bool
+
+	mu      sync.Mutex
+	client  *redis.Client // the probe's way to the node
+	probing bool
+}
+
+type downError struct {
+	node  string
+	since time.Time
+	cause error
+}
+
+func (e *downError) Error() string {
+	return fmt.Sprintf("%s (%s, since %s: %v)", ErrDown.Error(), e.node, e.since.UTC().Format(time.RFC3339Nano), e.cause)
+}
+
+func (e *downError) Unwrap() error { return ErrDown }
+
+// Hook returns the go-redis hook that guards client, the client of the
+// node called name (its address; "master" for a Sentinel-followed
+// master), and that the probe PINGs through. Add it to that client
+// (client.AddHook), on Redis Cluster to each node client as it is made
+// (ClusterClient.OnNewNode). A client made again for the same name takes
+// the earlier one's place.
+func (h *Health) Hook(name string, client *redis.Client) redis.Hook {
+	n, added := h.node(name)
+	n.mu.Lock()
+	n.client = client
+	n.mu.Unlock()
+	if added {
+		h.changed(Change{Node: name, Up: true, New: true})
+	}
+	return hook{n}
+}
+
+// node returns the node called name, adding it (up) when it is new.
+func (h *Health) node(name string) (n *Node, added bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n = h.nodes[name]; n == nil {
+		n = &Node{h: h, name: name}
+		h.nodes[name] = n
+		added = true
+	}
+	return n, added
+}
+
+// lookup returns the node called name, or nil.
+func (h *Health) lookup(name string) *Node {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nodes[name]
+}
+
+// Down lists the nodes that are down now, sorted.
+func (h *Health) Down() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for name, n := range h.nodes {
+		if n.down.Load() != nil {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Nodes is how many nodes are known.
+func (h *Health) Nodes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.nodes)
+}
+
+// Err is an error wrapping ErrDown when name is known and down, else nil.
+func (h *Health) Err(name string) error {
+	if n := h.lookup(name); n != nil {
+		if d := n.down.Load(); d != nil {
+			return d
+		}
+	}
+	return nil
+}
+
+// Close stops the probes and waits for them.
+func (h *Health) Close() {
+	h.mu.Lock()
+	if !h.closed {
+		h.closed = true
+		close(h.stop)
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+func (h *Health) changed(c Change) {
+	if h.opts.OnChange != nil {
+		h.opts.OnChange(c)
+	}
+}
+
+// fail takes n down after err, a failure that shows it unreachable, and
+// starts its probe. Only the first failure of an outage counts.
+func (n *Node) fail(err error) {
+	d := &downError{node: n.name, since: time.Now(), cause: err}
+	if !n.down.CompareAndSwap(nil, d) {
+		return
+	}
+	n.h.log.Warn("redis is down: calls that need it are answered 503 at once until it answers again",
+		zap.String("node", n.name), zap.Error(err))
+	n.h.changed(Change{Node: n.name})
+	n.startProbe()
+}
+
+// recover brings n up after a successful PING.
+func (n *Node) recover() {
+	d := n.down.Swap(nil)
+	if d == nil {
+		return
+	}
+	downFor := time.Since(d.since)
+	n.h.log.Info("redis is back: calls go through again",
+		zap.String("node", n.name), zap.Duration("down_for", downFor), zap.NamedError("cause", d.cause))
+	n.h.changed(Change{Node: n.name, Up: true, DownFor: downFor})
+}
+
+func (n *Node) startProbe() {
+	n.h.mu.Lock()
+	defer n.h.mu.Unlock()
+	if n.h.closed {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.probing {
+		return
+	}
+	n.probing = true
+	n.h.wg.Add(1)
+	go n.probe()
+}
+
+// probe PINGs n every ProbeInterval until it answers or Health closes.
+func (n *Node) probe() {
+	defer n.h.wg.Done()
+	defer func() {
+		n.mu.Lock()
+		n.probing = false
+		n.mu.Unlock()
+		// A failure between the last PING and probing = false would have
+		// found the probe still running: look once more.
+		if n.down.Load() != nil {
+			n.startProbe()
+		}
+	}()
+	t := time.NewTicker(n.h.opts.ProbeInterval)
+	defer t.Stop()
+	for {
+		n.mu.Lock()
+		c := n.client
+		n.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, n), n.h.opts.ProbeTimeout)
+		n.pinging.Store(true)
+		err := c.Ping(ctx).Err()
+		n.pinging.Store(false)
+		cancel()
+		switch {
+		case err == nil:
+			n.recover()
+			return
+		case errors.Is(err, redis.ErrClosed):
+			return // the client is closed: the node is gone or the gateway stops
+		}
+		select {
+		case <-n.h.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+type probeKey struct{}
+
+// isProbe: ctx is the probe's, which goes through while its node is down.
+func isProbe(ctx context.Context) bool {
+	return ctx.Value(probeKey{}) != nil
+}
+
+// hook is the redis.Hook of one node.
+type hook struct{ n *Node }
+
+// DialHook refuses a dial while the node is down (except while the
+// probe's PING is in flight) and takes the node down when a dial fails.
+// Either way the caller gets a connection that fails its first write with
+// the reason, instead of a dial error: go-redis counts failed dials, and
+// after PoolSize of them fails every dial of the pool at once while it
+// retries one dial a second in the background, so Redis would be found
+// back up to a second late. The probe's own failed dials are counted;
+// when they reach PoolSize, the pool's background dial gets such a
+// connection at once, which resets go-redis's count, and the probe dials
+// for real again.
+func (k hook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := k.n.down.Load()
+		if d != nil && !k.n.pinging.Load() {
+			return failedConn{d}, nil
+		}
+		c, err := next(ctx, network, addr)
+		if err == nil || d != nil {
+			return c, err
+		}
+		if !Unreachable(ctx, err) {
+			return nil, err
+		}
+		k.n.fail(err)
+		return failedConn{err}, nil
+	}
+}
+
+func (k hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if d := k.n.down.Load(); d != nil && !isProbe(ctx) {
+			cmd.SetErr(d)
+			return d
+		}
+		err := next(ctx, cmd)
+		if err != nil && !isProbe(ctx) && Unreachable(ctx, err) {
+			k.n.fail(err)
+		}
+		return err
+	}
+}
+
+func (k hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		// The probe's pipelines are go-redis's own, opening its
+		// connection (HELLO, CLIENT SETINFO).
+		if d := k.n.down.Load(); d != nil && !isProbe(ctx) {
+			for _, c := range cmds {
+				c.SetErr(d)
+			}
+			return d
+		}
+		err := next(ctx, cmds)
+		if err == nil {
+			// A pipeline's own error is its first failed command's; a
+			// LOADING reply fails every command and leaves err nil.
+			for _, c := range cmds {
+				if c.Err() != nil {
+					err = c.Err()
+					break
+				}
+			}
+		}
+		if err != nil && !isProbe(ctx) && Unreachable(ctx, err) {
+			k.n.fail(err)
+		}
+		return err
+	}
+}
+
+// Unreachable says whether err, the failure of a call made with ctx,
+// shows the node unreachable: the connection was refused, reset or closed
+// under it, the node did not answer in time (and the caller's own
+// deadline had not passed: a caller short of time learns nothing about
+// the node), or it answered that it cannot serve (LOADING after a
+// restart, MASTERDOWN). Other error replies are answers, not outages.
+func Unreachable(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, ErrDown) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN")
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op)
+}
+
+// failedConn is the connection a dial gets while its node is down: every
+// read and write fails with err, so the command that wanted it fails with
+// it, and go-redis drops the connection.
+type failedConn struct{ err error }
+
+func (c failedConn) Read([]byte) (int, error)         { return 0, c.err }
+func (c failedConn) Write([]byte) (int, error)        { return 0, c.err }
+func (c failedConn) Close() error                     { return nil }
+func (c failedConn) LocalAddr() net.Addr              { return failedAddr{} }
+func (c failedConn) RemoteAddr() net.Addr             { return failedAddr{} }
+func (c failedConn) SetDeadline(time.Time) error      { return nil }
+func (c failedConn) SetReadDeadline(time.Time) error  { return nil }
+func (c failedConn) SetWriteDeadline(time.Time) error { return nil }
+
+type failedAddr struct{}
+
+func (failedAddr) Network() string { return "storehealth" }
+func (failedAddr) String() string  { return "storehealth: no connection" }

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/storehealth"
+)
+
+// guardHealth puts the outage guard (internal/storehealth) on every Redis
+// node the gateway talks to: the client itself for a single node, the
+// embedded Redis or a Sentinel-followed master (whose node is called
+// "master": its address changes with failovers), each node client on
+// Redis Cluster as go-redis makes it. A node that goes down wakes every
+// waiting acquire, so that each meets the outage at once
+// (docs/operations.md, "Redis is down").
+func (s *Server) guardHealth() {
+	s.health = storehealth.New(storehealth.Options{
+		Log: s.log.Named("redis"),
+		OnChange: func(c storehealth.Change) {
+			s.metrics.RedisState(c.Node, c.Up, !c.New)
+			if w := s.wakeOnOutage.Load(); w != nil && !c.Up {
+				w.WakeAll()
+			}
+		},
+	})
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		c.OnNewNode(func(node *redis.Client) {
+			node.AddHook(s.health.Hook(node.Options().Addr, node))
+		})
+	case *redis.Client:
+		name := c.Options().Addr
+		if s.cfg.redisMode() == "sentinel" {
+			name = "master"
+		}
+		c.AddHook(s.health.Hook(name, c))
+	}
+}
+
+// healthReady is /readyz's first question: is the store known down? On a
+// single node or Sentinel that is the node's state. On Redis Cluster the
+// gateway is ready while at least one master it knows of is up: the other
+// masters' slots still serve, and every gateway sees the same dead master,
+// so taking gateways out of a load balancer would not help; the dead
+// masters are named in the log and in leasegate_redis_up.
+func (s *Server) healthReady() error {
+	down := s.health.Down()
+	if len(down) == 0 {
+		return nil
+	}
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster && len(down) < s.health.Nodes() {
+		return nil
+	}
+	return &leasegate.Error{Code: leasegate.CodeUnavailable, RetryAfter: leasegate.DefaultRetryAfter,
+		Message: "redis is down (" + strings.Join(down, ", ") + "): calls that need it are answered 503 until it answers again"}
+}
+
+// pingReady asks Redis itself: PING on a single node or Sentinel master;
+// on Cluster, every master, of which one answering is enough (see
+// healthReady). A master known down is refused at once, without a dial.
+func (s *Server) pingReady(ctx context.Context) error {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return s.rdb.Ping(ctx).Err()
+	}
+	var (
+		mu       sync.Mutex
+		answered int
+		last     error
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		err := c.Ping(ctx).Err()
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			answered++
+		} else {
+			last = err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if answered == 0 {
+		return last
+	}
+	return nil
+}
