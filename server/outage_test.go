@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/server"
 )
 
