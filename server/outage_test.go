@@ -251,3 +251,52 @@ func TestADeadClusterMasterAnswersOnlyForItsSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers: the
+// primary killed under a Sentinel-following gateway. Until Sentinel has
+// promoted the replica, calls are answered 503, at once once the master
+// is known down, and /readyz says 503; then the new primary serves, with
+// no restart of the gateway.
+func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T) {
+	t.Parallel()
+	sn := redistest.StartSentinel(t)
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Redis.SentinelMaster = sn.MasterName
+	cfg.Redis.SentinelAddrs = sn.Addrs()
+	s := newServer(t, cfg)
+	h := s.Handler()
+	if code := testenv.Do(t, h, http.MethodPost, "/locks/before", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
+		t.Fatalf("POST /locks/before: got %d, want 200", code)
+	}
+	old := sn.MasterAddr(t)
+	sn.Primary.Kill()
+
+	// The first call meets the dead primary (a reset or refused
+	// connection); every call after it is answered at once.
+	testenv.Do(t, h, http.MethodGet, "/locks/before", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
+	start := time.Now()
+	for i := 0; i < 20; i++ {
+		testenv.Do(t, h, http.MethodGet, "/locks/before", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("20 calls with the primary known down took %v, want at once", took)
+	}
+	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
+		t.Errorf("GET /readyz with the primary down: got %d, want 503", code)
+	}
+
+	// Sentinel promotes the replica after down-after-milliseconds (2 s).
+	redistest.Eventually(t, 30*time.Second, "a grant from the new primary", func() bool {
+		return testenv.Do(t, h, http.MethodPost, "/locks/after", `{"owner":"a","ttl_seconds":60}`).StatusCode == http.StatusOK
+	})
+	if now := sn.MasterAddr(t); now == old {
+		t.Errorf("granted while Sentinel still names %s as master", old)
+	}
+	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+		t.Errorf("GET /readyz after the failover: got %d, want 200", code)
+	}
+	if got := metric(t, s, `leasegate_redis_up{node="master"}`); got != 1 {
+		t.Errorf(`leasegate_redis_up{node="master"} after the failover: got %v, want 1`, got)
+	}
+}
