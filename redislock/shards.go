@@ -80,6 +80,7 @@ type shardState struct {
 	// warning.
 	warnedAt time.Time
 	kick     chan struct{} // buffered(1): the manager has work
+	back     chan struct{} // buffered(1): Redis answers again (StoreBack)
 	done     chan struct{} // closed when the manager and readers ended
 	readers  sync.WaitGroup
 }
@@ -89,6 +90,7 @@ func (w *Waiter) startShards() {
 		chans: map[string]*shardChan{},
 		nodes: map[string]*nodeSub{},
 		kick:  make(chan struct{}, 1),
+		back:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
 	go w.manageShards()
@@ -202,6 +204,8 @@ func (w *Waiter) manageShards() {
 			case <-w.shutdown:
 				return
 			case <-time.After(backoff):
+			case <-s.back:
+				backoff = 0
 			}
 		}
 		if w.reconcileShards() {

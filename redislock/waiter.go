@@ -116,6 +116,9 @@ type Waiter struct {
 
 	shutdown chan struct{} // closed by Close
 	done     chan struct{} // closed when the subscription loop has ended
+	// back (buffered 1) ends the subscription loop's backoff at once:
+	// Redis answers again (StoreBack).
+	back chan struct{}
 	// ctx is the subscription's, cancelled by Close so that a dial to an
 	// unreachable Redis does not hold Close up.
 	ctx    context.Context
@@ -171,6 +174,7 @@ func NewWaiter(sub Subscriber, opts WaiterOptions) *Waiter {
 		queues:   map[string]*queue{},
 		shutdown: make(chan struct{}),
 		done:     make(chan struct{}),
+		back:     make(chan struct{}, 1),
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	if w.log == nil {
@@ -303,6 +307,8 @@ func (w *Waiter) run() {
 		case <-w.shutdown:
 			return
 		case <-time.After(backoff):
+		case <-w.back:
+			backoff = 25 * time.Millisecond
 		}
 		backoff = min(backoff*2, 2*time.Second)
 	}
@@ -394,6 +400,17 @@ func (w *Waiter) WakeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.wakeHeadsLocked()
+}
+
+// StoreBack tells the Waiter that Redis answers again after an outage
+// (internal/storehealth): the subscriptions are reopened now rather than
+// at the end of their backoff (up to 2 s), so waiters are woken by
+// releases again as soon as Redis is back.
+func (w *Waiter) StoreBack() {
+	signal(w.back)
+	if w.shards != nil {
+		signal(w.shards.back)
+	}
 }
 
 // wakeHeadsLocked wakes the head of every queue; w.mu must be held.

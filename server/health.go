@@ -16,14 +16,20 @@ import (
 // embedded Redis or a Sentinel-followed master (whose node is called
 // "master": its address changes with failovers), each node client on
 // Redis Cluster as go-redis makes it. A node that goes down wakes every
-// waiting acquire, so that each meets the outage at once
-// (docs/operations.md, "Redis is down").
+// waiting acquire, so that each meets the outage at once; one that comes
+// back reopens the release subscriptions at once (docs/operations.md,
+// "Redis is down").
 func (s *Server) guardHealth() {
 	s.health = storehealth.New(storehealth.Options{
 		Log: s.log.Named("redis"),
 		OnChange: func(c storehealth.Change) {
 			s.metrics.RedisState(c.Node, c.Up, !c.New)
-			if w := s.wakeOnOutage.Load(); w != nil && !c.Up {
+			w := s.wakeOnOutage.Load()
+			switch {
+			case w == nil || c.New:
+			case c.Up:
+				w.StoreBack()
+			default:
 				w.WakeAll()
 			}
 		},
