@@ -95,7 +95,9 @@ func AuditActor(operator string) string {
 	return operator
 }
 
-// AuditRecord is one operator action.
+// AuditRecord is one operator action. Reason is the operator's text
+// exactly as given ("" when none); the other facts of the action are in
+// Details (contract v1.2, "Audit records").
 type AuditRecord struct {
 	// ID orders the records (newest has the largest) and is the cursor.
 	ID        string
@@ -104,6 +106,7 @@ type AuditRecord struct {
 	Action    string
 	Target    string
 	Reason    string
+	Details   AuditDetails
 	RequestID string
 }
 

@@ -7,6 +7,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -75,13 +76,17 @@ func (l *Log) Record(ctx context.Context, tenant string, r leasegate.AuditRecord
 	}
 	key := l.keys.Audit(tenant)
 	cutoff := r.At.Add(-l.opts.Retention).UnixMilli()
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	details, err := json.Marshal(r.Details)
+	if err != nil {
+		return fmt.Errorf("audit: details: %w", err)
+	}
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAdd(ctx, &redis.XAddArgs{
 			Stream: key, MaxLen: l.opts.MaxLen, Approx: true,
 			Values: []interface{}{
 				"at", strconv.FormatInt(r.At.UnixMilli(), 10),
 				"actor", r.Actor, "action", r.Action, "target", r.Target,
-				"reason", r.Reason, "request_id", r.RequestID,
+				"reason", r.Reason, "details", details, "request_id", r.RequestID,
 			},
 		})
 		p.XTrimMinIDApprox(ctx, key, strconv.FormatInt(cutoff, 10), 0)
@@ -137,6 +142,10 @@ func decode(m redis.XMessage) leasegate.AuditRecord {
 		Reason: s("reason"), RequestID: s("request_id")}
 	if ms, err := strconv.ParseInt(s("at"), 10, 64); err == nil {
 		r.At = time.UnixMilli(ms).UTC()
+	}
+	// A record written before details existed has none: nil, listed as {}.
+	if d := s("details"); d != "" {
+		_ = json.Unmarshal([]byte(d), &r.Details) // only Record writes it
 	}
 	return r
 }

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,8 +19,9 @@ type Recorder struct {
 	Timeout time.Duration
 }
 
-// Record writes one record of action on target by meta's operator.
-func (r Recorder) Record(ctx context.Context, tenant, action, target, reason string, meta leasegate.RequestMeta) {
+// Record writes one record of action on target by meta's operator:
+// reason exactly as the operator gave it, the other facts in details.
+func (r Recorder) Record(ctx context.Context, tenant, action, target, reason string, details leasegate.AuditDetails, meta leasegate.RequestMeta) {
 	if r.Log == nil {
 		return
 	}
@@ -33,7 +33,7 @@ func (r Recorder) Record(ctx context.Context, tenant, action, target, reason str
 	defer cancel()
 	err := r.Log.Record(c, tenant, leasegate.AuditRecord{
 		Actor: leasegate.AuditActor(meta.Operator), Action: action, Target: target,
-		Reason: reason, RequestID: meta.RequestID,
+		Reason: reason, Details: details, RequestID: meta.RequestID,
 	})
 	if err != nil && r.Errors != nil {
 		r.Errors.Error("could not write an audit record", zap.String("action", action),
@@ -51,14 +51,10 @@ type Locks struct {
 func (l Locks) ForceRelease(ctx context.Context, tenant, resource, reason string, meta leasegate.RequestMeta) (leasegate.Lock, error) {
 	lk, err := l.LockOperator.ForceRelease(ctx, tenant, resource, reason, meta)
 	if err == nil {
-		l.Rec.Record(ctx, tenant, leasegate.AuditForceRelease, "lock:"+resource, reason+holder(lk), meta)
+		l.Rec.Record(ctx, tenant, leasegate.AuditForceRelease, "lock:"+resource, reason,
+			leasegate.AuditDetails{"owner": lk.Owner, "token": lk.Token}, meta)
 	}
 	return lk, err
-}
-
-// holder is what the reason of a forced release adds about the lease.
-func holder(lk leasegate.Lock) string {
-	return " (owner " + strconv.Quote(lk.Owner) + ", token " + strconv.FormatInt(lk.Token, 10) + ")"
 }
 
 // Flags records the bans, unbans and clears of a FlagRegistry.
@@ -71,7 +67,7 @@ type Flags struct {
 func (f Flags) ClearFlags(ctx context.Context, tenant, userID string, meta leasegate.RequestMeta) error {
 	err := f.FlagRegistry.ClearFlags(ctx, tenant, userID, meta)
 	if err == nil {
-		f.Rec.Record(ctx, tenant, leasegate.AuditClear, "user:"+userID, "", meta)
+		f.Rec.Record(ctx, tenant, leasegate.AuditClear, "user:"+userID, "", nil, meta)
 	}
 	return err
 }
@@ -80,8 +76,8 @@ func (f Flags) ClearFlags(ctx context.Context, tenant, userID string, meta lease
 func (f Flags) BanUser(ctx context.Context, tenant, userID string, d time.Duration, reason string, meta leasegate.RequestMeta) (leasegate.Ban, error) {
 	b, err := f.FlagRegistry.BanUser(ctx, tenant, userID, d, reason, meta)
 	if err == nil {
-		f.Rec.Record(ctx, tenant, leasegate.AuditBan, "user:"+userID,
-			reason+" (for "+d.String()+")", meta)
+		f.Rec.Record(ctx, tenant, leasegate.AuditBan, "user:"+userID, reason,
+			leasegate.AuditDetails{"seconds": int64(d / time.Second), "until": leasegate.FormatTime(b.Until)}, meta)
 	}
 	return b, err
 }
@@ -90,7 +86,7 @@ func (f Flags) BanUser(ctx context.Context, tenant, userID string, d time.Durati
 func (f Flags) Unban(ctx context.Context, tenant, userID string, meta leasegate.RequestMeta) error {
 	err := f.FlagRegistry.Unban(ctx, tenant, userID, meta)
 	if err == nil {
-		f.Rec.Record(ctx, tenant, leasegate.AuditUnban, "user:"+userID, "", meta)
+		f.Rec.Record(ctx, tenant, leasegate.AuditUnban, "user:"+userID, "", nil, meta)
 	}
 	return err
 }
@@ -105,8 +101,8 @@ type Claims struct {
 func (c Claims) Remove(ctx context.Context, tenant, scope, key, reason string, meta leasegate.RequestMeta) (leasegate.ClaimState, error) {
 	st, err := c.ClaimService.Remove(ctx, tenant, scope, key, reason, meta)
 	if err == nil {
-		c.Rec.Record(ctx, tenant, leasegate.AuditClaimRemove, "claim:"+scope+"/"+key,
-			reason+" (was "+st.String()+")", meta)
+		c.Rec.Record(ctx, tenant, leasegate.AuditClaimRemove, "claim:"+scope+"/"+key, reason,
+			leasegate.AuditDetails{"state": st.String()}, meta)
 	}
 	return st, err
 }

@@ -83,14 +83,17 @@ func (c *Client) ForceRelease(ctx context.Context, resource, reason string) (Hel
 	return out.Released, err
 }
 
-// AuditRecord is one operator action.
+// AuditRecord is one operator action: Reason is the operator's text as
+// given, Details the other facts (a forced release's owner and token, a
+// ban's seconds and until; integers as int64).
 type AuditRecord struct {
-	At        time.Time `json:"at"`
-	Actor     string    `json:"actor"`
-	Action    string    `json:"action"`
-	Target    string    `json:"target"`
-	Reason    string    `json:"reason"`
-	RequestID string    `json:"request_id"`
+	At        time.Time              `json:"at"`
+	Actor     string                 `json:"actor"`
+	Action    string                 `json:"action"`
+	Target    string                 `json:"target"`
+	Reason    string                 `json:"reason"`
+	Details   leasegate.AuditDetails `json:"details"`
+	RequestID string                 `json:"request_id"`
 }
 
 // AuditPage is one page of Audit, newest first.

@@ -57,6 +57,9 @@ func TestListForceReleaseAuditAndWatch(t *testing.T) {
 	}
 	trail, err := c.Audit(ctx, 10, "")
 	if err != nil || len(trail.Items) != 1 || trail.Items[0].Action != "force-release" || trail.Items[0].Actor != "open" {
-		t.Errorf("Audit: got %+v, %v; want the forced release by open", trail, err)
+		t.Fatalf("Audit: got %+v, %v; want the forced release by open", trail, err)
+	}
+	if r := trail.Items[0]; r.Reason != "wedged" || r.Details["owner"] != "w1" || r.Details["token"] != held.Token {
+		t.Errorf("Audit: got reason %q, details %v; want wedged as given, owner w1 and token %d", r.Reason, r.Details, held.Token)
 	}
 }

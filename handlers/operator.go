@@ -31,17 +31,18 @@ func toHeldJSONItem(h leasegate.HeldLock) heldJSONItem {
 }
 
 type auditJSON struct {
-	At        string `json:"at"`
-	Actor     string `json:"actor"`
-	Action    string `json:"action"`
-	Target    string `json:"target"`
-	Reason    string `json:"reason"`
-	RequestID string `json:"request_id"`
+	At        string                 `json:"at"`
+	Actor     string                 `json:"actor"`
+	Action    string                 `json:"action"`
+	Target    string                 `json:"target"`
+	Reason    string                 `json:"reason"`
+	Details   leasegate.AuditDetails `json:"details"`
+	RequestID string                 `json:"request_id"`
 }
 
 func toAuditJSON(r leasegate.AuditRecord) auditJSON {
 	return auditJSON{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
-		Target: r.Target, Reason: r.Reason, RequestID: r.RequestID}
+		Target: r.Target, Reason: r.Reason, Details: r.Details, RequestID: r.RequestID}
 }
 
 type releasedJSON struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -28,12 +29,13 @@ type listJSON struct {
 
 type auditListJSON struct {
 	Items []struct {
-		At        string `json:"at"`
-		Actor     string `json:"actor"`
-		Action    string `json:"action"`
-		Target    string `json:"target"`
-		Reason    string `json:"reason"`
-		RequestID string `json:"request_id"`
+		At        string          `json:"at"`
+		Actor     string          `json:"actor"`
+		Action    string          `json:"action"`
+		Target    string          `json:"target"`
+		Reason    string          `json:"reason"`
+		Details   json.RawMessage `json:"details"`
+		RequestID string          `json:"request_id"`
 	} `json:"items"`
 	NextCursor *string `json:"next_cursor"`
 }
@@ -65,7 +67,12 @@ func TestOperatorRoutesAreTenantIsolatedAndRefuseClientKeys(t *testing.T) {
 	if released.Released.Owner != "w1" {
 		t.Errorf("got %+v, want w1's lease", released)
 	}
-	app.Do(t, "POST", "/abuse/bans/user-7", `{"seconds":600,"reason":"scripted"}`, acme...).Want(t, 201)
+	var banned struct {
+		BannedUntil string `json:"banned_until"`
+	}
+	if err := json.Unmarshal(app.Do(t, "POST", "/abuse/bans/user-7", `{"seconds":600,"reason":"scripted"}`, acme...).Want(t, 201).Raw, &banned); err != nil {
+		t.Fatal(err)
+	}
 
 	var trail auditListJSON
 	app.Do(t, "GET", "/audit", "", acme...).JSON(t, 200, &trail)
@@ -73,11 +80,17 @@ func TestOperatorRoutesAreTenantIsolatedAndRefuseClientKeys(t *testing.T) {
 		t.Fatalf("acme's audit trail: got %+v, want a ban and a forced release", trail)
 	}
 	ban, fr := trail.Items[0], trail.Items[1]
-	if ban.Action != "ban" || ban.Target != "user:user-7" || ban.Actor != "oncall" || !strings.HasPrefix(ban.Reason, "scripted") {
-		t.Errorf("newest record: got %+v, want oncall's ban of user-7", ban)
+	if ban.Action != "ban" || ban.Target != "user:user-7" || ban.Actor != "oncall" || ban.Reason != "scripted" {
+		t.Errorf("newest record: got %+v, want oncall's ban of user-7 with the reason as given", ban)
 	}
-	if fr.Action != "force-release" || fr.Target != "lock:checkin-1" || fr.Actor != "oncall" || !strings.HasPrefix(fr.Reason, "w1 is wedged") || fr.RequestID == "" || fr.At == "" {
-		t.Errorf("forced release record: got %+v", fr)
+	if got, want := string(ban.Details), `{"seconds":600,"until":"`+banned.BannedUntil+`"}`; got != want {
+		t.Errorf("ban: got details %s, want %s", got, want)
+	}
+	if fr.Action != "force-release" || fr.Target != "lock:checkin-1" || fr.Actor != "oncall" || fr.Reason != "w1 is wedged" || fr.RequestID == "" || fr.At == "" {
+		t.Errorf("forced release record: got %+v, want the reason as given", fr)
+	}
+	if got, want := string(fr.Details), fmt.Sprintf(`{"owner":"w1","token":%d}`, released.Released.Token); got != want {
+		t.Errorf("forced release: got details %s, want %s", got, want)
 	}
 	app.Do(t, "GET", "/audit", "", globex...).JSON(t, 200, &trail)
 	if len(trail.Items) != 0 {

@@ -57,7 +57,7 @@ type opsConfirm struct {
 }
 
 type opsAuditRow struct {
-	At, Actor, Action, Target, Reason, RequestID string
+	At, Actor, Action, Target, Reason, Details, RequestID string
 }
 
 type opsLocksView struct {
@@ -266,7 +266,7 @@ func (a *API) opsAudit(c echo.Context) error {
 	}
 	for _, r := range page.Items {
 		v.Audit = append(v.Audit, opsAuditRow{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
-			Target: r.Target, Reason: r.Reason, RequestID: r.RequestID})
+			Target: r.Target, Reason: r.Reason, Details: r.Details.String(), RequestID: r.RequestID})
 	}
 	return a.renderOps(c, "audit.html", v)
 }

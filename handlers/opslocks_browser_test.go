@@ -133,4 +133,8 @@ func TestOpsLocksViewInChromium(t *testing.T) {
 	if err != nil || !strings.Contains(rec, "oncall") || !strings.Contains(rec, "lock:checkin:user-1") || !strings.Contains(rec, "wedged") {
 		t.Errorf("got audit row %q (%v), want oncall's forced release", rec, err)
 	}
+	details, err := chromedp.Run(step(), chromedp.Text(chromedp.CSS(`tr[data-action="force-release"] td.details`)))
+	if err != nil || !strings.HasPrefix(details, "owner=worker-1 token=") {
+		t.Errorf("got details %q (%v), want the released holder and token as key=value", details, err)
+	}
 }

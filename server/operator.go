@@ -104,6 +104,6 @@ func (s *Server) sampleActivity(ctx context.Context) {
 func (s *Server) auditKeyReload(ctx context.Context) {
 	for _, tenant := range s.tenants() {
 		audit.Recorder{Log: s.audit, Errors: s.log.Named("audit")}.Record(ctx, tenant,
-			leasegate.AuditKeyReload, "api-keys", "SIGHUP or ReloadKeys", leasegate.RequestMeta{Operator: "signal"})
+			leasegate.AuditKeyReload, "api-keys", "SIGHUP or ReloadKeys", nil, leasegate.RequestMeta{Operator: "signal"})
 	}
 }

@@ -49,10 +49,10 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return enc.Encode(map[string]any{"items": page.Items, "next_cursor": page.NextCursor})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AT\tACTOR\tACTION\tTARGET\tREASON\tREQUEST")
+	fmt.Fprintln(tw, "AT\tACTOR\tACTION\tTARGET\tREASON\tDETAILS\tREQUEST")
 	for _, r := range page.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", leasegate.FormatTime(r.At), printable(r.Actor), r.Action,
-			printable(r.Target), printable(r.Reason), printable(r.RequestID))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", leasegate.FormatTime(r.At), printable(r.Actor), r.Action,
+			printable(r.Target), printable(r.Reason), printable(r.Details.String()), printable(r.RequestID))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

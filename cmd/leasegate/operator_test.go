@@ -62,7 +62,8 @@ func TestWatchAndAuditCommands(t *testing.T) {
 	if code := run(context.Background(), []string{"audit"}, nil, &buf, &buf, env); code != 0 {
 		t.Fatalf("audit exited %d: %s", code, buf.String())
 	}
-	if got := buf.String(); !strings.Contains(got, "force-release") || !strings.Contains(got, "lock:nightly") || !strings.Contains(got, "wedged") {
-		t.Errorf("audit printed %q, want the forced release", got)
+	if got := buf.String(); !strings.Contains(got, "force-release") || !strings.Contains(got, "lock:nightly") || !strings.Contains(got, "wedged") ||
+		!strings.Contains(got, "DETAILS") || !strings.Contains(got, "owner=w1 token=") {
+		t.Errorf("audit printed %q, want the forced release with its details", got)
 	}
 }
