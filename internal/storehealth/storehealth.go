@@ -315,14 +315,12 @@ type hook struct{ n *Node }
 
 // DialHook refuses a dial while the node is down (except while the
 // probe's PING is in flight) and takes the node down when a dial fails.
-// Either way the caller gets a connection that fails its first write with
-// the reason, instead of a dial error: go-redis counts failed dials, and
+// Either way the caller gets a connection that fails its first write
+// with the reason, never a dial error: go-redis counts failed dials, and
 // after PoolSize of them fails every dial of the pool at once while it
 // retries one dial a second in the background, so Redis would be found
-// back up to a second late. The probe's own failed dials are counted;
-// when they reach PoolSize, the pool's background dial gets such a
-// connection at once, which resets go-redis's count, and the probe dials
-// for real again.
+// back up to a second late. The probe is the gateway's way of finding
+// Redis back, every ProbeInterval, and go-redis's is not needed.
 func (k hook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		d := k.n.down.Load()
@@ -330,13 +328,12 @@ func (k hook) DialHook(next redis.DialHook) redis.DialHook {
 			return failedConn{d}, nil
 		}
 		c, err := next(ctx, network, addr)
-		if err == nil || d != nil {
-			return c, err
+		if err == nil {
+			return c, nil
 		}
-		if !Unreachable(ctx, err) {
-			return nil, err
+		if d == nil && Unreachable(ctx, err) {
+			k.n.fail(err)
 		}
-		k.n.fail(err)
 		return failedConn{err}, nil
 	}
 }
@@ -366,18 +363,19 @@ func (k hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 			return d
 		}
 		err := next(ctx, cmds)
-		if err == nil {
-			// A pipeline's own error is its first failed command's; a
-			// LOADING reply fails every command and leaves err nil.
+		cause := err
+		if cause == nil {
+			// A reply error (LOADING) fails the commands, not the
+			// pipeline.
 			for _, c := range cmds {
 				if c.Err() != nil {
-					err = c.Err()
+					cause = c.Err()
 					break
 				}
 			}
 		}
-		if err != nil && !isProbe(ctx) && Unreachable(ctx, err) {
-			k.n.fail(err)
+		if cause != nil && !isProbe(ctx) && Unreachable(ctx, cause) {
+			k.n.fail(cause)
 		}
 		return err
 	}
@@ -417,10 +415,15 @@ func Unreachable(ctx context.Context, err error) bool {
 	return errors.As(err, &op)
 }
 
-// failedConn is the connection a dial gets while its node is down: every
-// read and write fails with err, so the command that wanted it fails with
-// it, and go-redis drops the connection.
+// failedConn is the connection a dial gets that could not, or must not,
+// reach its node: every read and write fails with err, so the command
+// that wanted it fails with it, and go-redis drops the connection. One
+// that a caller gave up waiting for goes to the pool's idle list, where
+// go-redis's health check (SyscallConn) finds it dead before anyone uses
+// it.
 type failedConn struct{ err error }
+
+func (c failedConn) SyscallConn() (syscall.RawConn, error) { return nil, c.err }
 
 func (c failedConn) Read([]byte) (int, error)         { return 0, c.err }
 func (c failedConn) Write([]byte) (int, error)        { return 0, c.err }

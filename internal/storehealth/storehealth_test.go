@@ -169,10 +169,11 @@ func TestCallsWhileDownNeitherDialNorWait(t *testing.T) {
 }
 
 // TestRecoveryAfterALongOutageIsQuick: go-redis's pool, after PoolSize
-// failed dials, fails every dial at once and retries one dial a second:
-// the probe's own failed dials reach that count within a second of an
-// outage, and the probe must still find Redis back within a few probe
-// intervals, not go-redis's second.
+// failed dials, fails every dial at once and retries one dial a second.
+// The probe dials every 25 ms, so 1.5 s of outage are 60 dials, past that
+// count on any machine of up to 6 CPUs: the probe must still find Redis
+// back within a few probe intervals, not go-redis's second, round after
+// round.
 func TestRecoveryAfterALongOutageIsQuick(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -186,8 +187,7 @@ func TestRecoveryAfterALongOutageIsQuick(t *testing.T) {
 	if got := rec.next(t, 5*time.Second); got.Up {
 		t.Fatalf("got %+v, want down", got)
 	}
-	// 1.5 s of probes every 25 ms: 60 failed dials, past PoolSize (10 per
-	// CPU) on any machine with at most 6 CPUs.
+	// Time must pass for the probe's dials to add up.
 	time.Sleep(1500 * time.Millisecond)
 	for round := 1; round <= 3; round++ {
 		srv.Restart()
@@ -262,4 +262,45 @@ func redisErr(t *testing.T, msg string) error {
 		t.Fatalf("miniredis answered %v, want an error reply", err)
 	}
 	return err
+}
+
+// TestALoadingRedisIsDownUntilItAnswersPing: after a restart Redis
+// answers LOADING to everything, PING included, until its data set is
+// read: the node is down until then, through a pipeline as through a
+// single command, and other error replies leave it up.
+func TestALoadingRedisIsDownUntilItAnswersPing(t *testing.T) {
+	t.Parallel()
+	m := miniredis.RunT(t)
+	c, h, rec := guarded(t, m.Addr(), time.Second)
+	ctx := context.Background()
+
+	if err := c.Do(ctx, "NOSUCHCOMMAND").Err(); err == nil {
+		t.Fatal("an unknown command: got no error")
+	}
+	if got := h.Down(); len(got) != 0 {
+		t.Fatalf("after an error reply: Down() = %v, want none", got)
+	}
+
+	m.SetError("LOADING Redis is loading the dataset in memory")
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "k")
+		return nil
+	})
+	if err == nil || errors.Is(err, storehealth.ErrDown) {
+		t.Fatalf("pipeline on a loading Redis: got %v, want its LOADING reply", err)
+	}
+	if got := rec.next(t, 5*time.Second); got.Up {
+		t.Fatalf("got %+v, want down", got)
+	}
+	if err := c.Get(ctx, "k").Err(); !errors.Is(err, storehealth.ErrDown) {
+		t.Fatalf("GET while loading: got %v, want ErrDown", err)
+	}
+
+	m.SetError("")
+	if got := rec.next(t, 5*time.Second); !got.Up {
+		t.Fatalf("got %+v, want up", got)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET once loaded: %v", err)
+	}
 }
