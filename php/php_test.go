@@ -148,7 +148,8 @@ func runSuite(t *testing.T, phpunit, suite string, env []string) {
 
 // TestPHPUnit runs the client suite once per PHP transport (streams
 // always, curl when the extension is loaded) and the framework suites
-// with the default transport.
+// (Debian's php-symfony-lock and php-laravel-framework) with the default
+// transport.
 func TestPHPUnit(t *testing.T) {
 	tool(t, "php", "php-cli")
 	phpunit := tool(t, "phpunit", "phpunit")
@@ -172,6 +173,12 @@ func TestPHPUnit(t *testing.T) {
 	for _, transport := range transports {
 		t.Run("client/"+transport, func(t *testing.T) {
 			runSuite(t, phpunit, "client", append(env, "LEASEGATE_TRANSPORT="+transport))
+		})
+	}
+
+	for _, suite := range []string{"symfony"} {
+		t.Run(suite, func(t *testing.T) {
+			runSuite(t, phpunit, suite, env)
 		})
 	}
 
