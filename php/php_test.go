@@ -176,7 +176,7 @@ func TestPHPUnit(t *testing.T) {
 		})
 	}
 
-	for _, suite := range []string{"symfony"} {
+	for _, suite := range []string{"symfony", "laravel"} {
 		t.Run(suite, func(t *testing.T) {
 			runSuite(t, phpunit, suite, env)
 		})

@@ -8,6 +8,7 @@ use LeaseGate\Client;
 use LeaseGate\ResourceName;
 use LeaseGate\Symfony\LeaseGateStore;
 use LeaseGate\Tests\Support\CountingTransport;
+use LeaseGate\Tests\Support\Frameworks;
 use LeaseGate\Tests\Support\Gateway;
 use LeaseGate\Tests\Support\TestCase;
 use LeaseGate\TransportException;
@@ -33,10 +34,7 @@ final class LeaseGateStoreTest extends TestCase
 {
     protected function setUp(): void
     {
-        if (!interface_exists(BlockingStoreInterface::class)) {
-            $why = 'symfony/lock is not installed (apt-get install php-symfony-lock)';
-            getenv('CI') === 'true' ? self::fail($why) : self::markTestSkipped($why);
-        }
+        Frameworks::require(BlockingStoreInterface::class, 'php-symfony-lock');
     }
 
     private static function store(float $initialTtl = 300.0, int $maxWaitMs = LeaseGateStore::MAX_WAIT_MS): LeaseGateStore
