@@ -19,4 +19,10 @@ return [
         // Lease of Cache::lock($name) without seconds (Laravel's "until released").
         'forever_seconds' => 86400,
     ],
+
+    'user_locks' => [
+        // The leasegate.user-lock route middleware when the gateway cannot
+        // answer: true lets the request through, false answers 503.
+        'fail_open' => false,
+    ],
 ];

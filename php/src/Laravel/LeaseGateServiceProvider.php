@@ -5,8 +5,10 @@ declare(strict_types=1);
 namespace LeaseGate\Laravel;
 
 use Illuminate\Cache\CacheManager;
+use Illuminate\Routing\Router;
 use Illuminate\Support\ServiceProvider;
 use LeaseGate\Client;
+use LeaseGate\UserLockGuard;
 
 /**
  * Wires leasegate into a Laravel app (8 to 11; auto-discovered through
@@ -17,6 +19,7 @@ use LeaseGate\Client;
  *   in config/cache.php, Cache::store('leasegate')->lock() takes its locks
  *   on the gateway (the store's own 'prefix' and 'forever_seconds' win
  *   over config/leasegate.php's 'locks');
+ * - the route middleware "leasegate.user-lock:NAME[,TTL]" (UserLockMiddleware).
  */
 final class LeaseGateServiceProvider extends ServiceProvider
 {
@@ -31,6 +34,12 @@ final class LeaseGateServiceProvider extends ServiceProvider
         $this->app->singleton(LeaseGateLockProvider::class, static function ($app): LeaseGateLockProvider {
             return self::locks($app, []);
         });
+        $this->app->singleton(UserLockMiddleware::class, static function ($app): UserLockMiddleware {
+            return new UserLockMiddleware(new UserLockGuard(
+                $app->make(Client::class),
+                (bool) ($app['config']['leasegate.user_locks.fail_open'] ?? false),
+            ));
+        });
     }
 
     public function boot(): void
@@ -39,6 +48,9 @@ final class LeaseGateServiceProvider extends ServiceProvider
             $cache->extend('leasegate', function ($app, array $config) use ($cache) {
                 return $cache->repository(new LeaseGateCacheStore(LeaseGateServiceProvider::locks($app, $config)));
             });
+        });
+        $this->callAfterResolving('router', static function (Router $router): void {
+            $router->aliasMiddleware('leasegate.user-lock', UserLockMiddleware::class);
         });
         if (method_exists($this->app, 'configPath')) { // a full Laravel application, not a bare container
             $this->publishes([__DIR__ . '/../../config/leasegate.php' => $this->app->configPath('leasegate.php')], 'leasegate-config');
