@@ -191,3 +191,21 @@ func TestPHPUnit(t *testing.T) {
 		t.Errorf("the PHP runs left user %q flagged on lock %q (times %d, banned until %v)", f.UserID, f.Lock, f.TimesFlagged, f.BannedUntil)
 	}
 }
+
+// TestStoreBenchmarkRuns runs bench/store_bench.php for a few cycles, so
+// the script behind docs/benchmarks.md's PHP figures keeps working.
+func TestStoreBenchmarkRuns(t *testing.T) {
+	php := tool(t, "php", "php-cli")
+	url := startGateway(t, "bench", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, php, "bench/store_bench.php", "--url="+url, "--cycles=5", "--rounds=1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("php bench/store_bench.php: %v\n%s", err, out)
+	}
+	for _, want := range []string{"client ", "store ", "lock ", "ratio store/client "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("php bench/store_bench.php: no %q line in:\n%s", want, out)
+		}
+	}
+}
