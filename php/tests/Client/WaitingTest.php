@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace LeaseGate\Tests\Client;
 
 use LeaseGate\Tests\Support\Gateway;
+use LeaseGate\Tests\Support\Helper;
 use LeaseGate\Tests\Support\TestCase;
 use LeaseGate\ValidationException;
 
@@ -22,21 +23,12 @@ final class WaitingTest extends TestCase
         $res = Gateway::name('wait-release');
         $holder = $c->acquire($res, 'holder', 30)->lease;
         self::assertTrue($holder !== null, 'holder acquires');
-        $proc = proc_open(
-            [PHP_BINARY, __DIR__ . '/../bin/release_after.php', Gateway::url(), Gateway::transportName(), $res, 'holder', '300'],
-            [1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
-            $pipes
-        );
-        self::assertTrue(is_resource($proc), 'start the releasing process');
-        self::eq(trim((string) fgets($pipes[1])), 'ready', 'releasing process is ready');
+        $helper = new Helper('release_after.php', [Gateway::url(), Gateway::transportName(), $res, 'holder', '300']);
+        self::eq($helper->line(), 'ready', 'releasing process is ready');
         $start = microtime(true);
         $r = $c->acquire($res, 'waiter', 30, 5_000);
         $elapsed = microtime(true) - $start;
-        $childOut = trim(stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]));
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        $exit = proc_close($proc);
-        self::eq([$exit, $childOut], [0, 'released'], 'the holder released while the waiter waited (so nothing was granted twice)');
+        self::eq($helper->finish(), [0, 'released'], 'the holder released while the waiter waited (so nothing was granted twice)');
         self::eq($r->acquired, true, sprintf('waiter acquires after the release (answered after %.2f s)', $elapsed));
         self::assertTrue($elapsed < 3.0, sprintf('waiter woken within 3 s of a release 0.3 s in, took %.2f s', $elapsed));
         self::assertTrue($r->lease !== null && $r->lease->token > $holder->token, 'waiter gets a higher token: ' . self::show([$holder->token, $r->lease?->token]));

@@ -19,6 +19,7 @@ use LeaseGate\Laravel\LeaseGateServiceProvider;
 use LeaseGate\Tests\Support\CountingTransport;
 use LeaseGate\Tests\Support\Frameworks;
 use LeaseGate\Tests\Support\Gateway;
+use LeaseGate\Tests\Support\Helper;
 use LeaseGate\Tests\Support\TestCase;
 use LeaseGate\TransportException;
 use LeaseGate\UnavailableException;
@@ -148,22 +149,14 @@ final class LeaseGateLockTest extends TestCase
         $name = self::lockName('block-wake');
         $holder = $locks->lock($name, 30);
         $holder->get();
-        $proc = proc_open(
-            [PHP_BINARY, __DIR__ . '/../bin/release_after.php', Gateway::url(), Gateway::transportName(), $holder->resource(), $holder->owner(), '500'],
-            [1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
-            $pipes,
-        );
-        self::assertTrue(is_resource($proc), 'start the releasing process');
-        self::eq(trim((string) fgets($pipes[1])), 'ready', 'the releasing process is ready');
+        $helper = new Helper('release_after.php', [Gateway::url(), Gateway::transportName(), $holder->resource(), $holder->owner(), '500']);
+        self::eq($helper->line(), 'ready', 'the releasing process is ready');
         $waiter = $locks->lock($name, 30);
         $wire->requests = [];
         $start = microtime(true);
         $result = $waiter->block(10, fn () => 'ran');
         $elapsed = microtime(true) - $start;
-        $out = trim(stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]));
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        self::eq([proc_close($proc), $out], [0, 'released'], 'the holder released while block() waited');
+        self::eq($helper->finish(), [0, 'released'], 'the holder released while block() waited');
         self::eq($result, 'ran', 'block() ran the callback');
         self::assertTrue($elapsed >= 0.45 && $elapsed < 0.9, sprintf('woken within a few hundred ms of the release 0.5 s in, took %.2f s', $elapsed));
         self::eq($wire->requests[0] ?? null, 'POST /locks/' . rawurlencode($holder->resource()), 'the first request is the waiting acquire');

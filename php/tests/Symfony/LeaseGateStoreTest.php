@@ -10,6 +10,7 @@ use LeaseGate\Symfony\LeaseGateStore;
 use LeaseGate\Tests\Support\CountingTransport;
 use LeaseGate\Tests\Support\Frameworks;
 use LeaseGate\Tests\Support\Gateway;
+use LeaseGate\Tests\Support\Helper;
 use LeaseGate\Tests\Support\TestCase;
 use LeaseGate\TransportException;
 use LeaseGate\UnavailableException;
@@ -203,13 +204,8 @@ final class LeaseGateStoreTest extends TestCase
     public function testWaitAndSaveIsWokenByTheReleaseOfAnotherProcess(): void
     {
         $name = Gateway::name('sf-blocking');
-        $proc = proc_open(
-            [PHP_BINARY, __DIR__ . '/../bin/symfony_hold.php', Gateway::url(), $name, '300'],
-            [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
-            $pipes,
-        );
-        self::assertTrue(is_resource($proc), 'start the holding process');
-        $held = trim((string) fgets($pipes[1]));
+        $helper = new Helper('symfony_hold.php', [Gateway::url(), $name, '300']);
+        $held = $helper->line();
         self::assertMatchesRegularExpression('/^held \d+$/', $held, 'the other process holds the lock: ' . $held);
         $holderToken = (int) substr($held, 5);
 
@@ -217,18 +213,13 @@ final class LeaseGateStoreTest extends TestCase
         $store = new LeaseGateStore(new Client(Gateway::url(), null, $wire));
         $key = new Key($name);
         self::throws(LockConflictedException::class, fn () => $store->save($key), 'save while the other process holds it');
-        fwrite($pipes[0], "go\n");
-        fflush($pipes[0]);
+        $helper->send('go');
         $wire->requests = [];
         $start = microtime(true);
         $store->waitAndSave($key);
         $elapsed = microtime(true) - $start;
         self::eq(count($wire->requests), 1, 'waitAndSave waits in one request on the gateway, never polling: ' . self::show($wire->requests));
-        $out = trim(stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]));
-        fclose($pipes[0]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        self::eq([proc_close($proc), $out], [0, 'released'], 'the holder released while we waited');
+        self::eq($helper->finish(), [0, 'released'], 'the holder released while we waited');
         self::eq($store->exists($key), true, 'waitAndSave holds the lock');
         self::assertGreaterThan($holderToken, LeaseGateStore::token($key), 'the waiter gets a higher fencing token');
         self::assertTrue($elapsed >= 0.25 && $elapsed < 1.3, sprintf('woken by the release 0.3 s in, took %.2f s', $elapsed));
