@@ -18,8 +18,9 @@ namespace LeaseGate;
  *   refused: 429 with the gateway's problem, Retry-After (the ban's
  *   remaining seconds) and the RateLimit fields.
  * - When the gateway cannot answer (UnavailableException: Redis is down;
- *   TransportException: no gateway; InternalException) the request passes
- *   with $failOpen, else it is refused with 503 and Retry-After.
+ *   TransportException: no gateway; InternalException; RateLimitedException:
+ *   the gateway's own limit on this API key) the request passes with
+ *   $failOpen, else it is refused with 503 and Retry-After.
  *
  * Anything else (a lock name or user id the gateway refuses, a bad API
  * key) is a configuration error and is thrown.
@@ -44,7 +45,7 @@ final class UserLockGuard
                 'status' => 429,
                 'detail' => $e->detail !== '' ? $e->detail : 'Too many attempts: try again later.',
             ], $e);
-        } catch (UnavailableException | TransportException | InternalException $e) {
+        } catch (UnavailableException | TransportException | InternalException | RateLimitedException $e) {
             if ($this->failOpen) {
                 return new UserLockVerdict(true, null, [], null, $e);
             }
