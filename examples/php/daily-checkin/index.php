@@ -12,7 +12,7 @@ declare(strict_types=1);
 //
 // LEASEGATE_URL / LEASEGATE_API_KEY configure the gateway (a client key).
 
-require __DIR__ . '/../autoload.php';
+require __DIR__ . '/../../../php/autoload.php';
 
 use LeaseGate\Client;
 use LeaseGate\ClaimInProgressException;

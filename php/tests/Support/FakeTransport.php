@@ -2,6 +2,8 @@
 
 declare(strict_types=1);
 
+namespace LeaseGate\Tests\Support;
+
 use LeaseGate\Transport\Response;
 use LeaseGate\Transport\Transport;
 

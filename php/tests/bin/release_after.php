@@ -6,7 +6,7 @@ declare(strict_types=1);
 // delay_ms, releases the lock, prints "released" (exit 0) or the error
 // (exit 1). Usage: php release_after.php URL TRANSPORT RESOURCE OWNER DELAY_MS
 
-require __DIR__ . '/../autoload.php';
+require __DIR__ . '/../../autoload.php';
 
 use LeaseGate\Client;
 use LeaseGate\Transport\CurlTransport;

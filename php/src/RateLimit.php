@@ -28,6 +28,21 @@ final class RateLimit
     ) {
     }
 
+    /**
+     * The two header fields as the gateway sent them, for passing them on
+     * to the caller of an app (RateLimit-Policy and RateLimit).
+     *
+     * @return array{RateLimit-Policy: string, RateLimit: string}
+     */
+    public function headers(): array
+    {
+        $name = '"' . addcslashes($this->policy, '"\\') . '"';
+        return [
+            'RateLimit-Policy' => sprintf('%s;q=%d;w=%d', $name, $this->quota, $this->windowSeconds),
+            'RateLimit' => sprintf('%s;r=%d;t=%d', $name, $this->remaining, $this->resetSeconds),
+        ];
+    }
+
     /** Null when either field is missing or not understood. */
     public static function fromResponse(Response $response): ?self
     {

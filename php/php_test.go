@@ -1,0 +1,211 @@
+// Package php_test runs the PHP package's PHPUnit suites (phpunit.xml.dist)
+// against real gateways started in-process: the client with each PHP
+// transport, the Symfony Lock store and the Laravel lock provider with the
+// default one. Debian's phpunit (9.6) is what CI runs.
+package php_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/internal/gatewaytest"
+	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/server"
+)
+
+// tool returns the path of a command the PHP tests need, skipping the
+// test when it is missing (failing it under CI=true, where .ci/run
+// installs php-cli and phpunit).
+func tool(t *testing.T, name, pkg string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found on PATH (CI=true: this is a failure, .ci/run installs %s): %v", name, pkg, err)
+		}
+		t.Skipf("%s not installed (apt-get install %s): %v", name, pkg, err)
+	}
+	return bin
+}
+
+// startGateway runs a gateway on a free loopback port until the test ends
+// and returns its base URL. redisURL "" uses the embedded Redis.
+func startGateway(t *testing.T, name, redisURL string) string {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.RedisURL = redisURL
+	logs := &logbuf.Buffer{}
+	log := zap.New(zapcore.NewCore(
+		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
+		zapcore.AddSync(logs),
+		zap.WarnLevel,
+	))
+	// Registered first, so it runs last: after the gateway has shut down.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log of the %s gateway:\n%s", name, logs.String())
+		}
+	})
+	return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
+}
+
+// junit is the part of PHPUnit's --log-junit report the driver reads.
+type junit struct {
+	Suites []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Suites []junitSuite `xml:"testsuite"`
+	Cases  []junitCase  `xml:"testcase"`
+}
+
+type junitCase struct {
+	Class    string    `xml:"class,attr"`
+	Name     string    `xml:"name,attr"`
+	Failures []string  `xml:"failure"`
+	Errors   []string  `xml:"error"`
+	Warnings []string  `xml:"warning"`
+	Skipped  *struct{} `xml:"skipped"`
+}
+
+func (s junitSuite) cases() []junitCase {
+	out := append([]junitCase(nil), s.Cases...)
+	for _, sub := range s.Suites {
+		out = append(out, sub.cases()...)
+	}
+	return out
+}
+
+// runSuite runs one PHPUnit test suite with env and reports every PHPUnit
+// test as a Go subtest, so a failure names the PHP test that broke.
+func runSuite(t *testing.T, phpunit, suite string, env []string) {
+	t.Helper()
+	report := filepath.Join(t.TempDir(), "junit.xml")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, phpunit, "--configuration", "phpunit.xml.dist", "--testsuite", suite, "--log-junit", report)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	runErr := cmd.Run()
+
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("phpunit --testsuite %s wrote no report (%v): %v\n%s", suite, runErr, err, out.String())
+	}
+	var r junit
+	if err := xml.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("phpunit --testsuite %s: report: %v", suite, err)
+	}
+	var cases []junitCase
+	for _, s := range r.Suites {
+		cases = append(cases, s.cases()...)
+	}
+	if len(cases) == 0 {
+		t.Fatalf("phpunit --testsuite %s ran no tests:\n%s", suite, out.String())
+	}
+	for _, c := range cases {
+		class := c.Class[strings.LastIndex(c.Class, `\`)+1:]
+		t.Run(class+"/"+c.Name, func(t *testing.T) {
+			for _, f := range append(append(c.Failures, c.Errors...), c.Warnings...) {
+				t.Error(f)
+			}
+			if c.Skipped != nil {
+				// A skipped PHP test is a failure under CI=true: the
+				// framework packages are installed there.
+				if os.Getenv("CI") == "true" {
+					t.Fatal("skipped under CI=true")
+				}
+				t.Skip("skipped by PHPUnit (see its output)")
+			}
+		})
+	}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(runErr, &exit):
+		t.Errorf("phpunit --testsuite %s exited %d:\n%s", suite, exit.ExitCode(), out.String())
+	case runErr != nil:
+		t.Errorf("phpunit --testsuite %s: %v\n%s", suite, runErr, out.String())
+	default:
+		t.Logf("%s", out.String())
+	}
+}
+
+// TestPHPUnit runs the client suite once per PHP transport (streams
+// always, curl when the extension is loaded) and the framework suites
+// (Debian's php-symfony-lock and php-laravel-framework) with the default
+// transport.
+func TestPHPUnit(t *testing.T) {
+	tool(t, "php", "php-cli")
+	phpunit := tool(t, "phpunit", "phpunit")
+	url := startGateway(t, "test", "")
+	env := []string{
+		"LEASEGATE_URL=" + url,
+		// A gateway whose Redis is not there: every lock call is a 503
+		// (without go-redis's retries, so each one fails fast).
+		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.FreeAddr(t)+"?max_retries=-1"),
+		// No gateway at all: a transport error.
+		"LEASEGATE_DEAD_URL=http://" + redistest.FreeAddr(t),
+		"LEASEGATE_API_KEY=",
+	}
+
+	transports := []string{"stream"}
+	if out, err := exec.Command("php", "-r", "echo extension_loaded('curl') ? 'yes' : 'no';").Output(); err == nil && string(out) == "yes" {
+		transports = append(transports, "curl")
+	} else if os.Getenv("CI") == "true" {
+		t.Errorf("ext-curl is not loaded (CI=true: .ci/run installs php-curl): %v %s", err, out)
+	}
+	for _, transport := range transports {
+		t.Run("client/"+transport, func(t *testing.T) {
+			runSuite(t, phpunit, "client", append(env, "LEASEGATE_TRANSPORT="+transport))
+		})
+	}
+
+	for _, suite := range []string{"symfony", "laravel"} {
+		t.Run(suite, func(t *testing.T) {
+			runSuite(t, phpunit, suite, env)
+		})
+	}
+
+	// Every run clears the users it flagged or banned.
+	page, err := client.New(url).ListFlagged(context.Background(), client.ListFlaggedOptions{Limit: 500})
+	if err != nil {
+		t.Fatalf("list flagged users after the PHP runs: %v", err)
+	}
+	for _, f := range page.Items {
+		t.Errorf("the PHP runs left user %q flagged on lock %q (times %d, banned until %v)", f.UserID, f.Lock, f.TimesFlagged, f.BannedUntil)
+	}
+}
+
+// TestStoreBenchmarkRuns runs bench/store_bench.php for a few cycles, so
+// the script behind docs/benchmarks.md's PHP figures keeps working.
+func TestStoreBenchmarkRuns(t *testing.T) {
+	php := tool(t, "php", "php-cli")
+	url := startGateway(t, "bench", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, php, "bench/store_bench.php", "--url="+url, "--cycles=5", "--rounds=1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("php bench/store_bench.php: %v\n%s", err, out)
+	}
+	for _, want := range []string{"client ", "store ", "lock ", "ratio store/client "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("php bench/store_bench.php: no %q line in:\n%s", want, out)
+		}
+	}
+}
