@@ -30,6 +30,15 @@ final class UnavailableTest extends TestCase
         self::assertTrue($e !== null && $e->retryAfter !== null && $e->retryAfter >= 1, 'Retry-After given: ' . self::show($e?->retryAfter));
         self::throws(UnavailableException::class, fn () => $down->status(Gateway::name('down')), 'status with Redis down is 503, not 404');
         self::throws(UnavailableException::class, fn () => $down->release(Gateway::name('down'), 'o'), 'release with Redis down is 503, not 404');
+
+        // Redis is known down by now: each call is answered at once, not
+        // after the gateway's request timeout (5 s each before v1.2).
+        $start = microtime(true);
+        for ($i = 0; $i < 5; $i++) {
+            self::throws(UnavailableException::class, fn () => $down->status(Gateway::name('down')), "call $i with Redis known down");
+        }
+        $took = microtime(true) - $start;
+        self::assertLessThan(2.0, $took, sprintf('five calls with Redis known down took %.3f s, want them at once', $took));
     }
 
     public function testUserLocksWithRedisDownNeverAcquire(): void
