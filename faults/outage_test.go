@@ -118,20 +118,7 @@ type outageLoad struct {
 }
 
 func newOutageLoad(base string, clients int) *outageLoad {
-	return &outageLoad{
-		base: base,
-		rec:  &outageRecorder{began: time.Now()},
-		http: &http.Client{
-			Timeout: clientTimeout,
-			Transport: &http.Transport{
-				Proxy:               nil,
-				DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
-				MaxIdleConns:        2 * clients,
-				MaxIdleConnsPerHost: 2 * clients,
-				IdleConnTimeout:     30 * time.Second,
-			},
-		},
-	}
+	return &outageLoad{base: base, rec: &outageRecorder{began: time.Now()}, http: keepAlive(clients)}
 }
 
 // start runs n clients over resources until ctx ends.
@@ -299,18 +286,52 @@ func quantile(ds []time.Duration, q float64) float64 {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// checkAnswers fails the test on a 503 without Retry-After.
-func checkAnswers(t *testing.T, calls []outageCall) {
+// phases are the moments of one outage round on the recorder's clock.
+type phases struct {
+	up, killed, knownDown, restarting, accepting, serving, firstOK time.Duration
+}
+
+// outage runs one round on srv: a window of service, kill -9, a window
+// from the first call that matches down ("known down"), then a restart,
+// until a call that matches down answers 2xx. It returns the round's
+// moments and every call so far, having checked that each 503 carried
+// Retry-After and that no such call was answered 2xx while srv was dead
+// for the whole of it.
+func (l *outageLoad) outage(ctx context.Context, t *testing.T, srv *redistest.Server, window time.Duration, down func(outageCall) bool) (phases, []outageCall) {
 	t.Helper()
-	n := 0
+	rec := l.rec
+	var p phases
+	p.up = rec.since(time.Now())
+	pause(ctx, window)
+	killed := time.Now()
+	known := rec.next(killed, func(c outageCall) bool { return down(c) && refused(c) })
+	srv.Kill()
+	p.killed = rec.since(killed)
+	p.knownDown = await(t, known, "503 after the kill of "+srv.String())
+	pause(ctx, window)
+	restarting := time.Now()
+	served := rec.next(restarting, func(c outageCall) bool { return down(c) && c.ok() })
+	back := restartWatched(t, srv)
+	p.firstOK = await(t, served, "2xx after the restart of "+srv.String())
+	p.restarting, p.accepting, p.serving = rec.since(restarting), rec.since(back.accepting), rec.since(back.serving)
+
+	calls := rec.snapshot()
+	var noRetry, wrong int
 	for _, c := range calls {
-		if c.status == http.StatusServiceUnavailable && !c.retryAfter {
-			n++
+		if refused(c) && !c.retryAfter {
+			noRetry++
+		}
+		if down(c) && c.ok() && c.start > p.killed && c.end < p.accepting {
+			wrong++
 		}
 	}
-	if n > 0 {
-		t.Errorf("%d answers 503 without Retry-After", n)
+	if noRetry > 0 {
+		t.Errorf("%d answers 503 without Retry-After", noRetry)
 	}
+	if wrong > 0 {
+		t.Errorf("%d calls answered 2xx while %s was dead", wrong, srv)
+	}
+	return p, calls
 }
 
 // singleRound is one outage of a single Redis.
@@ -454,24 +475,11 @@ func outageSingle(t *testing.T, rounds, clients int, window time.Duration) []sin
 	defer l.wait()
 	defer cancel()
 
-	rec := l.rec
 	var out []singleRound
 	for i := 0; i < rounds; i++ {
-		healthy := time.Now()
-		pause(ctx, window)
-		killed := time.Now()
-		down := rec.next(killed, refused)
-		rs.Kill()
-		knownDown := await(t, down, "503 after the kill")
-		pause(ctx, window)
-		ok := rec.next(time.Now(), outageCall.ok)
-		back := restartWatched(t, rs)
-		firstOK := await(t, ok, "2xx after the restart")
-
-		calls := rec.snapshot()
-		checkAnswers(t, calls)
-		h0, k, a := rec.since(healthy), rec.since(killed), rec.since(back.accepting)
-		var cycles, inHealthy, outage, wrong, waits, missed int
+		p, calls := l.outage(ctx, t, rs, window, func(outageCall) bool { return true })
+		h0, k, a := p.up, p.killed, p.accepting
+		var cycles, inHealthy, outage, waits, missed int
 		var beyond time.Duration
 		var refusals, healthyTook []time.Duration
 		for _, c := range calls {
@@ -493,32 +501,25 @@ func outageSingle(t *testing.T, rounds, clients int, window time.Duration) []sin
 				outage++
 				beyond = max(beyond, c.end-c.start-time.Duration(c.waitMs)*time.Millisecond)
 			}
-			if refused(c) && c.start >= knownDown && c.start < a {
+			if refused(c) && c.start >= p.knownDown && c.start < a {
 				refusals = append(refusals, c.end-c.start)
 			}
-			// Redis was dead for the whole of this call: no 2xx.
-			if c.ok() && c.start > k && c.end < a {
-				wrong++
-			}
-		}
-		if wrong > 0 {
-			t.Errorf("round %d: %d calls answered 2xx while Redis was dead", i+1, wrong)
 		}
 		r := singleRound{
 			HealthyCyclesPerSec: float64(cycles) / (k - h0).Seconds(),
 			HealthyCallsPerSec:  float64(inHealthy) / (k - h0).Seconds(),
 			HealthyP99Ms:        quantile(healthyTook, 0.99),
 			HealthyMissedWaits:  float64(missed) / float64(max(waits, 1)),
-			KnownDownAfterMs:    ms(knownDown - k),
+			KnownDownAfterMs:    ms(p.knownDown - k),
 			Refused:             len(refusals),
 			RefusedP50Ms:        quantile(refusals, 0.5),
 			RefusedP99Ms:        quantile(refusals, 0.99),
 			RefusedMaxMs:        quantile(refusals, 1),
 			OutageCalls:         outage,
 			MaxBeyondWaitMs:     ms(beyond),
-			RecoveryMs:          ms(firstOK - a),
-			LoadingMs:           ms(back.serving.Sub(back.accepting)),
-			ServingToOKMs:       ms(firstOK - rec.since(back.serving)),
+			RecoveryMs:          ms(p.firstOK - a),
+			LoadingMs:           ms(p.serving - a),
+			ServingToOKMs:       ms(p.firstOK - p.serving),
 		}
 		t.Logf("round %d: %+v", i+1, r)
 		out = append(out, r)
@@ -565,28 +566,12 @@ func outageCluster(t *testing.T, rounds, clients int, window time.Duration) []cl
 	defer l.wait()
 	defer cancel()
 
-	rec := l.rec
-	deadRefused := func(c outageCall) bool { return c.dead && refused(c) }
-	deadOK := func(c outageCall) bool { return c.dead && c.ok() }
 	var out []clusterRound
 	for i := 0; i < rounds; i++ {
-		before := time.Now()
-		pause(ctx, window)
-		killed := time.Now()
-		down := rec.next(killed, deadRefused)
-		dead.Kill()
-		knownDown := await(t, down, "503 on the dead master's slots")
-		pause(ctx, window)
-		after := time.Now()
-		ok := rec.next(after, deadOK)
-		back := restartWatched(t, dead)
-		firstOK := await(t, ok, "2xx on the restarted master's slots")
-
-		calls := rec.snapshot()
-		checkAnswers(t, calls)
-		b0, k, a1, a := rec.since(before), rec.since(killed), rec.since(after), rec.since(back.accepting)
+		p, calls := l.outage(ctx, t, dead, window, func(c outageCall) bool { return c.dead })
+		b0, k, kd, a1 := p.up, p.killed, p.knownDown, p.restarting
 		var r clusterRound
-		var cyclesBefore, cyclesAfter, wrong int
+		var cyclesBefore, cyclesAfter int
 		var liveBefore, liveAfter, dead503 []time.Duration
 		for _, c := range calls {
 			in := func(lo, hi time.Duration) bool { return c.start >= lo && c.end <= hi }
@@ -598,7 +583,7 @@ func outageCluster(t *testing.T, rounds, clients int, window time.Duration) []cl
 				if c.cycle {
 					cyclesBefore++
 				}
-			case !c.dead && in(knownDown, a1):
+			case !c.dead && in(kd, a1):
 				if c.waitMs == 0 {
 					liveAfter = append(liveAfter, c.end-c.start)
 				}
@@ -608,27 +593,20 @@ func outageCluster(t *testing.T, rounds, clients int, window time.Duration) []cl
 				if refused(c) {
 					r.Live503sAfter++
 				}
-			case deadRefused(c) && in(knownDown, a1):
+			case c.dead && refused(c) && in(kd, a1):
 				dead503 = append(dead503, c.end-c.start)
 			}
-			// The master was dead for the whole of this call: no 2xx.
-			if deadOK(c) && c.start > k && c.end < a {
-				wrong++
-			}
-		}
-		if wrong > 0 {
-			t.Errorf("round %d: %d calls on the dead master's slots answered 2xx while it was dead", i+1, wrong)
 		}
 		r.BeforeCyclesPerSec = float64(cyclesBefore) / (k - b0).Seconds()
-		r.AfterCyclesPerSec = float64(cyclesAfter) / (a1 - knownDown).Seconds()
+		r.AfterCyclesPerSec = float64(cyclesAfter) / (a1 - kd).Seconds()
 		if r.BeforeCyclesPerSec > 0 {
 			r.Ratio = r.AfterCyclesPerSec / r.BeforeCyclesPerSec
 		}
 		r.LiveP99BeforeMs, r.LiveP99AfterMs = quantile(liveBefore, 0.99), quantile(liveAfter, 0.99)
-		r.KnownDownAfterMs = ms(knownDown - k)
+		r.KnownDownAfterMs = ms(kd - k)
 		r.Dead503s, r.Dead503P99Ms = len(dead503), quantile(dead503, 0.99)
-		r.RecoveryMs = ms(firstOK - a)
-		r.LoadingMs = ms(back.serving.Sub(back.accepting))
+		r.RecoveryMs = ms(p.firstOK - p.accepting)
+		r.LoadingMs = ms(p.serving - p.accepting)
 		t.Logf("round %d: %+v", i+1, r)
 		out = append(out, r)
 	}
