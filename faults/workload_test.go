@@ -52,7 +52,14 @@ func newWorkload(base, scenario string, resources, clients int) *workload {
 	for i := 0; i < resources; i++ {
 		w.resources = append(w.resources, fmt.Sprintf("%s/r%d", scenario, i))
 	}
-	w.http = &http.Client{
+	w.http = keepAlive(clients)
+	return w
+}
+
+// keepAlive is the HTTP client of a workload of clients goroutines: a
+// keep-alive connection each, bounded by clientTimeout.
+func keepAlive(clients int) *http.Client {
+	return &http.Client{
 		Timeout: clientTimeout,
 		Transport: &http.Transport{
 			Proxy:               nil,
@@ -62,7 +69,6 @@ func newWorkload(base, scenario string, resources, clients int) *workload {
 			IdleConnTimeout:     30 * time.Second,
 		},
 	}
-	return w
 }
 
 // run starts the clients and returns a function that waits for them.
