@@ -199,7 +199,9 @@ func ErrorOf(err error) (*Error, bool) {
 	if errors.As(err, &e) {
 		// A full waiting queue is this gateway's capacity answering, not
 		// a failure: not logged as one (it is counted, and answered 503).
-		failure := e.Code == CodeUnavailable && !errors.Is(err, ErrTooManyWaiters)
+		// Nor is a call refused because the store is known down: the
+		// outage was logged once when it began.
+		failure := e.Code == CodeUnavailable && !errors.Is(err, ErrTooManyWaiters) && !errors.Is(err, ErrStoreDown)
 		return e, failure || e.Code == CodeInternal
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -23,6 +23,7 @@ func TestErrorOfSaysWhichErrorsAreFailures(t *testing.T) {
 		{"a deadline", context.DeadlineExceeded, leasegate.CodeUnavailable, true},
 		{"an error without a code", errors.New("boom"), leasegate.CodeInternal, true},
 		{"a full waiting queue", leasegate.ErrTooManyWaiters, leasegate.CodeUnavailable, false},
+		{"a call refused with the store known down", fmt.Errorf("%w: %w", leasegate.ErrUnavailable, fmt.Errorf("x: %w", leasegate.ErrStoreDown)), leasegate.CodeUnavailable, false},
 		{"a lock held by another owner", leasegate.ErrLockForbidden, leasegate.CodeForbidden, false},
 		{"bad input", leasegate.Invalid(leasegate.FieldError{Field: "owner", Message: "must not be empty"}), leasegate.CodeValidation, false},
 	}

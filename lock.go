@@ -2,6 +2,7 @@ package leasegate
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 )
@@ -80,6 +81,11 @@ var (
 		Message: "this gateway is already holding as many waiting acquires as it allows (--max-waiters); nothing was changed, retry later or without wait_ms"}
 	// ErrUnavailable: the store failed; nothing was granted or changed.
 	ErrUnavailable = &Error{Code: CodeUnavailable, Message: UnavailableMessage, RetryAfter: DefaultRetryAfter, Op: "store"}
+	// ErrStoreDown is wrapped, beside ErrUnavailable, by the error of a
+	// call refused without trying the store because it is known to be
+	// down. It is answered as ErrUnavailable is, but not logged per call:
+	// the outage is logged once, when the store goes down.
+	ErrStoreDown = errors.New("leasegate: the store is known to be down")
 )
 
 // LockService takes, reads, renews and releases leases on resources in a

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/keyspace"
@@ -74,7 +75,8 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	}
 
 	// Known down: twenty calls one after the other, each at once (they
-	// used to take 5 s each).
+	// used to take 5 s each), and none of them logged.
+	failedBefore := len(records(t, lb, "request failed"))
 	start := time.Now()
 	for i := 0; i < 20; i++ {
 		ans := testenv.Do(t, h, http.MethodGet, "/locks/r", "")
@@ -85,6 +87,9 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	}
 	if took := time.Since(start); took > atOnce {
 		t.Errorf("20 calls with Redis known down took %v, want within %v together", took, atOnce)
+	}
+	if got := len(records(t, lb, "request failed")); got != failedBefore {
+		t.Errorf("20 refused calls wrote %d 'request failed' lines, want none: the outage is logged once", got-failedBefore)
 	}
 	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
 		t.Errorf("GET /readyz with Redis down: got %d, want 503", code)
@@ -114,16 +119,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 
 	// One line when it went down and one when it came back, however
 	// many calls were refused in between.
-	var down, up []map[string]any
-	for _, r := range lb.Records(t) {
-		msg, _ := r["msg"].(string)
-		switch {
-		case strings.HasPrefix(msg, "redis is down"):
-			down = append(down, r)
-		case strings.HasPrefix(msg, "redis is back"):
-			up = append(up, r)
-		}
-	}
+	down, up := records(t, lb, "redis is down"), records(t, lb, "redis is back")
 	if len(down) != 1 || down[0]["node"] != srv.Addr() {
 		t.Errorf("got %d 'redis is down' lines, want 1 naming %s: %v", len(down), srv.Addr(), down)
 	}
@@ -299,4 +295,16 @@ func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T
 	if got := metric(t, s, `leasegate_redis_up{node="master"}`); got != 1 {
 		t.Errorf(`leasegate_redis_up{node="master"} after the failover: got %v, want 1`, got)
 	}
+}
+
+// records are the log records whose message starts with prefix.
+func records(t *testing.T, lb *logbuf.Buffer, prefix string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, r := range lb.Records(t) {
+		if msg, _ := r["msg"].(string); strings.HasPrefix(msg, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

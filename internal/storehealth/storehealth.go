@@ -44,11 +44,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate"
 )
 
 // ErrDown is wrapped by every error of a call refused because its node is
-// known to be down.
-var ErrDown = errors.New("storehealth: redis is down")
+// known to be down. It wraps leasegate.ErrStoreDown, the domain's word
+// for it, so the gateway answers such a call 503 without logging it.
+var ErrDown = fmt.Errorf("storehealth: redis is down: %w", leasegate.ErrStoreDown)
 
 // Defaults of Options.
 const (
@@ -128,14 +131,18 @@ type Node struct {
 }
 
 type downError struct {
-	node  string
+	msg   string
 	since time.Time
 	cause error
 }
 
-func (e *downError) Error() string {
-	return fmt.Sprintf("%s (%s, since %s: %v)", ErrDown.Error(), e.node, e.since.UTC().Format(time.RFC3339Nano), e.cause)
+func newDownError(node string, cause error) *downError {
+	now := time.Now()
+	return &downError{since: now, cause: cause,
+		msg: fmt.Sprintf("storehealth: redis is down (%s, since %s: %v)", node, now.UTC().Format(time.RFC3339Nano), cause)}
 }
+
+func (e *downError) Error() string { return e.msg }
 
 func (e *downError) Unwrap() error { return ErrDown }
 
@@ -226,7 +233,7 @@ func (h *Health) changed(c Change) {
 // fail takes n down after err, a failure that shows it unreachable, and
 // starts its probe. Only the first failure of an outage counts.
 func (n *Node) fail(err error) {
-	d := &downError{node: n.name, since: time.Now(), cause: err}
+	d := newDownError(n.name, err)
 	if !n.down.CompareAndSwap(nil, d) {
 		return
 	}
