@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,10 +13,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 	"github.com/leasegate/leasegate"
 )
@@ -51,28 +53,38 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-// Request bodies are checked and split by the hand-written scanner below,
-// not by encoding/json. Go 1.26's encoding/json (a Decoder with
-// DisallowUnknownFields and UseNumber into a struct, integers as a type
-// with UnmarshalJSON over the raw bytes) cannot give the contract's strict
-// input, whatever the options:
-//   - a member given twice decodes silently, the last one winning; nothing
-//     refuses duplicates (encoding/json/v2 does, behind GOEXPERIMENT=jsonv2);
-//   - member names match case-insensitively: {"OWNER": "a"} fills owner,
-//     even with DisallowUnknownFields;
-//   - DisallowUnknownFields stops at the first unknown name and gives it only
-//     inside an error string; a 422 here names every one;
-//   - a UTF-16 surrogate escape without its partner ("\ud800") decodes to
-//     U+FFFD without an error, so "\ud800" and "\udfff" would be the same
-//     owner; refusing it needs the raw string, i.e. a scanner anyway;
-//   - an UnmarshalJSON error ends decoding and carries no field name.
-// It is also on every request's path and reflects nothing: an acquire body
-// costs 3 allocations here, 12 with the struct decode and 49 with the
-// json.Decoder.Token walk it replaced (BenchmarkDecodeAcquire).
+// Request bodies are split by go-json-experiment's jsontext (the module
+// behind Go's encoding/json/v2): it checks the syntax, the nesting depth
+// (10000, as encoding/json) and gives each member raw, so every field is
+// validated with its own rules and one 422 names every bad field. It is
+// not json.Unmarshal into a struct, because the contract asks for more
+// than its options give:
+//   - RejectUnknownMembers stops at the first unknown name; a 422 here
+//     names all of them, and the duplicates with them;
+//   - a UTF-16 surrogate escape without its partner ("\ud800") is a 400
+//     there, or U+FFFD with AllowInvalidUTF8; here it is a 422 naming the
+//     field (named as sent when it is a member name), so "\ud800" and
+//     "\udfff" are never the same owner;
+//   - ttl_seconds and the other integers take integer literals only
+//     (parseIntLiteral): 60.0, 1e3, "3600" and null are a 422.
+//
+// So the decoder allows duplicate names (the top-level ones are a 422
+// below; nested ones are part of a value kept as sent, as encoding/json
+// accepts them) and invalid UTF-8 (the body is checked for UTF-8 first, so
+// what is left is a lone surrogate, found by AppendUnquote). Names match
+// exactly, case included. Decoders are pooled and read the body in place:
+// an acquire body costs the map and the owner (BenchmarkDecodeAcquire).
+var decodeOpts = []jsontext.Options{
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
+}
 
-// maxDepth bounds nesting, the body's own object included, as
-// encoding/json does.
-const maxDepth = 10000
+type objectDecoder struct {
+	in  bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var objectDecoders = sync.Pool{New: func() any { return new(objectDecoder) }}
 
 // decodeObject checks that body is one JSON object and splits it into its
 // members, kept raw, so each field is validated with its own rules.
@@ -86,60 +98,55 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 	if !utf8.Valid(body) {
 		return nil, problem(leasegate.CodeMalformed, "request body is not valid UTF-8")
 	}
-	s := scanner{b: body}
-	s.space()
-	if !s.next('{') {
+	d := objectDecoders.Get().(*objectDecoder)
+	d.in = *bytes.NewBuffer(body)
+	d.dec.Reset(&d.in, decodeOpts...)
+	fields, err := d.members(body, allowed)
+	d.in = bytes.Buffer{} // the decoder keeps the body until its next use
+	objectDecoders.Put(d)
+	return fields, err
+}
+
+func (d *objectDecoder) members(body []byte, allowed []string) (map[string]json.RawMessage, error) {
+	dec := &d.dec
+	if dec.PeekKind() != '{' {
 		return nil, problem(leasegate.CodeMalformed, "request body must be a JSON object")
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, malformed(err)
 	}
 	var fields map[string]json.RawMessage
 	var errs []leasegate.FieldError
-	s.space()
-	if !s.next('}') {
-		for {
-			s.space()
-			if s.peek() != '"' {
-				return nil, s.fail("a member name")
-			}
-			rawName, escaped, err := s.str()
-			if err != nil {
-				return nil, err
-			}
-			s.space()
-			if !s.next(':') {
-				return nil, s.fail("':'")
-			}
-			s.space()
-			start := s.i
-			if err := s.value(); err != nil {
-				return nil, err
-			}
-			name, known := memberName(rawName, escaped, allowed)
-			if fields == nil {
-				fields = make(map[string]json.RawMessage, len(allowed))
-			}
-			switch _, dup := fields[name]; {
-			case !known:
-				if !dup {
-					errs = append(errs, leasegate.FieldError{Field: name, Message: "unknown field"})
-				}
-			case dup:
-				if !named(errs, name) {
-					errs = append(errs, leasegate.FieldError{Field: name, Message: "given more than once"})
-				}
-			}
-			fields[name] = body[start:s.i:s.i]
-			s.space()
-			if s.next(',') {
-				continue
-			}
-			if s.next('}') {
-				break
-			}
-			return nil, s.fail("',' or '}'")
+	for dec.PeekKind() != '}' {
+		rawName, err := dec.ReadValue()
+		if err != nil {
+			return nil, malformed(err)
 		}
+		name, known := memberName(rawName, allowed)
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, malformed(err)
+		}
+		end := int(dec.InputOffset())
+		if fields == nil {
+			fields = make(map[string]json.RawMessage, len(allowed))
+		}
+		switch _, dup := fields[name]; {
+		case !known:
+			if !dup {
+				errs = append(errs, leasegate.FieldError{Field: name, Message: "unknown field"})
+			}
+		case dup:
+			if !named(errs, name) {
+				errs = append(errs, leasegate.FieldError{Field: name, Message: "given more than once"})
+			}
+		}
+		fields[name] = body[end-len(v) : end : end]
 	}
-	s.space()
-	if s.i != len(body) {
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, malformed(err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return nil, problem(leasegate.CodeMalformed, "unexpected data after the JSON object")
 	}
 	if len(errs) > 0 {
@@ -149,26 +156,39 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 	return fields, nil
 }
 
-// memberName is the name of a member as the scanner found it (between the
-// quotes), and whether it is one of allowed. A name holding a lone
-// surrogate escape is never allowed and is named as sent, so that two
-// different ones stay two.
-func memberName(raw []byte, escaped bool, allowed []string) (string, bool) {
-	name := ""
-	if escaped {
-		s, ok := unquote(raw)
-		if !ok {
-			return string(raw), false
+// malformed is the 400 for a syntax error the decoder reports.
+func malformed(err error) *leasegate.Error {
+	var se *jsontext.SyntacticError
+	if !errors.As(err, &se) {
+		return problem(leasegate.CodeMalformed, "malformed JSON: "+err.Error())
+	}
+	if se.Err == io.ErrUnexpectedEOF {
+		return problem(leasegate.CodeMalformed, "malformed JSON: the body ends inside the object")
+	}
+	return problem(leasegate.CodeMalformed, fmt.Sprintf("malformed JSON at byte %d: %v", se.ByteOffset, se.Err))
+}
+
+// memberName is the name of a member as the decoder read it (quoted), and
+// whether it is one of allowed. A name holding a lone surrogate escape is
+// never allowed and is named as sent, so that two different ones stay two.
+func memberName(quoted []byte, allowed []string) (string, bool) {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		for _, a := range allowed {
+			if string(raw) == a {
+				return a, true
+			}
 		}
-		name = s
+		return string(raw), false
+	}
+	name, ok := unquote(quoted)
+	if !ok {
+		return string(raw), false
 	}
 	for _, a := range allowed {
-		if escaped && name == a || !escaped && string(raw) == a {
+		if name == a {
 			return a, true
 		}
-	}
-	if !escaped {
-		name = string(raw)
 	}
 	return name, false
 }
@@ -182,297 +202,24 @@ func named(errs []leasegate.FieldError, field string) bool {
 	return false
 }
 
-// scanner checks JSON syntax (RFC 8259, as encoding/json accepts it) over
-// a UTF-8 body; i is the next byte to read.
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) peek() byte {
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-// next consumes c if it is the next byte.
-func (s *scanner) next(c byte) bool {
-	if s.peek() == c && s.i < len(s.b) {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *scanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// fail is the 400 for a body that has something else where want belongs.
-func (s *scanner) fail(want string) *leasegate.Error {
-	if s.i >= len(s.b) {
-		return problem(leasegate.CodeMalformed, "malformed JSON: the body ends where "+want+" belongs")
-	}
-	r, _ := utf8.DecodeRune(s.b[s.i:])
-	return problem(leasegate.CodeMalformed,
-		fmt.Sprintf("malformed JSON: %q at byte %d where %s belongs", r, s.i, want))
-}
-
-// str reads a string from its opening quote and returns what is between
-// the quotes, and whether that holds an escape.
-func (s *scanner) str() (raw []byte, escaped bool, err *leasegate.Error) {
-	s.i++
-	start := s.i
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], escaped, nil
-		case c == '\\':
-			escaped = true
-			s.i++
-			switch s.peek() {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
-			case 'u':
-				s.i++
-				if _, ok := hex4(s.b[s.i:]); !ok {
-					return nil, false, s.fail("four hex digits")
-				}
-				s.i += 4
-			default:
-				return nil, false, s.fail("an escape")
-			}
-		case c < 0x20:
-			return nil, false, s.fail("a string character (control characters must be escaped)")
-		default:
-			s.i++
-		}
-	}
-	return nil, false, s.fail("the end of a string")
-}
-
-func (s *scanner) digits() int {
-	n := 0
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		s.i++
-		n++
-	}
-	return n
-}
-
-// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
-func (s *scanner) number() *leasegate.Error {
-	s.next('-')
-	switch c := s.peek(); {
-	case c == '0':
-		s.i++
-	case '1' <= c && c <= '9':
-		s.digits()
-	default:
-		return s.fail("a digit")
-	}
-	if s.next('.') && s.digits() == 0 {
-		return s.fail("a digit")
-	}
-	if s.next('e') || s.next('E') {
-		if !s.next('+') {
-			s.next('-')
-		}
-		if s.digits() == 0 {
-			return s.fail("a digit")
-		}
-	}
-	return nil
-}
-
-// value reads one JSON value of any kind. Objects and arrays are only
-// checked, with an explicit stack, so deep nesting costs no recursion.
-func (s *scanner) value() *leasegate.Error {
-	var open []byte // containers open inside this value, innermost last
-	for {
-		s.space()
-		switch c := s.peek(); c {
-		case '"':
-			if _, _, err := s.str(); err != nil {
-				return err
-			}
-		case 't', 'f', 'n':
-			lit := "null"
-			switch c {
-			case 't':
-				lit = "true"
-			case 'f':
-				lit = "false"
-			}
-			if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-				return s.fail(lit)
-			}
-			s.i += len(lit)
-		case '{', '[':
-			if 1+len(open)+1 > maxDepth { // the body, what is open, this one
-				return s.fail("less nesting")
-			}
-			s.i++
-			s.space()
-			if s.next(closer(c)) {
-				break
-			}
-			open = append(open, c)
-			if c == '{' {
-				if err := s.memberKey(); err != nil {
-					return err
-				}
-			}
-			continue
-		default:
-			if c != '-' && (c < '0' || c > '9') {
-				return s.fail("a value")
-			}
-			if err := s.number(); err != nil {
-				return err
-			}
-		}
-		// A value is complete: close what it completes, then go on with
-		// the next element of the innermost open container.
-		for {
-			if len(open) == 0 {
-				return nil
-			}
-			top := open[len(open)-1]
-			s.space()
-			if s.next(closer(top)) {
-				open = open[:len(open)-1]
-				continue
-			}
-			if !s.next(',') {
-				return s.fail("',' or '" + string(closer(top)) + "'")
-			}
-			if top == '{' {
-				if err := s.memberKey(); err != nil {
-					return err
-				}
-			}
-			break
-		}
-	}
-}
-
-// memberKey reads `"name":` inside a nested object.
-func (s *scanner) memberKey() *leasegate.Error {
-	s.space()
-	if s.peek() != '"' {
-		return s.fail("a member name")
-	}
-	if _, _, err := s.str(); err != nil {
-		return err
-	}
-	s.space()
-	if !s.next(':') {
-		return s.fail("':'")
-	}
-	return nil
-}
-
-func closer(open byte) byte {
-	if open == '{' {
-		return '}'
-	}
-	return ']'
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
-// unquote decodes what is between the quotes of a string the scanner has
-// checked. ok is false when it holds a UTF-16 surrogate escape without its
-// partner (a high one not followed by a low one, or a low one alone):
+// unquote is the text of a JSON string the decoder has read (quotes
+// included). ok is false when it holds a UTF-16 surrogate escape without
+// its partner (a high one not followed by a low one, or a low one alone):
 // encoding/json would make that U+FFFD, so "\ud800" and "\udfff" would be
 // the same string. A valid pair ("\ud83d\ude00") is one character.
-func unquote(raw []byte) (string, bool) {
-	i := bytes.IndexByte(raw, '\\')
-	if i < 0 {
+func unquote(quoted []byte) (string, bool) {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw), true
 	}
-	var b strings.Builder
-	b.Grow(len(raw))
-	b.Write(raw[:i])
-	for i < len(raw) {
-		if raw[i] != '\\' {
-			j := bytes.IndexByte(raw[i:], '\\')
-			if j < 0 {
-				j = len(raw) - i
-			}
-			b.Write(raw[i : i+j])
-			i += j
-			continue
-		}
-		if i+1 >= len(raw) {
-			return "", false
-		}
-		switch c := raw[i+1]; c {
-		case '"', '\\', '/':
-			b.WriteByte(c)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			r, ok := hex4(raw[i+2:])
-			if !ok {
-				return "", false
-			}
-			if utf16.IsSurrogate(r) {
-				lo, ok := rune(0), false
-				if r < 0xdc00 && i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-					lo, ok = hex4(raw[i+8:])
-				}
-				if !ok || lo < 0xdc00 || lo > 0xdfff {
-					return "", false
-				}
-				r = utf16.DecodeRune(r, lo)
-				i += 6
-			}
-			b.WriteRune(r)
-			i += 4
-		default:
-			return "", false
-		}
-		i += 2
+	var buf [128]byte
+	// The decoder has checked the syntax and the body is UTF-8: the only
+	// error left is a lone surrogate.
+	b, err := jsontext.AppendUnquote(buf[:0], quoted)
+	if err != nil {
+		return "", false
 	}
-	return b.String(), true
+	return string(b), true
 }
 
 func tooLarge(limit int64) *leasegate.Error {
@@ -587,7 +334,7 @@ func (c *checker) stringField(fields map[string]json.RawMessage, field string, r
 	}
 	// decodeObject has checked the string: unquote can only refuse a
 	// lone surrogate.
-	if v, ok = unquote(raw[1 : len(raw)-1]); !ok {
+	if v, ok = unquote(raw); !ok {
 		c.fail(field, `must not contain a lone UTF-16 surrogate escape (\ud800 to \udfff without its pair)`)
 		return "", false
 	}

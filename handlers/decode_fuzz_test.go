@@ -93,11 +93,11 @@ func sentReplacementChars(body []byte) int {
 	return bytes.Count(body, []byte("\ufffd")) + bytes.Count(lower, []byte(`\ufffd`))
 }
 
-// FuzzDecodeString checks the string scanner and unquote against
-// encoding/json on one string: the scanner accepts exactly what
-// encoding/json calls a string; unquote gives encoding/json's text, except
-// that it refuses the strings where encoding/json would have made a lone
-// surrogate escape into U+FFFD.
+// FuzzDecodeString checks the string path (decodeObject, then unquote)
+// against encoding/json on one string: decodeObject accepts exactly what
+// encoding/json calls a string as a member's value; unquote gives
+// encoding/json's text, except that it refuses the strings where
+// encoding/json would have made a lone surrogate escape into U+FFFD.
 func FuzzDecodeString(f *testing.F) {
 	f.Add(`svc-\ud83d\ude00`)
 	f.Fuzz(func(t *testing.T, content string) {
@@ -105,11 +105,11 @@ func FuzzDecodeString(f *testing.F) {
 		if !utf8.Valid(quoted) {
 			return // decodeObject refuses the whole body first
 		}
-		s := scanner{b: quoted}
-		raw, _, perr := s.str()
-		scanned := perr == nil && s.i == len(quoted)
+		fields, perr := decodeObject([]byte(`{"s":`+string(quoted)+`}`), "s")
+		raw := fields["s"]
+		scanned := perr == nil && bytes.Equal(raw, quoted)
 		if valid := json.Valid(quoted); scanned != valid {
-			t.Fatalf("%q: scanner says %v (%v), encoding/json says valid=%v", quoted, scanned, perr, valid)
+			t.Fatalf("%q: decodeObject says %v (%v), encoding/json says valid=%v", quoted, scanned, perr, valid)
 		}
 		if !scanned {
 			return

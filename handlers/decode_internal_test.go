@@ -113,6 +113,9 @@ func TestDecodeObjectIsStrict(t *testing.T) {
 		{"a mismatched bracket", `{"x":[1}`, 400, nil},
 		{"nesting as deep as encoding/json allows", `{"x":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`, 422, []string{"x"}},
 		{"nesting deeper than encoding/json allows", `{"x":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`, 400, nil},
+		{"a nested duplicate is part of the value", `{"x":{"a":1,"a":2}}`, 422, []string{"x"}},
+		{"a second object", `{} {}`, 400, nil},
+		{"an array", `[]`, 400, nil},
 		{"only whitespace", " \n", 400, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +124,10 @@ func TestDecodeObjectIsStrict(t *testing.T) {
 		})
 	}
 }
+
+// maxDepth bounds nesting, the body's own object included, as
+// encoding/json does (jsontext's limit).
+const maxDepth = 10000
 
 // checkDecodeErr asserts err is nil (status 0) or a problem with status,
 // naming exactly fields.
