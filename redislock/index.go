@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,14 +46,6 @@ func indexMode(m IndexMode, rdb redis.Scripter) IndexMode {
 	}
 	return IndexInScript
 }
-
-// indexFailures counts second-step index writes that failed (the lease is
-// granted but missing from listings until its next grant). Read it with
-// IndexFailures.
-var indexFailures atomic.Uint64
-
-// IndexFailures is how many IndexSecondStep writes failed in this process.
-func IndexFailures() uint64 { return indexFailures.Load() }
 
 // indexKeys caches each tenant's index key, so that an acquire or a
 // release does not build it (two allocations) every time. Shared by a
@@ -106,7 +97,9 @@ func (l *Locker) indexSecondStep(ctx context.Context, tenant, resource string) {
 		return
 	}
 	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.indexKey(tenant)}, resource).Err(); err != nil {
-		indexFailures.Add(1)
+		if l.opts.OnIndexFailure != nil {
+			l.opts.OnIndexFailure()
+		}
 	}
 }
 

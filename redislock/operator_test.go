@@ -358,3 +358,22 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 		waitersListed("two", 0)
 	})
 }
+
+// TestAFailedIndexSecondStepIsReportedAndTheGrantStands: when the second
+// step cannot add a new grant (here the index key holds a string), the
+// lease is still granted and OnIndexFailure is told, once per grant.
+func TestAFailedIndexSecondStepIsReportedAndTheGrantStands(t *testing.T) {
+	e := newMiniEngine(t)
+	var failed atomic.Int64
+	prefix := uniquePrefix(t)
+	l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, Index: redislock.IndexSecondStep,
+		OnIndexFailure: func() { failed.Add(1) }})
+	index := keyspace.Space{Prefix: prefix}.LockIndex("")
+	if err := e.RDB.Set(context.Background(), index, "not a zset", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, l, "a", "o", ttl)
+	if got := failed.Load(); got != 1 {
+		t.Errorf("index failures: got %d, want 1", got)
+	}
+}

@@ -80,6 +80,10 @@ type Options struct {
 	// OnRelease, when set, is told how long each released lease was held
 	// (by the Redis clock), for the contention metrics.
 	OnRelease func(tenant, resource string, held time.Duration)
+	// OnIndexFailure, when set, is told of each new grant the index's
+	// second step (IndexSecondStep) failed to add: the lease is granted
+	// but not listed until its next grant.
+	OnIndexFailure func()
 	// Layout says how a lock is stored (docs/keys.md, "One key or two").
 	// The zero value, LayoutTwoKeys, is what every earlier version
 	// writes; switch to LayoutOneKey only once no gateway of an earlier

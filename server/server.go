@@ -298,6 +298,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
 		Index:                cfg.indexMode(),
 		OnRelease:            func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
+		OnIndexFailure:       s.metrics.LockIndexFailures.Inc,
 		Layout:               cfg.lockLayout(),
 	})
 	wopts := redislock.WaiterOptions{
