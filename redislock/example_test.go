@@ -21,7 +21,7 @@ func Example() {
 	defer rdb.Close()
 
 	ctx := context.Background()
-	locks := redislock.New(rdb, redislock.Options{})
+	locks := wrap(redislock.New(rdb, redislock.Options{}))
 
 	a, _ := locks.Acquire(ctx, "daily-report", "node-a", 30*time.Second)
 	fmt.Println("node-a acquired:", a.Acquired, "token:", a.Lock.Token, "until", a.Lock.ExpiresAt.Format(time.RFC3339))

@@ -116,7 +116,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 	read := func() (*leasegate.Lock, error) {
 		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
 		defer cancel()
-		lk, err := l.Status(c, resource)
+		lk, err := l.status(c, l.tenant, resource)
 		if errors.Is(err, leasegate.ErrLockNotHeld) {
 			return nil, nil
 		}

@@ -58,10 +58,6 @@ type Config struct {
 	KeyPrefix string
 	// FenceRetention: how long a fence key outlives its last lease.
 	FenceRetention time.Duration
-	// OneKeyLocks stores each lock in one key that is also its fence
-	// (redislock.LayoutOneKey). Turn it on only once no gateway of an
-	// earlier version uses this Redis (docs/keys.md, "One key or two").
-	OneKeyLocks bool
 	// NoAutoPipeline turns off the batching of concurrent requests' script
 	// calls into shared pipelines (redislock.Batcher). It is always off
 	// with Redis.MinReplicas, whose WAIT needs the call's own connection.
@@ -292,14 +288,10 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		FenceRetention:  cfg.FenceRetention,
 		ReleaseChannel:  releaseChannel,
 		ShardedReleases: shards != nil,
-		// Waiting acquires go through the Service, which registers them.
-		PublishOnlyToWaiters: true,
-		MinReplicas:          cfg.Redis.MinReplicas,
-		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
-		Index:                cfg.indexMode(),
-		OnRelease:            func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
-		OnIndexFailure:       s.metrics.LockIndexFailures.Inc,
-		Layout:               cfg.lockLayout(),
+		MinReplicas:     cfg.Redis.MinReplicas,
+		ReplicaTimeout:  cfg.Redis.MinReplicasTimeout,
+		OnRelease:       func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
+		OnIndexFailure:  s.metrics.LockIndexFailures.Inc,
 	})
 	wopts := redislock.WaiterOptions{
 		Channel:    releaseChannel,
@@ -541,12 +533,4 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// lockLayout is the lock layout cfg asks for.
-func (c Config) lockLayout() redislock.Layout {
-	if c.OneKeyLocks {
-		return redislock.LayoutOneKey
-	}
-	return redislock.LayoutTwoKeys
 }
