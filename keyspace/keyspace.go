@@ -13,8 +13,7 @@
 // lock resource or one of abuse's names ("user:<id>", "abuse:index",
 // "abuse:index:<lock>"), and <suffix> says what the key holds:
 //
-//	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a lease, or its tombstone (the token)
-//	<prefix>{t=<tenant>;r=<resource>}:fence                    string  the last fencing token (two-key layout)
+//	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a lease, or its tombstone (the token): also the fence
 //	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait
 //	<prefix>{t=<tenant>;r=<resource>}:released                 channel its releases (sharded pub/sub, Cluster)
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ul:<lock>               hash    a user lock counter

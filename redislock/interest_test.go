@@ -106,7 +106,7 @@ func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *t
 }
 
 // TestRegisteredWaiterNoLostWakeUp races a release against a waiting
-// acquire through Service with PublishOnlyToWaiters, polling off and a
+// acquire through Service, polling off and a
 // holder lease far longer than the wait: a wake-up lost between the
 // registration and the release leaves the waiter timed out.
 func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {

@@ -46,8 +46,8 @@ type OperatorOptions struct {
 	ForcedTTL time.Duration
 	// OnExpired, when set, is told of each lease that ended without a
 	// release: an index entry a listing or sweep prunes. Releases take
-	// their entry out only with IndexInScript, so it is called only then
-	// (not on Redis Cluster).
+	// their entry out only where the scripts write the index, so it is
+	// called only there (not on Redis Cluster, index.go).
 	OnExpired func(tenant, resource string)
 	// MaxListRounds bounds the index reads of one listing page when stale
 	// entries are met (default 10): the page may then be short, with a

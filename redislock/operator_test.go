@@ -262,8 +262,7 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 	})
 }
 
-// TestListCountsWaitingAcquiresNotWatchers: with PublishOnlyToWaiters the
-// waiters come from the resource's waiters hash, fleet-wide, as the sum of
+// TestListCountsWaitingAcquiresNotWatchers: the waiters come from the resource's waiters hash, fleet-wide, as the sum of
 // its numeric values; an event watcher's entry there is not a waiter.
 func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {

@@ -1,7 +1,9 @@
 // Package redislock is leasegate's lock engine: TTL leases on Redis with
 // owner checks and fencing tokens, each operation one atomic Lua script.
 //
-// It has no HTTP in it; handlers and the Go tests use it directly.
+// Service is its API (the domain's leasegate.LockService); a Locker holds
+// the configuration and runs the scripts, a Waiter queues waiting
+// acquires, an Operator lists and force-releases. It has no HTTP in it.
 package redislock
 
 import (
@@ -82,7 +84,8 @@ type Options struct {
 // ReplicaTimeout is not.
 const DefaultReplicaTimeout = 100 * time.Millisecond
 
-// Locker takes, reads, renews and releases leases. It is safe for
+// Locker runs the lock scripts for Service, the Waiter and the Operator:
+// one try each of acquire, status, renew and release. It is safe for
 // concurrent use. Tenant returns a view that lives in another namespace.
 type Locker struct {
 	rdb    redis.Scripter
@@ -153,9 +156,10 @@ func (l *Locker) shardChannel(resource string) string {
 	return l.releaseChannel(l.tenant, resource)
 }
 
-// acquire is one try of Service.Acquire in tenant. reg is the waiting acquire the try belongs
-// to (nil for one that does not wait): a try that finds the lease someone
-// else's enters it among the resource's waiters (registration.go).
+// acquire is one try of Service.Acquire in tenant. reg is the waiting
+// acquire the try belongs to (nil for one that does not wait): a try that
+// finds the lease someone else's enters it among the resource's waiters
+// (registration.go).
 func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl time.Duration, reg *registration) (leasegate.AcquireResult, error) {
 	lock, waiters := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
@@ -244,6 +248,7 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 	}, nil
 }
 
+// status, renew and release are one call each of Service's, in tenant.
 func (l *Locker) status(ctx context.Context, tenant, resource string) (leasegate.Lock, error) {
 	lock, _ := l.keys.LockKeys(tenant, resource)
 	v, err := scripts.Status.Run(ctx, l.rdb, []string{lock}).Result()

@@ -56,7 +56,7 @@ type Config struct {
 	EmbeddedRedisAddr string
 	// KeyPrefix starts every Redis key (default "lg:").
 	KeyPrefix string
-	// FenceRetention: how long a fence key outlives its last lease.
+	// FenceRetention: how long a lock key outlives its last lease, as the fence.
 	FenceRetention time.Duration
 	// NoAutoPipeline turns off the batching of concurrent requests' script
 	// calls into shared pipelines (redislock.Batcher). It is always off
@@ -178,7 +178,7 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.KeyPrefix, "{}") {
 		// A brace in the prefix would take over the Redis Cluster hash tag
-		// (one slot for every lock, or none: lock and fence keys apart).
+		// (one slot for every lock, or none: a lock and its waiters apart).
 		errs = append(errs, fmt.Errorf("key-prefix %q must not contain '{' or '}': the hash tag is the gateway's (docs/keys.md)", c.KeyPrefix))
 	}
 	// A waiting acquire may answer one Redis call after wait_ms: a try in

@@ -25,7 +25,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	redisFlags(fs, &cfg.Redis)
 	fs.StringVar(&cfg.EmbeddedRedisAddr, "embedded-redis-addr", cfg.EmbeddedRedisAddr, "where the embedded Redis listens when there is no --redis-url: a loopback host:port (port 0: a free one); the start log says how to reach it with redis-cli")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", cfg.KeyPrefix, "prefix of every Redis key")
-	fs.DurationVar(&cfg.FenceRetention, "fence-retention", cfg.FenceRetention, "how long a resource's fence key outlives its last lease")
+	fs.DurationVar(&cfg.FenceRetention, "fence-retention", cfg.FenceRetention, "how long a resource's lock key outlives its last lease, as its fence (docs/keys.md)")
 	fs.BoolVar(&cfg.NoAutoPipeline, "no-auto-pipeline", cfg.NoAutoPipeline, "send each request's Redis script call on its own instead of batching concurrent ones into one pipeline")
 	fs.DurationVar(&cfg.HTTP.MaxTTL, "max-ttl", cfg.HTTP.MaxTTL, "largest ttl_seconds accepted")
 	fs.DurationVar(&cfg.HTTP.MaxWait, "max-wait", cfg.HTTP.MaxWait, "largest wait_ms accepted")
