@@ -112,8 +112,8 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
 	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
-		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel, secondStepIndex: onCluster(rdb),
-		indexCache: &indexKeys{m: map[string]string{}}}
+		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel,
+		secondStepIndex: onCluster(rdb), indexCache: &indexKeys{m: map[string]string{}}}
 }
 
 // Tenant returns a Locker whose resources live in tenant's namespace: the
