@@ -73,10 +73,6 @@ type Config struct {
 	GatewayLogLevel string
 	GatewayLog      io.Writer
 
-	// OneKeyLocks runs the in-process gateway with the one-key lock
-	// layout (server.Config.OneKeyLocks, `leasegate serve --one-key-locks`).
-	OneKeyLocks bool
-
 	// Etcd asks for the etcd phases (bench/etcd.go): etcd's
 	// concurrency.Mutex measured by the program of EtcdBench, a module
 	// directory (built with go build) or a built binary; empty looks for

@@ -39,7 +39,6 @@ func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
 	scfg.Addr = "127.0.0.1:0"
 	scfg.RedisURL = redisURL
 	scfg.AbuseLog = io.Discard
-	scfg.OneKeyLocks = cfg.OneKeyLocks
 	s, err := server.New(scfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("bench: gateway: %w", err)

@@ -30,7 +30,6 @@ var (
 	flagResources = flag.Int("faults.resources", 8, "resources they contend for")
 	flagScenarios = flag.String("faults.scenarios", "", "comma-separated scenario names to run (default: all of the run)")
 	flagReport    = flag.String("faults.report", "", "write the figures of every scenario as JSON to this file")
-	flagOneKey    = flag.Bool("faults.one-key", false, "run the gateways with one key per lock (--one-key-locks)")
 	flagSeed      = flag.Uint64("faults.seed", 0, "workload seed (0: from the clock)")
 )
 
@@ -106,7 +105,6 @@ func gatewayConfig(redisURL string) server.Config {
 	cfg.RedisURL = redisURL
 	cfg.HTTP.RequestTimeout = requestTimeout
 	cfg.AbuseLog = discard{}
-	cfg.OneKeyLocks = *flagOneKey
 	return cfg
 }
 
@@ -289,8 +287,7 @@ type subprocess struct {
 func (g *subprocess) start(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command(g.bin, "serve", "--addr", g.addr, "--redis-url", g.redisURL,
-		"--request-timeout", requestTimeout.String(), "--abuse-log", "stderr", "--log-level", "error",
-		"--one-key-locks="+strconv.FormatBool(*flagOneKey))
+		"--request-timeout", requestTimeout.String(), "--abuse-log", "stderr", "--log-level", "error")
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gateway: %v", err)
 	}

@@ -42,7 +42,7 @@ func TestAcquireWithWait(t *testing.T) {
 		if got := testutil.ToFloat64(a.Metrics.Waiters); got != 1 {
 			t.Errorf("got waiters gauge %v, want 1", got)
 		}
-		if _, err := a.Locker.Release(context.Background(), "job", "a", 0); err != nil {
+		if _, err := a.Locks.Release(context.Background(), "", "job", "a", 0); err != nil {
 			t.Fatal(err)
 		}
 		resp := <-done
@@ -124,7 +124,7 @@ func TestAcquireWithWait(t *testing.T) {
 				t.Errorf("wait_ms %s: got %d %v, want 422", w, resp.StatusCode, v)
 			}
 		}
-		if _, err := a.Locker.Status(context.Background(), "job"); err == nil {
+		if _, err := a.Locks.Status(context.Background(), "", "job"); err == nil {
 			t.Error("a rejected request took the lock")
 		}
 	})

@@ -13,8 +13,7 @@
 // lock resource or one of abuse's names ("user:<id>", "abuse:index",
 // "abuse:index:<lock>"), and <suffix> says what the key holds:
 //
-//	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a lease, or its tombstone (the token)
-//	<prefix>{t=<tenant>;r=<resource>}:fence                    string  the last fencing token (two-key layout)
+//	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a lease, or its tombstone (the token): also the fence
 //	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait
 //	<prefix>{t=<tenant>;r=<resource>}:released                 channel its releases (sharded pub/sub, Cluster)
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ul:<lock>               hash    a user lock counter
@@ -74,10 +73,10 @@ func (s Space) Resource(tenant, resource string) Resource {
 	return Resource{base: s.base(tenant, resource)}
 }
 
-// LockKeys returns Resource(tenant, resource).Lock() and .Fence() built in
-// one allocation (both are substrings of one string): the lock engine
+// LockKeys returns Resource(tenant, resource).Lock() and .Waiters() built
+// in one allocation (both are substrings of one string): the lock engine
 // builds them on every call.
-func (s Space) LockKeys(tenant, resource string) (lock, fence string) {
+func (s Space) LockKeys(tenant, resource string) (lock, waiters string) {
 	p := s.Prefix
 	if p == "" {
 		p = DefaultPrefix
@@ -85,8 +84,8 @@ func (s Space) LockKeys(tenant, resource string) (lock, fence string) {
 	t, r := escape(tenant), escape(resource)
 	n := len(p) + len("{t=") + len(t) + len(";r=") + len(r) + len("}")
 	var b strings.Builder
-	b.Grow(2*n + len(lockSuffix) + len(fenceSuffix))
-	for _, suffix := range [2]string{lockSuffix, fenceSuffix} {
+	b.Grow(2*n + len(lockSuffix) + len(waitersSuffix))
+	for _, suffix := range [2]string{lockSuffix, waitersSuffix} {
 		b.WriteString(p)
 		b.WriteString("{t=")
 		b.WriteString(t)
@@ -100,12 +99,12 @@ func (s Space) LockKeys(tenant, resource string) (lock, fence string) {
 }
 
 const (
-	lockSuffix  = ":lock"
-	fenceSuffix = ":fence"
+	lockSuffix    = ":lock"
+	waitersSuffix = ":waiters"
 )
 
 // Resource is the keys of one lock of the lock engine. They share one
-// hash tag, so a script given both runs on one Cluster node.
+// hash tag, so a script given several runs on one Cluster node.
 type Resource struct{ base string }
 
 // Lock is the key of the lease (a hash: owner, token, acquired_at,
@@ -114,14 +113,10 @@ type Resource struct{ base string }
 // (docs/keys.md). It is also the release message of the resource.
 func (r Resource) Lock() string { return r.base + lockSuffix }
 
-// Fence is the key of the last fencing token handed out (written by the
-// two-key layout; the one-key layout only reads it).
-func (r Resource) Fence() string { return r.base + fenceSuffix }
-
 // Waiters is the key of the acquires that wait on the resource,
 // fleet-wide (a hash of waiter ids, with a TTL), so a release publishes a
 // wake-up only when someone waits.
-func (r Resource) Waiters() string { return r.base + ":waiters" }
+func (r Resource) Waiters() string { return r.base + waitersSuffix }
 
 // Released is the shard channel of the resource's releases (SPUBLISH,
 // Redis Cluster >= 7; docs/waiting.md). Its hash tag is the lock key's,

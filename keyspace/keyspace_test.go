@@ -34,19 +34,19 @@ func TestHashTagCoversTheWholeKeyNameAndCannotBeSteered(t *testing.T) {
 	for _, tenant := range []string{"", "acme", "{x}", "a;r=b"} {
 		for _, name := range oddNames {
 			r := Space{}.Resource(tenant, name)
-			lock, fence := r.Lock(), r.Fence()
+			lock, waiters := r.Lock(), r.Waiters()
 			tag := HashTag(tenant, name)
 			inner := tag[1 : len(tag)-1]
 			if strings.ContainsAny(inner, "{}") {
 				t.Errorf("HashTag(%q, %q) = %q: got a brace inside the tag, want none", tenant, name, tag)
 			}
-			for _, k := range []string{lock, fence} {
+			for _, k := range []string{lock, waiters} {
 				if got := clusterTag(k); got != inner {
 					t.Errorf("key %q of (%q, %q): got cluster hash tag %q, want %q", k, tenant, name, got, inner)
 				}
 			}
-			if !strings.HasPrefix(lock, "lg:{") || !strings.HasSuffix(lock, "}:lock") || !strings.HasSuffix(fence, "}:fence") {
-				t.Errorf("got keys %q, %q; want lg:{...}:lock and lg:{...}:fence", lock, fence)
+			if !strings.HasPrefix(lock, "lg:{") || !strings.HasSuffix(lock, "}:lock") || !strings.HasSuffix(waiters, "}:waiters") {
+				t.Errorf("got keys %q, %q; want lg:{...}:lock and lg:{...}:waiters", lock, waiters)
 			}
 		}
 	}
@@ -158,9 +158,9 @@ func FuzzHashTag(f *testing.F) {
 			t.Fatalf("HashTag(%q, %q) = %q holds a brace", tenant, name, tag)
 		}
 		r := Space{}.Resource(tenant, name)
-		lock, fence := r.Lock(), r.Fence()
-		if clusterTag(lock) != inner || clusterTag(fence) != inner {
-			t.Fatalf("keys %q %q hash on %q/%q, want %q", lock, fence, clusterTag(lock), clusterTag(fence), inner)
+		lock, waiters := r.Lock(), r.Waiters()
+		if clusterTag(lock) != inner || clusterTag(waiters) != inner {
+			t.Fatalf("keys %q %q hash on %q/%q, want %q", lock, waiters, clusterTag(lock), clusterTag(waiters), inner)
 		}
 		parts := strings.Split(inner, ";")
 		if len(parts) != 2 || !strings.HasPrefix(parts[0], "t=") || !strings.HasPrefix(parts[1], "r=") {
@@ -189,9 +189,9 @@ var pinned = []struct {
 	{Space{}.Resource("", "50%").Lock(), "lg:{t=;r=50%25}:lock", "keys.md"},
 	{Space{}.Resource("", "x'; DROP TABLE distributed_locks; --").Lock(), "lg:{t=;r=x'%3B DROP TABLE distributed_locks%3B --}:lock", "keys.md"},
 	{Space{}.Resource("acme", "a;r=b").Lock(), "lg:{t=acme;r=a%3Br%3Db}:lock", "keys.md"},
-	{Space{}.Resource("", "daily-report").Fence(), "lg:{t=;r=daily-report}:fence", ""},
+	{Space{}.Resource("", "daily-report").Waiters(), "lg:{t=;r=daily-report}:waiters", ""},
 	{Space{Prefix: "lg:"}.Resource("acme", "job").Lock(), "lg:{t=acme;r=job}:lock", ""},
-	{Space{Prefix: "servertest:"}.Resource("acme", "job").Fence(), "servertest:{t=acme;r=job}:fence", ""},
+	{Space{Prefix: "servertest:"}.Resource("acme", "job").Waiters(), "servertest:{t=acme;r=job}:waiters", ""},
 	{Space{}.Resource("acme", "a:b").Released(), "lg:{t=acme;r=a%3Ab}:released", ""},
 	{Space{}.Semaphore("acme", "payments").Released(), "lg:{t=acme;r=sem%3Apayments}:sem:released", ""},
 
@@ -263,8 +263,8 @@ func TestKeysOfEveryRoleAreDistinctAndGroupedBySlot(t *testing.T) {
 		for _, name := range names {
 			r := Space{}.Resource(tenant, name)
 			add(r.Lock(), fmt.Sprintf("lock of (%q, %q)", tenant, name))
-			add(r.Fence(), fmt.Sprintf("fence of (%q, %q)", tenant, name))
-			sameSlot(r.Lock(), r.Fence(), r.Waiters(), r.Released())
+			add(r.Waiters(), fmt.Sprintf("waiters of (%q, %q)", tenant, name))
+			sameSlot(r.Lock(), r.Waiters(), r.Released())
 
 			u := Space{}.User(tenant, name)
 			add(u.Flags(), fmt.Sprintf("flags of user (%q, %q)", tenant, name))

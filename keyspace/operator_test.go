@@ -22,7 +22,7 @@ func TestOperatorKeysArePinned(t *testing.T) {
 func TestTheLockIndexNeverSharesAResourcesKey(t *testing.T) {
 	s := keyspace.Space{}
 	r := s.Resource("acme", "locks:index")
-	for _, k := range []string{r.Lock(), r.Fence(), r.Waiters(), r.Forced()} {
+	for _, k := range []string{r.Lock(), r.Waiters(), r.Forced()} {
 		if k == s.LockIndex("acme") {
 			t.Errorf("resource key %q is the index key", k)
 		}

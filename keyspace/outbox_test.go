@@ -15,7 +15,7 @@ func TestOutboxKeysArePinnedAndShareATag(t *testing.T) {
 		}
 	}
 	for _, name := range append([]string{"webhook:outbox", "outbox"}, oddNames...) {
-		for _, k := range []string{Space{}.Resource("", name).Lock(), Space{}.Resource("", name).Fence(),
+		for _, k := range []string{Space{}.Resource("", name).Lock(), Space{}.Resource("", name).Waiters(),
 			Space{}.User("", name).Ban(), Space{}.User("", name).Flags()} {
 			if k == (Space{}).Outbox() || k == (Space{}).DeadLetters() {
 				t.Errorf("got %q for name %q, the outbox's key", k, name)

@@ -29,7 +29,7 @@ func TestSemaphoreKeysNeverMeetALocksKeys(t *testing.T) {
 	r := s.Resource("t", "sem:x")
 	sem := s.Semaphore("t", "x")
 	for _, k := range []string{sem.Permits(), sem.Holders(), sem.Limit(), sem.Fence()} {
-		if k == r.Lock() || k == r.Fence() {
+		if k == r.Lock() || k == r.Waiters() {
 			t.Errorf("semaphore key %q is also a key of lock resource sem:x", k)
 		}
 	}

@@ -18,10 +18,10 @@ func TestLockKeysAreTheResourcesKeys(t *testing.T) {
 		for _, tenant := range []string{"", "acme", "a;b=c"} {
 			for _, res := range []string{"daily-report", "a b", "ü", "{a}", "a:fence", "50%", "\x00"} {
 				s := keyspace.Space{Prefix: prefix}
-				lock, fence := s.LockKeys(tenant, res)
+				lock, waiters := s.LockKeys(tenant, res)
 				r := s.Resource(tenant, res)
-				if lock != r.Lock() || fence != r.Fence() {
-					t.Errorf("LockKeys(%q, %q) under %q: got %q %q, want %q %q", tenant, res, prefix, lock, fence, r.Lock(), r.Fence())
+				if lock != r.Lock() || waiters != r.Waiters() {
+					t.Errorf("LockKeys(%q, %q) under %q: got %q %q, want %q %q", tenant, res, prefix, lock, waiters, r.Lock(), r.Waiters())
 				}
 			}
 		}

@@ -29,6 +29,10 @@ type Metrics struct {
 	Releases *prometheus.CounterVec // result: released, not_found, forbidden
 	Renewals *prometheus.CounterVec // result: renewed, not_found, forbidden
 	Waiters  prometheus.Gauge
+	// LockIndexFailures counts new grants the lock index missed: its
+	// second step (Redis Cluster) failed, so the lease is granted but not
+	// listed until its next grant (docs/operations.md).
+	LockIndexFailures prometheus.Counter
 	// ReleaseMessages counts the release wake-ups this gateway received,
 	// by kind: classic (the fleet-wide channel) or sharded (a resource's
 	// shard channel, Redis Cluster >= 7).
@@ -189,6 +193,8 @@ func New(reg *prometheus.Registry) *Metrics {
 		Releases: counterVec("lock_releases_total", "Release results: released, not_found, forbidden.", "result"),
 		Renewals: counterVec("lock_renewals_total", "Renew results: renewed, not_found, forbidden.", "result"),
 		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
+		LockIndexFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lock_index_failures_total",
+			Help: "New grants the lock index missed because its second step failed (Redis Cluster): granted, but not listed until the next grant."}),
 		ReleaseMessages: counterVec("release_messages_received_total",
 			"Release wake-up messages received from Redis pub/sub by this gateway, by kind: classic (the one channel every gateway hears) or sharded (a shard channel of a resource waited on here; Redis Cluster >= 7).",
 			"kind"),
@@ -241,7 +247,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.newContention()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(
-		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.ReleaseMessages, m.ReleaseShardChannels,
+		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,

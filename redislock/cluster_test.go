@@ -40,14 +40,14 @@ func TestLocksOnRealCluster(t *testing.T) {
 	rc := cl.Client(t)
 
 	t.Run("every operation works for names spread over all masters", func(t *testing.T) {
-		l := redislock.New(rc, redislock.Options{}).Tenant("t{1}")
+		l := wrap(redislock.New(rc, redislock.Options{})).Tenant("t{1}")
 		masters := map[string]int{}
 		for _, res := range clusterNames(t.Name()) {
-			lock, fence := l.Keys(res)
+			lock, waiters := l.Keys(res)
 			ls, err1 := rc.ClusterKeySlot(ctx, lock).Result()
-			fs, err2 := rc.ClusterKeySlot(ctx, fence).Result()
-			if err := errors.Join(err1, err2); err != nil || ls != fs {
-				t.Fatalf("%q: lock slot %d, fence slot %d (%v); want one slot", res, ls, fs, err)
+			ws, err2 := rc.ClusterKeySlot(ctx, waiters).Result()
+			if err := errors.Join(err1, err2); err != nil || ls != ws {
+				t.Fatalf("%q: lock slot %d, waiters slot %d (%v); want one slot", res, ls, ws, err)
 			}
 			masters[masterOf(t, rc, lock)]++
 
@@ -83,7 +83,7 @@ func TestLocksOnRealCluster(t *testing.T) {
 	})
 
 	t.Run("a name in braces and the same name bare are two locks", func(t *testing.T) {
-		l := redislock.New(rc, redislock.Options{})
+		l := wrap(redislock.New(rc, redislock.Options{}))
 		base := t.Name()
 		if got, err := l.Acquire(ctx, "{"+base+"}", "a", time.Minute); err != nil || !got.Acquired {
 			t.Fatalf("acquire {name}: got %+v, %v; want acquired", got, err)
@@ -99,8 +99,8 @@ func TestLocksOnRealCluster(t *testing.T) {
 		// node, or to every node, would get this wrong.
 		withReplica := cl.Nodes[0].Addr()
 		cl.AddReplica(t, cl.Nodes[0])
-		l := redislock.New(rc, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second})
-		plain := redislock.New(rc, redislock.Options{})
+		l := wrap(redislock.New(rc, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second}))
+		plain := wrap(redislock.New(rc, redislock.Options{}))
 		var ok, undone int
 		for _, res := range clusterNames(t.Name())[12:24] {
 			lock, _ := l.Keys(res)
@@ -132,8 +132,8 @@ func TestListingOnRealCluster(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
-	l := redislock.New(rc, redislock.Options{Prefix: uniquePrefix(t)})
-	o := redislock.NewOperator(rc, l, nil, redislock.OperatorOptions{})
+	l := wrap(redislock.New(rc, redislock.Options{Prefix: uniquePrefix(t)}))
+	o := redislock.NewOperator(rc, l.Locker, nil, redislock.OperatorOptions{})
 	want := map[string]bool{}
 	for _, res := range clusterNames("n") {
 		mustAcquire(t, l, res, "a", time.Minute)

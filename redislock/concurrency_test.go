@@ -16,7 +16,7 @@ import (
 
 // race runs n acquires of resource, each by its own owner, released at
 // once by one closed channel, and returns every result.
-func race(t *testing.T, l *redislock.Locker, resource string, n int) []leasegate.AcquireResult {
+func race(t *testing.T, l *locker, resource string, n int) []leasegate.AcquireResult {
 	t.Helper()
 	start := make(chan struct{})
 	results := make([]leasegate.AcquireResult, n)
@@ -40,7 +40,7 @@ func race(t *testing.T, l *redislock.Locker, resource string, n int) []leasegate
 
 // checkOneWinner asserts exactly one result acquired and every loser was
 // shown the winner's lease, which is what Redis now holds.
-func checkOneWinner(t *testing.T, l *redislock.Locker, resource string, results []leasegate.AcquireResult) leasegate.Lock {
+func checkOneWinner(t *testing.T, l *locker, resource string, results []leasegate.AcquireResult) leasegate.Lock {
 	t.Helper()
 	var winners []leasegate.Lock
 	for _, r := range results {
@@ -111,7 +111,7 @@ func TestConcurrentTakeoversOfAnExpiredLeaseHaveOneWinner(t *testing.T) {
 
 // waitNotHeld polls Status until the lease is gone, with a deadline: the
 // signal that expiry has happened on the server's clock.
-func waitNotHeld(t *testing.T, l *redislock.Locker, resource string) {
+func waitNotHeld(t *testing.T, l *locker, resource string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -19,7 +19,7 @@ func TestServiceKeepsTheLockContract(t *testing.T) {
 			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
 			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
-			b := contract.LockBackend{Locks: redislock.NewService(l, w, 0), Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
+			b := contract.LockBackend{Locks: redislock.NewService(l.Locker, w, 0), Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
 			if e.Mini != nil {
 				b.Outage = func(t *testing.T) {
 					e.Mini.SetError("LOADING redis is loading")
@@ -41,11 +41,11 @@ func TestOperatorKeepsTheOperatorContract(t *testing.T) {
 		contract.Operator(t, func(t *testing.T) contract.OperatorBackend {
 			t.Helper()
 			prefix := uniquePrefix(t)
-			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
+			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
 			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
-			o := redislock.NewOperator(e.RDB, l, w, redislock.OperatorOptions{WatchPoll: 20 * time.Millisecond})
-			return contract.OperatorBackend{Locks: redislock.NewService(l, w, 0), Ops: o}
+			o := redislock.NewOperator(e.RDB, l.Locker, w, redislock.OperatorOptions{WatchPoll: 20 * time.Millisecond})
+			return contract.OperatorBackend{Locks: redislock.NewService(l.Locker, w, 0), Ops: o}
 		})
 	})
 }

@@ -15,7 +15,7 @@ type reply = []interface{}
 func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	good := "1 7 1000 2000 1000 svc-a"
 	t.Run("the documented reply decodes", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
+		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -27,7 +27,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc-b"}, Options{}).
-			Acquire(context.Background(), "r", "svc-a", time.Second)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -37,14 +37,14 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	})
 	t.Run("an empty owner comes back empty", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "1 7 1000 2000 1000 "}, Options{}).
-			Acquire(context.Background(), "r", "", time.Second)
+			acquire(context.Background(), "", "r", "", time.Second, nil)
 		if err != nil || !res.Acquired || res.Lock.Owner != "" {
 			t.Errorf("got %+v, %v, want granted to the empty owner", res, err)
 		}
 	})
 	t.Run("the owner comes back verbatim, spaces and all", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
-			Acquire(context.Background(), "r", "svc-a", time.Second)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
 		if err != nil || res.Lock.Owner != "svc b  1 2 " {
 			t.Errorf("got owner %q, %v, want %q", res.Lock.Owner, err, "svc b  1 2 ")
 		}
@@ -66,7 +66,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	}
 	for name, reply := range bad {
 		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {
-			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Acquire(context.Background(), "r", "svc-a", time.Second)
+			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
 			if !errors.Is(err, ErrBadReply) {
 				t.Errorf("got %v, want ErrBadReply", err)
 			}
@@ -116,34 +116,45 @@ func TestDecodeHeld(t *testing.T) {
 	}
 	t.Run("status and renew use it", func(t *testing.T) {
 		l := New(redistest.ReplyScripter{Reply: reply{int64(3)}}, Options{})
-		if _, err := l.Status(context.Background(), "r"); !errors.Is(err, ErrBadReply) {
+		if _, err := l.status(context.Background(), "", "r"); !errors.Is(err, ErrBadReply) {
 			t.Errorf("status: got %v, want ErrBadReply", err)
 		}
-		if _, err := l.Renew(context.Background(), "r", "o", 0, time.Second); !errors.Is(err, ErrBadReply) {
+		if _, err := l.renew(context.Background(), "", "r", "o", 0, time.Second); !errors.Is(err, ErrBadReply) {
 			t.Errorf("renew: got %v, want ErrBadReply", err)
 		}
 	})
 }
 
 func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
-	for reply, want := range map[int64]leasegate.ReleaseResult{1: leasegate.Released, 0: leasegate.NotFound, -1: leasegate.Forbidden} {
-		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Release(context.Background(), "r", "o", 0)
+	// A release answers 1 + the hold time in milliseconds.
+	for reply, want := range map[int64]leasegate.ReleaseResult{1: leasegate.Released, 2: leasegate.Released,
+		1 << 40: leasegate.Released, 0: leasegate.NotFound, -1: leasegate.Forbidden} {
+		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).release(context.Background(), "", "r", "o", 0)
 		if err != nil || got != want {
 			t.Errorf("reply %d: got %v, %v; want %v", reply, got, err, want)
 		}
 	}
 	for name, reply := range map[string]interface{}{
-		"2":            int64(2),
-		"a string":     "1",
-		"a list":       reply{int64(1)},
-		"nil":          nil,
-		"-2":           int64(-2),
-		"a big number": int64(1 << 40),
+		"a string": "1",
+		"a list":   reply{int64(1)},
+		"nil":      nil,
+		"-2":       int64(-2),
 	} {
-		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).Release(context.Background(), "r", "o", 0)
+		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).release(context.Background(), "", "r", "o", 0)
 		if !errors.Is(err, ErrBadReply) || got == leasegate.Released {
 			t.Errorf("reply %s: got %v, %v; want ErrBadReply and not Released", name, got, err)
 		}
+	}
+}
+
+func TestReleaseReportsTheHoldTime(t *testing.T) {
+	var got time.Duration
+	l := New(redistest.ReplyScripter{Reply: int64(1501)}, Options{OnRelease: func(_, _ string, held time.Duration) { got = held }})
+	if r, err := l.release(context.Background(), "", "r", "o", 0); err != nil || r != leasegate.Released {
+		t.Fatalf("got %v, %v; want Released", r, err)
+	}
+	if got != 1500*time.Millisecond {
+		t.Errorf("got hold time %v, want 1.5s", got)
 	}
 }
 

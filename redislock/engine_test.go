@@ -3,7 +3,6 @@ package redislock_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -72,28 +71,49 @@ func redisNow(t *testing.T, rdb *redis.Client) time.Time {
 
 var prefixSeq atomic.Int64
 
-// newLocker returns a Locker on rdb whose keys are unique to this test.
-// With LEASEGATE_TEST_ONE_KEY=1 in the environment, its layout is
-// LayoutOneKey (the behavioural tests then run on that layout).
-func newLocker(t *testing.T, rdb redis.Scripter, opts redislock.Options) *redislock.Locker {
+// locker is a tenant's view of a Locker with the lock operations of its
+// Service (the engine's one API) as the tests call them: resource first,
+// the tenant from Tenant. Locker is what the Operator, the Waiter and
+// Service take.
+type locker struct {
+	*redislock.Locker
+	svc    *redislock.Service
+	tenant string
+}
+
+// wrap serves l's locks through a Service without a subscription.
+func wrap(l *redislock.Locker) *locker {
+	return &locker{Locker: l, svc: redislock.NewService(l, nil, 0)}
+}
+
+// Tenant is l in tenant's namespace.
+func (l *locker) Tenant(tenant string) *locker {
+	return &locker{Locker: l.Locker.Tenant(tenant), svc: l.svc, tenant: tenant}
+}
+
+func (l *locker) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (leasegate.AcquireResult, error) {
+	return l.svc.Acquire(ctx, l.tenant, leasegate.AcquireRequest{Resource: resource, Owner: owner, TTL: ttl})
+}
+
+func (l *locker) Status(ctx context.Context, resource string) (leasegate.Lock, error) {
+	return l.svc.Status(ctx, l.tenant, resource)
+}
+
+func (l *locker) Renew(ctx context.Context, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
+	return l.svc.Renew(ctx, l.tenant, resource, owner, token, ttl)
+}
+
+func (l *locker) Release(ctx context.Context, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
+	return l.svc.Release(ctx, l.tenant, resource, owner, token)
+}
+
+// newLocker returns a locker on rdb whose keys are unique to this test.
+func newLocker(t *testing.T, rdb redis.Scripter, opts redislock.Options) *locker {
 	t.Helper()
 	if opts.Prefix == "" {
 		opts.Prefix = uniquePrefix(t)
 	}
-	if os.Getenv("LEASEGATE_TEST_ONE_KEY") == "1" {
-		opts.Layout = redislock.LayoutOneKey
-	}
-	return redislock.New(rdb, opts)
-}
-
-// twoKeysOnly skips a test that pins the two-key layout's key lifetimes
-// when the suite runs on one key (TestOneKeyLayoutKeepsOneKeyThatIsAlsoTheFence
-// pins those of one key).
-func twoKeysOnly(t *testing.T) {
-	t.Helper()
-	if os.Getenv("LEASEGATE_TEST_ONE_KEY") == "1" {
-		t.Skip("pins the two-key layout's key lifetimes")
-	}
+	return wrap(redislock.New(rdb, opts))
 }
 
 func uniquePrefix(t *testing.T) string {
@@ -102,7 +122,7 @@ func uniquePrefix(t *testing.T) string {
 	return fmt.Sprintf("test%d:%s:", prefixSeq.Add(1), name)
 }
 
-func mustAcquire(t *testing.T, l *redislock.Locker, resource, owner string, ttl time.Duration) leasegate.Lock {
+func mustAcquire(t *testing.T, l *locker, resource, owner string, ttl time.Duration) leasegate.Lock {
 	t.Helper()
 	res, err := l.Acquire(context.Background(), resource, owner, ttl)
 	if err != nil {
@@ -114,7 +134,7 @@ func mustAcquire(t *testing.T, l *redislock.Locker, resource, owner string, ttl 
 	return res.Lock
 }
 
-func mustRelease(t *testing.T, l *redislock.Locker, resource, owner string) {
+func mustRelease(t *testing.T, l *locker, resource, owner string) {
 	t.Helper()
 	got, err := l.Release(context.Background(), resource, owner, 0)
 	if err != nil {

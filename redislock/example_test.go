@@ -8,6 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -21,21 +22,23 @@ func Example() {
 	defer rdb.Close()
 
 	ctx := context.Background()
-	locks := redislock.New(rdb, redislock.Options{})
+	// The Service is the engine's API; nil: waits notice releases by polling.
+	locks := redislock.NewService(redislock.New(rdb, redislock.Options{}), nil, 0)
+	const tenant = ""
 
-	a, _ := locks.Acquire(ctx, "daily-report", "node-a", 30*time.Second)
+	a, _ := locks.Acquire(ctx, tenant, leasegate.AcquireRequest{Resource: "daily-report", Owner: "node-a", TTL: 30 * time.Second})
 	fmt.Println("node-a acquired:", a.Acquired, "token:", a.Lock.Token, "until", a.Lock.ExpiresAt.Format(time.RFC3339))
 
-	b, _ := locks.Acquire(ctx, "daily-report", "node-b", 30*time.Second)
+	b, _ := locks.Acquire(ctx, tenant, leasegate.AcquireRequest{Resource: "daily-report", Owner: "node-b", TTL: 30 * time.Second})
 	fmt.Println("node-b acquired:", b.Acquired, "retry after:", b.RetryAfter)
 
-	res, _ := locks.Release(ctx, "daily-report", "node-b", 0)
+	res, _ := locks.Release(ctx, tenant, "daily-report", "node-b", 0)
 	fmt.Println("node-b release:", res)
 
-	res, _ = locks.Release(ctx, "daily-report", "node-a", a.Lock.Token)
+	res, _ = locks.Release(ctx, tenant, "daily-report", "node-a", a.Lock.Token)
 	fmt.Println("node-a release:", res)
 
-	c, _ := locks.Acquire(ctx, "daily-report", "node-b", 30*time.Second)
+	c, _ := locks.Acquire(ctx, tenant, leasegate.AcquireRequest{Resource: "daily-report", Owner: "node-b", TTL: 30 * time.Second})
 	fmt.Println("node-b acquired:", c.Acquired, "token:", c.Lock.Token, "higher:", c.Lock.Token > a.Lock.Token)
 
 	// Output:

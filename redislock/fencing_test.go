@@ -32,7 +32,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		inc := &increasing{t: t}
-		l := redislock.New(e.RDB, redislock.Options{Prefix: prefix})
+		l := wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix}))
 		for i := 0; i < 5; i++ {
 			inc.add("acquire after release", mustAcquire(t, l, "r", "svc-a", ttl).Token)
 			mustRelease(t, l, "r", "svc-a")
@@ -44,7 +44,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 		// A gateway restart: a new client and a new Locker on the same Redis.
 		rdb2 := redis.NewClient(&redis.Options{Addr: e.RDB.Options().Addr})
 		t.Cleanup(func() { _ = rdb2.Close() })
-		l2 := redislock.New(rdb2, redislock.Options{Prefix: prefix})
+		l2 := wrap(redislock.New(rdb2, redislock.Options{Prefix: prefix}))
 		inc.add("acquire on a restarted gateway", mustAcquire(t, l2, "r", "svc-c", ttl).Token)
 		mustRelease(t, l2, "r", "svc-c")
 		inc.add("acquire on the first gateway again", mustAcquire(t, l, "r", "svc-d", ttl).Token)
@@ -59,7 +59,7 @@ func TestFencingTokensAreAtLeastTheRedisClockInMicroseconds(t *testing.T) {
 		t.Errorf("got first token %d, want Redis TIME in µs %d", lk.Token, want)
 	}
 	mustRelease(t, l, "r", "svc-a")
-	// Same microsecond: the fence key gives last+1.
+	// Same microsecond: the tombstone's token gives last+1.
 	if got := mustAcquire(t, l, "r", "svc-b", ttl).Token; got != lk.Token+1 {
 		t.Errorf("got token %d in the same µs, want last+1 = %d", got, lk.Token+1)
 	}
@@ -76,18 +76,17 @@ func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t
 	}
 }
 
-func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) {
-	twoKeysOnly(t)
+func TestFencingTokensStayAboveEarlierOnesAfterTheTombstoneExpires(t *testing.T) {
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Minute})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
-	if got := e.RDB.PTTL(context.Background(), fenceKey(l, "r")).Val(); got != ttl+time.Minute {
-		t.Errorf("got fence key PTTL %v, want lease ttl + retention = %v", got, ttl+time.Minute)
+	if got := e.RDB.PTTL(context.Background(), lockKey(l, "r")).Val(); got != ttl+time.Minute {
+		t.Errorf("got tombstone PTTL %v, want lease ttl + retention = %v", got, ttl+time.Minute)
 	}
 	e.Advance(t, ttl+time.Minute)
-	if n := e.RDB.Exists(context.Background(), fenceKey(l, "r")).Val(); n != 0 {
-		t.Fatalf("got %d fence keys after the retention, want 0", n)
+	if n := e.RDB.Exists(context.Background(), lockKey(l, "r")).Val(); n != 0 {
+		t.Fatalf("got %d tombstones after the retention, want 0", n)
 	}
 	if got := mustAcquire(t, l, "r", "svc-b", ttl).Token; got <= first.Token {
 		t.Errorf("got token %d, want above %d from the time floor", got, first.Token)
@@ -95,7 +94,7 @@ func TestFencingTokensStayAboveEarlierOnesAfterTheFenceKeyExpires(t *testing.T) 
 }
 
 // This pins a documented limit (docs/fencing.md): once the fence is gone
-// (the fence key, and the lock hash's tombstone that keeps the token too),
+// (the lock hash's tombstone that keeps the token),
 // the only floor is the Redis clock; if that clock has stepped back by more
 // than the time since the last token, a token can repeat or fall.
 func TestFencingLimitATokenCanFallWhenTheClockStepsBackAfterTheFenceKeyIsGone(t *testing.T) {
@@ -103,9 +102,8 @@ func TestFencingLimitATokenCanFallWhenTheClockStepsBackAfterTheFenceKeyIsGone(t 
 	l := newLocker(t, e.RDB, redislock.Options{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
-	lock, fence := l.Keys("r")
-	if err := e.RDB.Del(context.Background(), fence, lock).Err(); err != nil {
-		t.Fatalf("DEL fence and tombstone: %v", err)
+	if err := e.RDB.Del(context.Background(), lockKey(l, "r")).Err(); err != nil {
+		t.Fatalf("DEL tombstone: %v", err)
 	}
 	e.Mini.SetTime(epoch.Add(-time.Hour))
 	if got := mustAcquire(t, l, "r", "svc-b", ttl).Token; got >= first.Token {
@@ -117,7 +115,7 @@ func TestFencingTokensSurviveARedisRestartWithAOF(t *testing.T) {
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	rdb := srv.Client(t)
 	prefix := uniquePrefix(t)
-	l := redislock.New(rdb, redislock.Options{Prefix: prefix})
+	l := wrap(redislock.New(rdb, redislock.Options{Prefix: prefix}))
 	inc := &increasing{t: t}
 	inc.add("first acquire", mustAcquire(t, l, "r", "svc-a", ttl).Token)
 	mustRelease(t, l, "r", "svc-a")
@@ -127,11 +125,11 @@ func TestFencingTokensSurviveARedisRestartWithAOF(t *testing.T) {
 	srv.Restart()
 
 	rdb2 := srv.Client(t)
-	l2 := redislock.New(rdb2, redislock.Options{Prefix: prefix})
+	l2 := wrap(redislock.New(rdb2, redislock.Options{Prefix: prefix}))
 	ctx := context.Background()
-	fence, err := rdb2.Get(ctx, fenceKey(l2, "r")).Result()
+	fence, err := rdb2.HGet(ctx, lockKey(l2, "r"), "token").Result()
 	if err != nil || fence != strconv.FormatInt(held, 10) {
-		t.Fatalf("got fence key %q, %v after restart; want %d loaded from the AOF", fence, err, held)
+		t.Fatalf("got token %q, %v after restart; want %d loaded from the AOF", fence, err, held)
 	}
 	st, err := l2.Status(ctx, "r")
 	if err != nil || st.Token != held {
@@ -145,7 +143,7 @@ func TestFencingTokensStayAboveEarlierOnesAfterARedisRestartWithoutPersistence(t
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := uniquePrefix(t)
-	l := redislock.New(rdb, redislock.Options{Prefix: prefix})
+	l := wrap(redislock.New(rdb, redislock.Options{Prefix: prefix}))
 	inc := &increasing{t: t}
 	for i := 0; i < 3; i++ {
 		inc.add("acquire before the restart", mustAcquire(t, l, "r", "svc-a", ttl).Token)
@@ -155,9 +153,9 @@ func TestFencingTokensStayAboveEarlierOnesAfterARedisRestartWithoutPersistence(t
 	srv.Restart()
 
 	rdb2 := srv.Client(t)
-	l2 := redislock.New(rdb2, redislock.Options{Prefix: prefix})
-	if n := rdb2.Exists(context.Background(), fenceKey(l2, "r")).Val(); n != 0 {
-		t.Fatalf("got %d fence keys after a restart without persistence, want 0 (the test relies on losing it)", n)
+	l2 := wrap(redislock.New(rdb2, redislock.Options{Prefix: prefix}))
+	if n := rdb2.Exists(context.Background(), lockKey(l2, "r")).Val(); n != 0 {
+		t.Fatalf("got %d tombstones after a restart without persistence, want 0 (the test relies on losing it)", n)
 	}
-	inc.add("acquire after the fence key was lost", mustAcquire(t, l2, "r", "svc-b", ttl).Token)
+	inc.add("acquire after the tombstone was lost", mustAcquire(t, l2, "r", "svc-b", ttl).Token)
 }

@@ -36,7 +36,7 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
 		ch := prefix + "released"
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch, PublishOnlyToWaiters: true})
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch})
 		cycle := func() {
 			mustAcquire(t, l, "r", "a", ttl)
 			if got, err := l.Release(ctx, "r", "a", 0); err != nil || got != leasegate.Released {
@@ -64,12 +64,12 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 
 // registerWaiter makes a contended try of a waiting acquire on resource
 // (held by "holder" for the while), which registers it.
-func registerWaiter(t *testing.T, l *redislock.Locker, resource, id string, ttl time.Duration) *redislock.Registration {
+func registerWaiter(t *testing.T, l *locker, resource, id string, ttl time.Duration) *redislock.Registration {
 	t.Helper()
 	ctx := context.Background()
 	mustAcquire(t, l, resource, "holder", time.Minute)
-	rctx, reg := redislock.Register(ctx, id, ttl)
-	if r, err := l.Acquire(rctx, resource, "waiter-"+id, time.Minute); err != nil || r.Acquired {
+	reg := redislock.NewRegistration(id, ttl)
+	if r, err := l.TryAsWaiter(ctx, resource, "waiter-"+id, time.Minute, reg); err != nil || r.Acquired {
 		t.Fatalf("contended try: got %+v, %v", r, err)
 	}
 	if !reg.Registered() {
@@ -85,9 +85,9 @@ func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *t
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
-		rctx, free := redislock.Register(ctx, "w0", time.Hour)
-		if r, err := l.Acquire(rctx, "free", "a", time.Minute); err != nil || !r.Acquired || free.Registered() {
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+		free := redislock.NewRegistration("w0", time.Hour)
+		if r, err := l.TryAsWaiter(ctx, "free", "a", time.Minute, free); err != nil || !r.Acquired || free.Registered() {
 			t.Fatalf("granted try: got %+v, %v, registered %v; want granted, not registered", r, err, free.Registered())
 		}
 		registerWaiter(t, l, "r", "w1", time.Hour)
@@ -106,18 +106,18 @@ func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *t
 }
 
 // TestRegisteredWaiterNoLostWakeUp races a release against a waiting
-// acquire through Service with PublishOnlyToWaiters, polling off and a
+// acquire through Service, polling off and a
 // holder lease far longer than the wait: a wake-up lost between the
 // registration and the release leaves the waiter timed out.
 func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		ch := prefix + "released"
-		l := redislock.New(e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch, PublishOnlyToWaiters: true})
+		l := wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch}))
 		w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
 		t.Cleanup(w.Close)
 		waitActive(t, w)
-		svc := redislock.NewService(l, w, time.Second)
+		svc := redislock.NewService(l.Locker, w, time.Second)
 		for i := range 100 {
 			res := fmt.Sprintf("r%d", i)
 			mustAcquire(t, l, res, "holder", time.Hour)

@@ -13,12 +13,12 @@ func TestLockerUsesTheKeyspaceLayout(t *testing.T) {
 	for _, prefix := range []string{"", "lg:", "other:"} {
 		for _, tenant := range []string{"", "acme", "a;r=b"} {
 			for _, resource := range []string{"daily-report", "{a}", "a:fence", "user:u"} {
-				l := redislock.New(nil, redislock.Options{Prefix: prefix}).Tenant(tenant)
+				l := wrap(redislock.New(nil, redislock.Options{Prefix: prefix})).Tenant(tenant)
 				want := keyspace.Space{Prefix: prefix}.Resource(tenant, resource)
-				lock, fence := l.Keys(resource)
-				if lock != want.Lock() || fence != want.Fence() {
+				lock, waiters := l.Keys(resource)
+				if lock != want.Lock() || waiters != want.Waiters() {
 					t.Errorf("prefix %q, tenant %q, resource %q: got keys %q, %q; want %q, %q",
-						prefix, tenant, resource, lock, fence, want.Lock(), want.Fence())
+						prefix, tenant, resource, lock, waiters, want.Lock(), want.Waiters())
 				}
 				if got := l.ReleaseMessage(resource); got != want.Lock() {
 					t.Errorf("got release message %q, want the lock key %q", got, want.Lock())
@@ -26,7 +26,7 @@ func TestLockerUsesTheKeyspaceLayout(t *testing.T) {
 			}
 		}
 	}
-	if lock, _ := redislock.New(nil, redislock.Options{}).Keys("daily-report"); lock != "lg:{t=;r=daily-report}:lock" {
+	if lock, _ := wrap(redislock.New(nil, redislock.Options{})).Keys("daily-report"); lock != "lg:{t=;r=daily-report}:lock" {
 		t.Errorf("default prefix: got %q, want %q", lock, "lg:{t=;r=daily-report}:lock")
 	}
 }

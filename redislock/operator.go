@@ -46,8 +46,8 @@ type OperatorOptions struct {
 	ForcedTTL time.Duration
 	// OnExpired, when set, is told of each lease that ended without a
 	// release: an index entry a listing or sweep prunes. Releases take
-	// their entry out only with IndexInScript, so it is called only then
-	// (not on Redis Cluster).
+	// their entry out only where the scripts write the index, so it is
+	// called only there (not on Redis Cluster, index.go).
 	OnExpired func(tenant, resource string)
 	// MaxListRounds bounds the index reads of one listing page when stale
 	// entries are met (default 10): the page may then be short, with a
@@ -155,19 +155,14 @@ func (o *Operator) List(ctx context.Context, tenant, prefix, cursor string, limi
 // check reads the leases of names: the live ones, with their waiters, and
 // the names whose lease is gone or expired.
 func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]leasegate.HeldLock, []string, error) {
-	countInRedis := o.locks.opts.PublishOnlyToWaiters
 	leases := make([]*redis.SliceCmd, len(names))
 	waiters := make([]*redis.StringSliceCmd, len(names))
-	lockKeys := make([]string, len(names))
 	var now *redis.TimeCmd
 	_, err := o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range names {
 			k := o.locks.keys.Resource(tenant, n)
-			lockKeys[i] = k.Lock()
-			leases[i] = p.HMGet(ctx, lockKeys[i], "owner", "token", "acquired_at", "expires_at")
-			if countInRedis {
-				waiters[i] = p.HVals(ctx, k.Waiters())
-			}
+			leases[i] = p.HMGet(ctx, k.Lock(), "owner", "token", "acquired_at", "expires_at")
+			waiters[i] = p.HVals(ctx, k.Waiters())
 		}
 		now = p.Time(ctx)
 		return nil
@@ -194,18 +189,12 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 			continue
 		}
 		h := leasegate.HeldLock{Lock: lk}
-		if countInRedis {
-			// Each entry counts the requests it stands for (a gateway's
-			// queue; 1 from older gateways); a watcher's "w" counts none.
-			for _, s := range waiters[i].Val() {
-				if c, err := strconv.Atoi(s); err == nil && c > 0 {
-					h.Waiters += c
-				}
+		// Each entry counts the requests it stands for (a gateway's
+		// queue); a watcher's "w" counts none.
+		for _, s := range waiters[i].Val() {
+			if c, err := strconv.Atoi(s); err == nil && c > 0 {
+				h.Waiters += c
 			}
-		} else {
-			// The lock key is the release message the local queue is
-			// kept under (Waiter.Queued).
-			h.Waiters = o.waiter.QueuedOn(lockKeys[i])
 		}
 		live = append(live, h)
 	}
@@ -218,7 +207,7 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 // index in its script (or right after it), so either it came before the
 // re-read (and is put back) or its ZADD comes after the ZREM. An entry is
 // thus never lost while its lease lives. The lock key's existence says
-// nothing: with LayoutOneKey it outlives its lease as the fence.
+// nothing: it outlives its lease as the fence.
 func (o *Operator) prune(ctx context.Context, tenant string, names []string) error {
 	idx := o.locks.keys.LockIndex(tenant)
 	members := make([]interface{}, len(names))
@@ -245,7 +234,7 @@ func (o *Operator) prune(ctx context.Context, tenant string, names []string) err
 		switch {
 		case heldAt(leases[i].Val(), nowMS):
 			back = append(back, redis.Z{Member: n})
-		case o.opts.OnExpired != nil && o.locks.opts.Index == IndexInScript:
+		case o.opts.OnExpired != nil && !o.locks.secondStepIndex:
 			o.opts.OnExpired(tenant, n)
 		}
 	}
@@ -312,22 +301,17 @@ func (o *Operator) Sweep(ctx context.Context, tenant string, batch int) (int, er
 // audit trail is package audit's.
 func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, reason string, meta leasegate.RequestMeta) (leasegate.Lock, error) {
 	k := o.locks.keys.Resource(tenant, resource)
-	only, indexed := "0", "0"
-	if o.locks.opts.PublishOnlyToWaiters {
-		only = "1"
-	}
-	keys := []string{k.Lock(), k.Fence(), k.Waiters(), k.Forced()}
-	if o.locks.opts.Index == IndexInScript {
-		keys = append(keys, o.locks.keys.LockIndex(tenant))
-		indexed = "1"
+	keys := []string{k.Lock(), k.Waiters(), k.Forced()}
+	if !o.locks.secondStepIndex {
+		// The index, then the outbox with webhooks (force_release.lua).
+		keys = append(append(keys, o.locks.indexKey(tenant)), o.out.Keys()...)
 	}
 	var id string
 	if o.out.On() {
 		id = outbox.NewID()
 	}
-	v, err := scripts.ForceRelease.Run(ctx, o.rdb, append(keys, o.out.Keys()...),
-		o.locks.releaseChannel(tenant, resource), k.Lock(), o.locks.opts.FenceRetention.Milliseconds(), only,
-		o.opts.ForcedTTL.Milliseconds(), resource, indexed,
+	v, err := scripts.ForceRelease.Run(ctx, o.rdb, keys,
+		o.locks.releaseChannel(tenant, resource), o.opts.ForcedTTL.Milliseconds(), resource,
 		id, tenant, meta.Operator, reason, o.out.MaxLen()).Result()
 	if err != nil {
 		return leasegate.Lock{}, scriptreply.Unavailable(err)

@@ -11,30 +11,35 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/redislock"
 )
 
-// BenchmarkIndexCost is an acquire and a release of one resource, with and
-// without the lock index (docs/benchmarks.md, "Operator tools"). Each
+// BenchmarkIndexCost is an acquire and a release of one resource, with the
+// lock index of each deployment kind (docs/benchmarks.md, "Operator tools"). Each
 // acquire is a new grant, so each pays the index's ZADD.
 func BenchmarkIndexCost(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	ctx := context.Background()
-	for _, c := range []struct {
-		name string
-		mode redislock.IndexMode
-	}{{"index off", redislock.IndexOff}, {"index in script", redislock.IndexInScript}, {"index second step", redislock.IndexSecondStep}} {
+	for i, c := range []struct {
+		name       string
+		secondStep bool
+	}{{"index in script", false}, {"index second step", true}} {
 		b.Run(c.name, func(b *testing.B) {
-			l := redislock.New(rdb, redislock.Options{Prefix: "bench-" + strconv.Itoa(int(c.mode)) + ":", Index: c.mode})
+			l := redislock.New(rdb, redislock.Options{Prefix: "bench-" + strconv.Itoa(i) + ":"})
+			if c.secondStep {
+				l = redislock.SecondStepIndex(l)
+			}
+			svc := redislock.NewService(l, nil, 0)
 			b.ReportAllocs()
 			reportRedisCost(b, rdb, func() {
-				if res, err := l.Acquire(ctx, "r", "o", time.Minute); err != nil || !res.Acquired {
+				if res, err := svc.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "r", Owner: "o", TTL: time.Minute}); err != nil || !res.Acquired {
 					b.Fatalf("Acquire: %+v %v", res, err)
 				}
-				if _, err := l.Release(ctx, "r", "o", 0); err != nil {
+				if _, err := svc.Release(ctx, "", "r", "o", 0); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -78,8 +83,8 @@ func BenchmarkListWithAMillionLeases(b *testing.B) {
 		b.Logf("the index of %d leases takes %d bytes (%.1f a lease)", n, mem, float64(mem)/n)
 	}
 	w := redislock.NewWaiter(nil, redislock.WaiterOptions{})
-	l := redislock.New(rdb, redislock.Options{Prefix: "m:", PublishOnlyToWaiters: true, ReleaseChannel: "m:released"})
-	o := redislock.NewOperator(rdb, l, w, redislock.OperatorOptions{})
+	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "m:", ReleaseChannel: "m:released"}))
+	o := redislock.NewOperator(rdb, l.Locker, w, redislock.OperatorOptions{})
 	for _, limit := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("page of %d", limit), func(b *testing.B) {
 			i := 0

@@ -43,10 +43,13 @@ func names(items []leasegate.HeldLock) []string {
 }
 
 func TestListShowsLiveLeasesInResourceOrderByPrefix(t *testing.T) {
-	for _, mode := range []redislock.IndexMode{redislock.IndexInScript, redislock.IndexSecondStep} {
+	for mode, secondStep := range []bool{false, true} {
 		forEachEngine(t, func(t *testing.T, e *engine) {
-			l := newLocker(t, e.RDB, redislock.Options{Index: mode})
-			o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+			l := newLocker(t, e.RDB, redislock.Options{})
+			if secondStep {
+				l = wrap(redislock.SecondStepIndex(l.Locker))
+			}
+			o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 			for _, r := range []string{"b", "a2", "a1", "a10", "ab", "c", "ä"} {
 				mustAcquire(t, l, r, "o-"+r, ttl)
 			}
@@ -81,7 +84,7 @@ func TestListUnderChurn(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		l := newLocker(t, e.RDB, redislock.Options{})
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		short := 40 * time.Millisecond
 		held := map[string]bool{}
 		for i := 0; i < 30; i++ {
@@ -130,15 +133,15 @@ func TestListUnderChurn(t *testing.T) {
 	})
 }
 
-// In both layouts: with one key an ended lease's key stays (as the
-// fence), so "stale" must come from expires_at, not from the key.
+// An ended lease's key stays (as the fence), so "stale" must come from
+// expires_at, not from the key.
 func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
-	forEachLayout(t, func(t *testing.T, e *engine, layout redislock.Layout) {
+	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := redislock.New(e.RDB, redislock.Options{Prefix: prefix, Layout: layout})
+		l := wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix}))
 		var expired atomic.Int64
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{OnExpired: func(string, string) { expired.Add(1) }})
+		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{OnExpired: func(string, string) { expired.Add(1) }})
 		for i := 0; i < 20; i++ {
 			mustAcquire(t, l, fmt.Sprint("s", i), "o", e.stale)
 		}
@@ -167,7 +170,7 @@ func TestForceRelease(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		l := newLocker(t, e.RDB, redislock.Options{})
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		lk := mustAcquire(t, l, "stuck", "worker-1", ttl)
 		got, err := o.ForceRelease(ctx, "", "stuck", "test", leasegate.RequestMeta{})
 		if err != nil || got.Owner != "worker-1" || got.Token != lk.Token {
@@ -214,7 +217,7 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		l := newLocker(t, e.RDB, redislock.Options{})
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		for i := 0; i < 30; i++ {
 			r := fmt.Sprint("race", i)
 			lk := mustAcquire(t, l, r, "holder", ttl)
@@ -259,19 +262,18 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 	})
 }
 
-// TestListCountsWaitingAcquiresNotWatchers: with PublishOnlyToWaiters the
-// waiters come from the resource's waiters hash, fleet-wide, as the sum of
+// TestListCountsWaitingAcquiresNotWatchers: the waiters come from the resource's waiters hash, fleet-wide, as the sum of
 // its numeric values; an event watcher's entry there is not a waiter.
 func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		mustAcquire(t, l, "busy", "holder", ttl)
 		for _, id := range []string{"w1", "w2"} {
-			rctx, reg := redislock.Register(ctx, id, time.Minute)
-			if r, err := l.Acquire(rctx, "busy", "waiter-"+id, ttl); err != nil || r.Acquired || !reg.Registered() {
+			reg := redislock.NewRegistration(id, time.Minute)
+			if r, err := l.TryAsWaiter(ctx, "busy", "waiter-"+id, ttl, reg); err != nil || r.Acquired || !reg.Registered() {
 				t.Fatalf("contended try: %+v, %v", r, err)
 			}
 		}
@@ -311,8 +313,8 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx, cancel := context.WithCancel(context.Background())
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released", PublishOnlyToWaiters: true})
-		o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		mustAcquire(t, l, "one", "holder", time.Hour)
 		mustAcquire(t, l, "two", "holder", time.Hour)
 		var wg sync.WaitGroup
@@ -329,7 +331,7 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 		gateway := func() *redislock.Service {
 			w := redislock.NewWaiter(nil, redislock.WaiterOptions{PollInterval: 10 * time.Millisecond})
 			t.Cleanup(w.Close)
-			return redislock.NewService(l, w, time.Second)
+			return redislock.NewService(l.Locker, w, time.Second)
 		}
 		waitersListed := func(resource string, want int) {
 			t.Helper()
@@ -357,4 +359,23 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 		waitersListed("one", 0)
 		waitersListed("two", 0)
 	})
+}
+
+// TestAFailedIndexSecondStepIsReportedAndTheGrantStands: when the second
+// step cannot add a new grant (here the index key holds a string), the
+// lease is still granted and OnIndexFailure is told, once per grant.
+func TestAFailedIndexSecondStepIsReportedAndTheGrantStands(t *testing.T) {
+	e := newMiniEngine(t)
+	var failed atomic.Int64
+	prefix := uniquePrefix(t)
+	l := wrap(redislock.SecondStepIndex(redislock.New(e.RDB, redislock.Options{Prefix: prefix,
+		OnIndexFailure: func() { failed.Add(1) }})))
+	index := keyspace.Space{Prefix: prefix}.LockIndex("")
+	if err := e.RDB.Set(context.Background(), index, "not a zset", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, l, "a", "o", ttl)
+	if got := failed.Load(); got != 1 {
+		t.Errorf("index failures: got %d, want 1", got)
+	}
 }

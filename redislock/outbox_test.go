@@ -92,59 +92,52 @@ func checkForceReleaseEvent(t *testing.T, x redis.XMessage, tenant string, lk le
 
 // With webhooks on, a forced release is one force-release event in the
 // outbox, written by the force_release script itself (no XADD leaves the
-// gateway), with or without the lock index in the script; a release of
+// gateway), with the lock index in the script too; a release of
 // nothing writes nothing, and without webhooks nothing is written.
 func TestForceReleaseWritesItsWebhookEventInItsScript(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		for name, index := range map[string]redislock.IndexMode{
-			"with the lock index in the script":    redislock.IndexInScript,
-			"with the lock index in a second step": redislock.IndexSecondStep,
-		} {
-			t.Run(name, func(t *testing.T) {
-				ctx := context.Background()
-				prefix := uniquePrefix(t)
-				cmds := &commandLog{}
-				e.RDB.AddHook(cmds)
-				l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, Index: index})
-				o := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{Outbox: true})
-				meta := leasegate.RequestMeta{Operator: "oncall", RequestID: "req-1"}
+		ctx := context.Background()
+		prefix := uniquePrefix(t)
+		cmds := &commandLog{}
+		e.RDB.AddHook(cmds)
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
+		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{Outbox: true})
+		meta := leasegate.RequestMeta{Operator: "oncall", RequestID: "req-1"}
 
-				lk := mustAcquire(t, l.Tenant("shop"), "stuck", "worker-1", ttl)
-				cmds.take()
-				got, err := o.ForceRelease(ctx, "shop", "stuck", "worker-1 is wedged", meta)
-				if err != nil || got.Token != lk.Token {
-					t.Fatalf("ForceRelease: got %+v, %v; want worker-1's lease", got, err)
-				}
-				for _, name := range cmds.take() {
-					if name != "evalsha" && name != "eval" {
-						t.Errorf("ForceRelease sent %s besides its script; want the script alone", name)
-					}
-				}
-				xs := outboxEvents(t, e.RDB, prefix)
-				if len(xs) != 1 {
-					t.Fatalf("got %d outbox entries %v, want 1", len(xs), xs)
-				}
-				checkForceReleaseEvent(t, xs[0], "shop", lk, redisNow(t, e.RDB))
+		lk := mustAcquire(t, l.Tenant("shop"), "stuck", "worker-1", ttl)
+		cmds.take()
+		got, err := o.ForceRelease(ctx, "shop", "stuck", "worker-1 is wedged", meta)
+		if err != nil || got.Token != lk.Token {
+			t.Fatalf("ForceRelease: got %+v, %v; want worker-1's lease", got, err)
+		}
+		for _, name := range cmds.take() {
+			if name != "evalsha" && name != "eval" {
+				t.Errorf("ForceRelease sent %s besides its script; want the script alone", name)
+			}
+		}
+		xs := outboxEvents(t, e.RDB, prefix)
+		if len(xs) != 1 {
+			t.Fatalf("got %d outbox entries %v, want 1", len(xs), xs)
+		}
+		checkForceReleaseEvent(t, xs[0], "shop", lk, redisNow(t, e.RDB))
 
-				if _, err := o.ForceRelease(ctx, "shop", "stuck", "again", meta); !errors.Is(err, leasegate.ErrLockNotHeld) {
-					t.Errorf("released twice: got %v, want ErrLockNotHeld", err)
-				}
-				if _, err := o.ForceRelease(ctx, "shop", "free", "nothing", meta); !errors.Is(err, leasegate.ErrLockNotHeld) {
-					t.Errorf("nothing held: got %v, want ErrLockNotHeld", err)
-				}
-				if xs := outboxEvents(t, e.RDB, prefix); len(xs) != 1 {
-					t.Errorf("got %d outbox entries after releases of nothing, want still 1", len(xs))
-				}
+		if _, err := o.ForceRelease(ctx, "shop", "stuck", "again", meta); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("released twice: got %v, want ErrLockNotHeld", err)
+		}
+		if _, err := o.ForceRelease(ctx, "shop", "free", "nothing", meta); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			t.Errorf("nothing held: got %v, want ErrLockNotHeld", err)
+		}
+		if xs := outboxEvents(t, e.RDB, prefix); len(xs) != 1 {
+			t.Errorf("got %d outbox entries after releases of nothing, want still 1", len(xs))
+		}
 
-				off := redislock.NewOperator(e.RDB, l, nil, redislock.OperatorOptions{})
-				mustAcquire(t, l.Tenant("shop"), "quiet", "worker-1", ttl)
-				if _, err := off.ForceRelease(ctx, "shop", "quiet", "no hooks", meta); err != nil {
-					t.Fatal(err)
-				}
-				if xs := outboxEvents(t, e.RDB, prefix); len(xs) != 1 {
-					t.Errorf("got %d outbox entries after a release without webhooks, want still 1", len(xs))
-				}
-			})
+		off := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
+		mustAcquire(t, l.Tenant("shop"), "quiet", "worker-1", ttl)
+		if _, err := off.ForceRelease(ctx, "shop", "quiet", "no hooks", meta); err != nil {
+			t.Fatal(err)
+		}
+		if xs := outboxEvents(t, e.RDB, prefix); len(xs) != 1 {
+			t.Errorf("got %d outbox entries after a release without webhooks, want still 1", len(xs))
 		}
 	})
 }
@@ -157,9 +150,9 @@ func TestForceReleaseEventOnRealCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
 	prefix := uniquePrefix(t)
-	l := redislock.New(rc, redislock.Options{Prefix: prefix})
+	l := wrap(redislock.New(rc, redislock.Options{Prefix: prefix}))
 	failed := 0
-	o := redislock.NewOperator(rc, l, nil, redislock.OperatorOptions{Outbox: true, OutboxFailed: func() { failed++ }})
+	o := redislock.NewOperator(rc, l.Locker, nil, redislock.OperatorOptions{Outbox: true, OutboxFailed: func() { failed++ }})
 	meta := leasegate.RequestMeta{Operator: "oncall"}
 	names := clusterNames("fr")
 	masters := map[string]bool{}

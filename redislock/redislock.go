@@ -1,7 +1,9 @@
 // Package redislock is leasegate's lock engine: TTL leases on Redis with
 // owner checks and fencing tokens, each operation one atomic Lua script.
 //
-// It has no HTTP in it; handlers and the Go tests use it directly.
+// Service is its API (the domain's leasegate.LockService); a Locker holds
+// the configuration and runs the scripts, a Waiter queues waiting
+// acquires, an Operator lists and force-releases. It has no HTTP in it.
 package redislock
 
 import (
@@ -10,7 +12,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,10 +41,11 @@ var (
 // replies decodes the scripts' replies; its errors wrap ErrBadReply.
 var replies = scriptreply.Decoder{Bad: ErrBadReply}
 
-// DefaultFenceRetention is how long a resource's fence key outlives its
-// last lease. While it lives, tokens increase by at least one per holder
-// even if the Redis clock steps backwards; after it is gone they still never
-// fall below the server clock in microseconds.
+// DefaultFenceRetention is how long a resource's lock key outlives its
+// last lease, as a tombstone holding the last token (docs/keys.md). While
+// it lives, tokens increase by at least one per holder even if the Redis
+// clock steps backwards; after it is gone they still never fall below the
+// server clock in microseconds.
 const DefaultFenceRetention = 24 * time.Hour
 
 // Options configure a Locker.
@@ -52,9 +54,10 @@ type Options struct {
 	Prefix string
 	// FenceRetention, see DefaultFenceRetention.
 	FenceRetention time.Duration
-	// ReleaseChannel, when set, is the pub/sub channel the release script
-	// publishes to, so waiters can wake up. It must not contain '{': the
-	// scripts take a channel with a hash tag for a shard channel.
+	// ReleaseChannel, when set, is the pub/sub channel a release publishes
+	// its lock key on while some acquire waits on the resource, so waiters
+	// can wake up. It must not contain '{': the scripts take a channel
+	// with a hash tag for a shard channel.
 	ReleaseChannel string
 	// ShardedReleases (Redis Cluster >= 7; with ReleaseChannel set) makes
 	// releases SPUBLISH on each resource's shard channel
@@ -62,62 +65,27 @@ type Options struct {
 	// so a release reaches only the node of its slot and the gateways
 	// subscribed there (Waiter with WaiterOptions.Shards).
 	ShardedReleases bool
-	// PublishOnlyToWaiters makes a release publish only while some acquire
-	// waits on its resource, fleet-wide: Service registers each waiting
-	// acquire (Register) and its first contended try enters it among the
-	// resource's waiters. Leave it off when waiting acquires call
-	// Waiter.Acquire directly, without Service.
-	PublishOnlyToWaiters bool
 	// MinReplicas, when above 0, makes Acquire and Renew send WAIT
 	// MinReplicas ReplicaTimeout on the connection that ran the script, so a
 	// grant counts only once that many replicas have it. See replicate.go.
 	MinReplicas int
 	// ReplicaTimeout bounds that WAIT (default DefaultReplicaTimeout).
 	ReplicaTimeout time.Duration
-	// Index says how grants enter the tenant's lock index, which the
-	// listing pages (operator.go); default IndexAuto.
-	Index IndexMode
 	// OnRelease, when set, is told how long each released lease was held
 	// (by the Redis clock), for the contention metrics.
 	OnRelease func(tenant, resource string, held time.Duration)
-	// Layout says how a lock is stored (docs/keys.md, "One key or two").
-	// The zero value, LayoutTwoKeys, is what every earlier version
-	// writes; switch to LayoutOneKey only once no gateway of an earlier
-	// version runs against this Redis.
-	Layout Layout
-}
-
-// Layout is how a lock is stored in Redis (docs/keys.md).
-type Layout int
-
-const (
-	// LayoutTwoKeys: the lock hash lives to expires_at, a fence key
-	// (a string) keeps the last token for the retention after it. Safe
-	// alongside gateways of earlier versions, which write only this.
-	LayoutTwoKeys Layout = iota
-	// LayoutOneKey: the lock hash is also the fence: it lives to
-	// expires_at + FenceRetention, and a release leaves it holding only
-	// the token. No fence key is written. One key per resource instead of
-	// two (about 230 B per held lock instead of 375 B), but a gateway of an
-	// earlier version, which never reads the token from the hash, could
-	// then hand out a smaller token after a clock step back: use it only
-	// when every gateway runs this version or later.
-	LayoutOneKey
-)
-
-// arg is the layout as the scripts' argument.
-func (m Layout) arg() string {
-	if m == LayoutOneKey {
-		return "1"
-	}
-	return "0"
+	// OnIndexFailure, when set, is told of each new grant the lock index's
+	// second step (Redis Cluster, index.go) failed to add: the lease is
+	// granted but not listed until its next grant.
+	OnIndexFailure func()
 }
 
 // DefaultReplicaTimeout is the WAIT timeout when MinReplicas is set and
 // ReplicaTimeout is not.
 const DefaultReplicaTimeout = 100 * time.Millisecond
 
-// Locker takes, reads, renews and releases leases. It is safe for
+// Locker runs the lock scripts for Service, the Waiter and the Operator:
+// one try each of acquire, status, renew and release. It is safe for
 // concurrent use. Tenant returns a view that lives in another namespace.
 type Locker struct {
 	rdb    redis.Scripter
@@ -126,7 +94,10 @@ type Locker struct {
 	tenant string
 	// The script arguments that never change, converted to interface
 	// values once instead of on every call.
-	retentionArg, channelArg, layoutArg interface{}
+	retentionArg, channelArg interface{}
+	// secondStepIndex: the lock index is written in a second step, not
+	// in the scripts (Redis Cluster, index.go).
+	secondStepIndex bool
 	// indexCache holds the tenants' index keys (index.go).
 	indexCache *indexKeys
 }
@@ -140,11 +111,9 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
-	opts.Index = indexMode(opts.Index, rdb)
 	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
 		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel,
-		layoutArg:  opts.Layout.arg(),
-		indexCache: &indexKeys{m: map[string]string{}}}
+		secondStepIndex: onCluster(rdb), indexCache: &indexKeys{m: map[string]string{}}}
 }
 
 // Tenant returns a Locker whose resources live in tenant's namespace: the
@@ -155,14 +124,11 @@ func (l *Locker) Tenant(tenant string) *Locker {
 	return &c
 }
 
-// Keys returns the lock and fence keys of resource in this Locker's tenant
-// (package keyspace lays them out).
-func (l *Locker) Keys(resource string) (lock, fence string) {
+// Keys returns the lock and waiters keys of resource in this Locker's
+// tenant (package keyspace lays them out).
+func (l *Locker) Keys(resource string) (lock, waiters string) {
 	return l.keys.LockKeys(l.tenant, resource)
 }
-
-// Layout is how this Locker stores its locks.
-func (l *Locker) Layout() Layout { return l.opts.Layout }
 
 // ReleaseMessage is what the release script publishes on ReleaseChannel for
 // resource: its lock key, which names tenant and resource uniquely.
@@ -190,44 +156,25 @@ func (l *Locker) shardChannel(resource string) string {
 	return l.releaseChannel(l.tenant, resource)
 }
 
-// Acquire takes the lease on resource for owner, for ttl. A free or expired
-// resource is granted with a new fencing token; the same owner re-acquiring
-// keeps its token and moves the expiry; another owner's live lease is
-// reported with Acquired false. Any Redis error returns ErrUnavailable and
-// never a grant.
-func (l *Locker) Acquire(ctx context.Context, resource, owner string, ttl time.Duration) (leasegate.AcquireResult, error) {
-	return l.acquire(ctx, l.tenant, resource, owner, ttl)
-}
-
-// acquire is Acquire in tenant (Service calls it without a Tenant view
-// per request).
-func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl time.Duration) (leasegate.AcquireResult, error) {
-	lock, fence := l.keys.LockKeys(tenant, resource)
+// acquire is one try of Service.Acquire in tenant. reg is the waiting
+// acquire the try belongs to (nil for one that does not wait): a try that
+// finds the lease someone else's enters it among the resource's waiters
+// (registration.go).
+func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl time.Duration, reg *registration) (leasegate.AcquireResult, error) {
+	lock, waiters := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
 		return leasegate.AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	// Room for the waiters and index keys and their arguments, so that
-	// appending them allocates nothing more.
-	keys := append(make([]string, 0, 4), lock, fence)
-	args := append(make([]interface{}, 0, 9), owner, ttlMS, l.retentionArg, l.layoutArg)
-	// A registration counts only with PublishOnlyToWaiters.
-	var reg *Registration
-	if l.opts.PublishOnlyToWaiters {
-		reg, _ = ctx.Value(registrationKey{}).(*Registration)
+	keys := append(make([]string, 0, 3), lock, waiters) // room for the index
+	if !l.secondStepIndex {
+		keys = append(keys, l.indexKey(tenant))
 	}
+	var id, regTTL, standsFor interface{} = "", 0, 1
 	if reg != nil {
-		keys = append(keys, l.keys.Resource(tenant, resource).Waiters())
-		args = append(args, reg.id, reg.ttl.Milliseconds())
+		id, regTTL, standsFor = reg.id, reg.ttl.Milliseconds(), max(reg.standsFor.Load(), 1)
 	}
-	keys, args = l.indexInScript(tenant, resource, keys, args)
-	if reg != nil {
-		if len(args) == 6 { // no index: ARGV[7..8] are ''
-			args = append(args, "", "")
-		}
-		args = append(args, max(reg.standsFor.Load(), 1))
-	}
-	v, acked, err := l.run(ctx, scripts.Acquire, keys, args...)
+	v, acked, err := l.run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, id, regTTL, standsFor, resource)
 	if err != nil {
 		return leasegate.AcquireResult{}, scriptreply.Unavailable(err)
 	}
@@ -249,12 +196,10 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	}
 	if !res.Acquired {
 		res.RetryAfter = time.Duration(a.lock.ExpiresAt.UnixMilli()-a.nowMS) * time.Millisecond
-		if reg != nil {
-			reg.registered.Store(true)
-		}
-	} else if reg != nil {
-		// The grant took the entry out in the same script run.
-		reg.registered.Store(false)
+	}
+	if reg != nil {
+		// A contended try entered it, a grant took it out.
+		reg.registered.Store(!res.Acquired)
 	}
 	return res, nil
 }
@@ -303,11 +248,7 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 	}, nil
 }
 
-// Status returns the live lease on resource, or leasegate.ErrLockNotHeld.
-func (l *Locker) Status(ctx context.Context, resource string) (leasegate.Lock, error) {
-	return l.status(ctx, l.tenant, resource)
-}
-
+// status, renew and release are one call each of Service's, in tenant.
 func (l *Locker) status(ctx context.Context, tenant, resource string) (leasegate.Lock, error) {
 	lock, _ := l.keys.LockKeys(tenant, resource)
 	v, err := scripts.Status.Run(ctx, l.rdb, []string{lock}).Result()
@@ -317,22 +258,14 @@ func (l *Locker) status(ctx context.Context, tenant, resource string) (leasegate
 	return decodeHeld("status", resource, v)
 }
 
-// Renew moves the expiry of owner's live lease to now+ttl, keeping its
-// token. token 0 means any token of owner. An expired lease is not
-// renewed (leasegate.ErrLockNotHeld); another owner's, or another token,
-// gives leasegate.ErrLockForbidden.
-func (l *Locker) Renew(ctx context.Context, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
-	return l.renew(ctx, l.tenant, resource, owner, token, ttl)
-}
-
 func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
-	lock, fence := l.keys.LockKeys(tenant, resource)
+	lock, _ := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
 		return leasegate.Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	v, acked, err := l.run(ctx, scripts.Renew, []string{lock, fence},
-		owner, ttlMS, l.retentionArg, scriptreply.TokenArg(token), l.layoutArg)
+	v, acked, err := l.run(ctx, scripts.Renew, []string{lock},
+		owner, ttlMS, l.retentionArg, scriptreply.TokenArg(token))
 	if err != nil {
 		return leasegate.Lock{}, scriptreply.Unavailable(err)
 	}
@@ -345,80 +278,29 @@ func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, toke
 	return lk, err
 }
 
-// Release ends owner's lease on resource. token 0 means any token of owner.
-// The error is non-nil only when Redis failed (ErrUnavailable) or answered
-// oddly; the outcome is in the result.
-func (l *Locker) Release(ctx context.Context, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
-	return l.release(ctx, l.tenant, resource, owner, token)
-}
-
 func (l *Locker) release(ctx context.Context, tenant, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
-	lock, _ := l.keys.LockKeys(tenant, resource)
-	msg := ""
-	if l.opts.ReleaseChannel != "" {
-		msg = lock
+	lock, waiters := l.keys.LockKeys(tenant, resource)
+	keys := append(make([]string, 0, 3), lock, waiters) // room for the index
+	if !l.secondStepIndex {
+		keys = append(keys, l.indexKey(tenant))
 	}
-	keys := append(make([]string, 0, 3), lock) // room for releaseExtras
-	var channel interface{} = l.channelArg
-	if msg != "" && (l.opts.PublishOnlyToWaiters || l.opts.ShardedReleases) {
-		// The resource's keys are built once for both.
-		r := l.keys.Resource(tenant, resource)
-		if l.opts.PublishOnlyToWaiters {
-			keys = append(keys, r.Waiters())
-		}
-		if l.opts.ShardedReleases {
-			channel = r.Released() // releaseChannel
-		}
+	channel := l.channelArg
+	if l.opts.ShardedReleases {
+		channel = l.releaseChannel(tenant, resource)
 	}
-	args := append(make([]interface{}, 0, 7), owner, scriptreply.TokenArg(token), channel, msg)
-	keys, args = l.releaseExtras(tenant, resource, keys, args)
-	v, err := scripts.Release.Run(ctx, l.rdb, keys, args...).Result()
+	v, err := scripts.Release.Run(ctx, l.rdb, keys,
+		owner, scriptreply.TokenArg(token), channel, resource).Result()
 	if err != nil {
 		return 0, scriptreply.Unavailable(err)
 	}
-	if n, ok := v.(int64); ok {
-		// With 'hold' the script answers 2 + the hold time (index.go).
-		v = l.releasedHold(tenant, resource, n)
+	if n, ok := v.(int64); ok && n >= 1 {
+		// 1 + the hold time in milliseconds.
+		if l.opts.OnRelease != nil {
+			l.opts.OnRelease(tenant, resource, time.Duration(n-1)*time.Millisecond)
+		}
+		v = int64(1)
 	}
 	return replies.Release("release", v)
-}
-
-// Registration is one waiting acquire's entry among the waiters of its
-// resource (Options.PublishOnlyToWaiters): its tries run with the context
-// from Register, and the first one that finds the lease someone else's
-// adds the entry in the same script run, so a release after it publishes.
-// Leave removes it.
-type Registration struct {
-	id         string
-	ttl        time.Duration
-	registered atomic.Bool
-	// standsFor is how many requests the entry counts for in the listing:
-	// the Waiter sets it to its queue's length before each try of the
-	// head (0: 1).
-	standsFor atomic.Int64
-}
-
-type registrationKey struct{}
-
-// Register returns ctx carrying a registration for a waiting acquire with
-// a fleet-unique id, whose entry lives at least ttl (the wait and a
-// margin; a gateway that dies while waiting is forgotten then).
-func Register(ctx context.Context, id string, ttl time.Duration) (context.Context, *Registration) {
-	r := &Registration{id: id, ttl: ttl}
-	return context.WithValue(ctx, registrationKey{}, r), r
-}
-
-// Registered says whether the entry is in Redis (and Leave must remove
-// it): a contended try adds it, a granting one removes it.
-func (r *Registration) Registered() bool { return r.registered.Load() }
-
-// Leave removes r's entry from resource's waiters.
-func (l *Locker) Leave(ctx context.Context, resource string, r *Registration) error {
-	k := l.keys.Resource(l.tenant, resource).Waiters()
-	if err := scripts.Interest.Run(ctx, l.rdb, []string{k}, r.id).Err(); err != nil {
-		return scriptreply.Unavailable(err)
-	}
-	return nil
 }
 
 // decodeHeld decodes the {1, lock...} / {0} / {-1} replies of status and

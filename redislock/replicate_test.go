@@ -42,8 +42,8 @@ func primaryWithReplica(t *testing.T) (primary, replica *redistest.Server, pc, r
 	return primary, replica, pc, rc
 }
 
-func replicated(rdb redis.Scripter) *redislock.Locker {
-	return redislock.New(rdb, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second})
+func replicated(rdb redis.Scripter) *locker {
+	return wrap(redislock.New(rdb, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second}))
 }
 
 func TestMinReplicasOnRealRedis(t *testing.T) {
@@ -74,7 +74,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
 			t.Fatalf("acquire: got %v, want ErrNotReplicated wrapping ErrUnavailable", err)
 		}
-		if _, err := redislock.New(pc, redislock.Options{}).Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+		if _, err := wrap(redislock.New(pc, redislock.Options{})).Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
 			t.Fatalf("status after undone grant: got %v, want ErrLockNotHeld", err)
 		}
 	})
@@ -82,7 +82,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	t.Run("a hung replica does not acknowledge, so the grant is undone until it is back", func(t *testing.T) {
 		_, replica, pc, _ := primaryWithReplica(t)
 		l := replicated(pc)
-		plain := redislock.New(pc, redislock.Options{})
+		plain := wrap(redislock.New(pc, redislock.Options{}))
 		res := t.Name()
 		replica.Pause()
 		_, err := l.Acquire(ctx, res, "a", time.Minute)

@@ -2,10 +2,6 @@ package redislock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/leasegate/leasegate"
@@ -37,71 +33,38 @@ func NewService(l *Locker, w *Waiter, opTimeout time.Duration) *Service {
 	return &Service{locks: l, waiter: w, opTimeout: opTimeout}
 }
 
-// Acquire implements leasegate.LockService.
+// Acquire implements leasegate.LockService: a free or expired resource is
+// granted with a new fencing token; the same owner re-acquiring keeps its
+// token and moves the expiry; another owner's live lease is reported with
+// Acquired false, after waiting up to req.Wait for it (Waiter.Acquire).
+// Any Redis error returns ErrUnavailable and never a grant.
 func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.AcquireRequest) (leasegate.AcquireResult, error) {
 	if req.Wait > 0 {
-		l := s.locks.Tenant(tenant)
-		if l.opts.PublishOnlyToWaiters {
-			return s.acquireRegistered(ctx, l, req)
-		}
-		return s.waiter.Acquire(ctx, l, WaitRequest{
+		return s.waiter.Acquire(ctx, s.locks.Tenant(tenant), WaitRequest{
 			Resource: req.Resource, Owner: req.Owner, TTL: req.TTL,
 			Wait: req.Wait, OpTimeout: s.opTimeout,
 		})
 	}
-	return s.locks.acquire(ctx, tenant, req.Resource, req.Owner, req.TTL)
+	return s.locks.acquire(ctx, tenant, req.Resource, req.Owner, req.TTL, nil)
 }
 
-// acquireRegistered is a waiting acquire whose tries register it among
-// the resource's waiters (Options.PublishOnlyToWaiters), so that releases
-// publish a wake-up while it waits. No lost wake-up: the try that finds the
-// lease held registers in the same script run, so a release either comes
-// before it (and the try would have found the lock free) or after it, and
-// publishes. The granting try takes the entry out; only a wait that ends
-// without the lock (timed out, client gone, error) costs one more call.
-func (s *Service) acquireRegistered(ctx context.Context, l *Locker, req leasegate.AcquireRequest) (leasegate.AcquireResult, error) {
-	// The entry outlives the wait by a margin that covers the last try.
-	rctx, reg := Register(ctx, newWaiterID(), req.Wait+2*s.opTimeout+time.Second)
-	res, err := s.waiter.Acquire(rctx, l, WaitRequest{
-		Resource: req.Resource, Owner: req.Owner, TTL: req.TTL,
-		Wait: req.Wait, OpTimeout: s.opTimeout,
-	})
-	if reg.Registered() {
-		// Even when the client has gone; if this fails, the entry runs
-		// out with its key (only extra wake-ups until then).
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opTimeout)
-		_ = l.Leave(uctx, req.Resource, reg)
-		cancel()
-	}
-	return res, err
-}
-
-// Waiter ids: 12 random hex digits per process and a counter, unique
-// across the fleet's gateways.
-var (
-	waiterIDPrefix = func() string {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		return hex.EncodeToString(b[:])
-	}()
-	waiterIDSeq atomic.Uint64
-)
-
-func newWaiterID() string {
-	return waiterIDPrefix + strconv.FormatUint(waiterIDSeq.Add(1), 36)
-}
-
-// Status implements leasegate.LockService.
+// Status implements leasegate.LockService: the live lease on resource,
+// or leasegate.ErrLockNotHeld.
 func (s *Service) Status(ctx context.Context, tenant, resource string) (leasegate.Lock, error) {
 	return s.locks.status(ctx, tenant, resource)
 }
 
-// Renew implements leasegate.LockService.
+// Renew implements leasegate.LockService: it moves the expiry of owner's
+// live lease to now+ttl, keeping its token; token 0 means any token of
+// owner. An expired lease is not renewed (leasegate.ErrLockNotHeld);
+// another owner's, or another token, gives leasegate.ErrLockForbidden.
 func (s *Service) Renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
 	return s.locks.renew(ctx, tenant, resource, owner, token, ttl)
 }
 
-// Release implements leasegate.LockService.
+// Release implements leasegate.LockService: it ends owner's lease on
+// resource; token 0 means any token of owner. The error is non-nil only
+// when Redis failed (ErrUnavailable) or answered oddly.
 func (s *Service) Release(ctx context.Context, tenant, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
 	return s.locks.release(ctx, tenant, resource, owner, token)
 }

@@ -19,7 +19,7 @@ import (
 // cluster client, a Locker and a Waiter, sharded or classic.
 type shardGateway struct {
 	rc  *redis.ClusterClient
-	l   *redislock.Locker
+	l   *locker
 	w   *redislock.Waiter
 	svc *redislock.Service
 }
@@ -34,11 +34,11 @@ func newShardGateway(t testing.TB, cl *redistest.Cluster, prefix string, sharded
 	}
 	g := &shardGateway{
 		rc: rc,
-		l: redislock.New(rc, redislock.Options{Prefix: prefix, ReleaseChannel: channel,
-			ShardedReleases: sharded, PublishOnlyToWaiters: true}),
+		l: wrap(redislock.New(rc, redislock.Options{Prefix: prefix, ReleaseChannel: channel,
+			ShardedReleases: sharded})),
 		w: redislock.NewWaiter(rc, opts),
 	}
-	g.svc = redislock.NewService(g.l, g.w, 0)
+	g.svc = redislock.NewService(g.l.Locker, g.w, 0)
 	t.Cleanup(g.w.Close)
 	for !g.w.Active() {
 		time.Sleep(time.Millisecond)
@@ -190,7 +190,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 
 	t.Run("a forced release and a watcher are woken by SPUBLISH", func(t *testing.T) {
 		ctx := context.Background()
-		o := redislock.NewOperator(a.rc, a.l, a.w, redislock.OperatorOptions{WatchPoll: time.Hour})
+		o := redislock.NewOperator(a.rc, a.l.Locker, a.w, redislock.OperatorOptions{WatchPoll: time.Hour})
 		res := "forced"
 		lock, _ := a.l.Keys(res)
 		mustAcquire(t, a.l, res, "holder", time.Minute)

@@ -18,18 +18,18 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 	ctx := context.Background()
 	ops := []struct {
 		name string
-		call func(l *redislock.Locker) error
+		call func(l *locker) error
 	}{
-		{"acquire", func(l *redislock.Locker) error {
+		{"acquire", func(l *locker) error {
 			res, err := l.Acquire(ctx, "r", "svc-b", ttl)
 			if res.Acquired {
 				t.Errorf("acquire: got Acquired true with error %v, want never a grant", err)
 			}
 			return err
 		}},
-		{"status", func(l *redislock.Locker) error { _, err := l.Status(ctx, "r"); return err }},
-		{"renew", func(l *redislock.Locker) error { _, err := l.Renew(ctx, "r", "svc-a", 0, ttl); return err }},
-		{"release", func(l *redislock.Locker) error {
+		{"status", func(l *locker) error { _, err := l.Status(ctx, "r"); return err }},
+		{"renew", func(l *locker) error { _, err := l.Renew(ctx, "r", "svc-a", 0, ttl); return err }},
+		{"release", func(l *locker) error {
 			res, err := l.Release(ctx, "r", "svc-a", 0)
 			if res == leasegate.Released {
 				t.Errorf("release: got Released with error %v", err)

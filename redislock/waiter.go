@@ -569,7 +569,22 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (lease
 		req.OpTimeout = DefaultOpTimeout
 	}
 	key := l.ReleaseMessage(req.Resource)
-	reg, _ := ctx.Value(registrationKey{}).(*Registration)
+	var reg *registration
+	if req.Wait > 0 {
+		// Its tries enter the wait among the resource's waiters, so that
+		// releases publish a wake-up (registration.go). The entry outlives
+		// the wait by a margin that covers the last try.
+		reg = newRegistration(req.Wait + 2*req.OpTimeout + time.Second)
+		defer func() {
+			if reg.registered.Load() {
+				// Even when the client has gone; if this fails, the entry
+				// runs out with its key (only extra wake-ups until then).
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.OpTimeout)
+				_ = l.leave(uctx, req.Resource, reg)
+				cancel()
+			}
+		}()
+	}
 	try := func() (leasegate.AcquireResult, error) {
 		if reg != nil {
 			// A contended try registers for every request queued here.
@@ -577,7 +592,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (lease
 		}
 		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
 		defer cancel()
-		return l.Acquire(octx, req.Resource, req.Owner, req.TTL)
+		return l.acquire(octx, l.tenant, req.Resource, req.Owner, req.TTL, reg)
 	}
 	if req.Wait <= 0 {
 		return try()
@@ -619,7 +634,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (lease
 		// Not first in line: wait our turn, unless the lease is already
 		// ours (a same-owner re-acquire answers at once, as without wait).
 		octx, cancel := context.WithTimeout(ctx, min(max(time.Until(end), minFirstCall), req.OpTimeout))
-		lk, err := l.Status(octx, req.Resource)
+		lk, err := l.status(octx, l.tenant, req.Resource)
 		cancel()
 		switch {
 		case err == nil && lk.Owner == req.Owner:

@@ -24,7 +24,7 @@ func TestWaiterRefusesWaitersBeyondItsCap(t *testing.T) {
 		r.startWait(ctx, "b", "w2", time.Minute, 30*time.Second)
 		redistest.Eventually(t, 10*time.Second, "two waiters queued", func() bool { return r.w.Waiting() == 2 })
 
-		res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "a", Owner: "w3", TTL: time.Minute, Wait: 30 * time.Second})
+		res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{Resource: "a", Owner: "w3", TTL: time.Minute, Wait: 30 * time.Second})
 		if !errors.Is(err, leasegate.ErrTooManyWaiters) || res.Acquired {
 			t.Fatalf("third waiter: got %+v, %v; want ErrTooManyWaiters", res, err)
 		}
@@ -36,7 +36,7 @@ func TestWaiterRefusesWaitersBeyondItsCap(t *testing.T) {
 		}
 
 		t.Run("a plain acquire is not a waiter and is not capped", func(t *testing.T) {
-			res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "c", Owner: "w4", TTL: time.Minute})
+			res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{Resource: "c", Owner: "w4", TTL: time.Minute})
 			if err != nil || !res.Acquired {
 				t.Errorf("got %+v, %v; want acquired", res, err)
 			}

@@ -103,13 +103,13 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 		done := make(chan answer, 1)
 		start := time.Now()
 		go func() {
-			res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{
+			res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{
 				Resource: "job", Owner: h.owner, TTL: time.Minute, Wait: wait, OpTimeout: opTimeout,
 			})
 			done <- answer{res, err, time.Now()}
 		}()
 		// The first try has answered "contended" and the waiter is parked.
-		redistest.Eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 1 })
 		h.armed.Store(true)
 		if rr, err := r.l.Release(context.Background(), "job", "a", holder.Token); err != nil || rr != leasegate.Released {
 			t.Fatalf("release: %v, %v", rr, err)

@@ -80,7 +80,7 @@ func TestWaiterPollsAfterTheSubscriptionIsLost(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		prefix := fmt.Sprintf("wl:%d:", time.Now().UnixNano())
 		ch := prefix + "released"
-		l := redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: ch})
+		l := wrap(redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: ch}))
 		sub := newLossySubscriber(t, addr)
 		w := redislock.NewWaiter(sub, redislock.WaiterOptions{Channel: ch, PollInterval: 20 * time.Millisecond})
 		t.Cleanup(w.Close)
@@ -91,10 +91,10 @@ func TestWaiterPollsAfterTheSubscriptionIsLost(t *testing.T) {
 		}
 		got := make(chan waitOutcome, 1)
 		go func() {
-			res, err := w.Acquire(context.Background(), l, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
+			res, err := w.Acquire(context.Background(), l.Locker, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
 			got <- waitOutcome{res: res, err: err, at: time.Now()}
 		}()
-		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return w.Queued(l, "job") == 1 })
+		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return w.Queued(l.Locker, "job") == 1 })
 
 		sub.cut()
 		redistest.Eventually(t, 10*time.Second, "subscription lost", func() bool { return !w.Active() })

@@ -49,7 +49,7 @@ func TestAWaitIsAnsweredTrulyWhenRedisStalls(t *testing.T) {
 			mustAcquire(t, r.l, "job", "a", time.Minute)
 			pause(t, srv)
 			start := time.Now()
-			res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{
+			res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{
 				Resource: "job", Owner: "b", TTL: time.Minute, Wait: wait, OpTimeout: opTimeout,
 			})
 			took := time.Since(start)
@@ -80,12 +80,12 @@ func TestAWaitIsAnsweredTrulyWhenRedisStalls(t *testing.T) {
 		done := make(chan answer, 1)
 		start := time.Now()
 		go func() {
-			res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{
+			res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{
 				Resource: "job", Owner: "b", TTL: time.Minute, Wait: wait, OpTimeout: opTimeout,
 			})
 			done <- answer{res, err, time.Now()}
 		}()
-		redistest.Eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 5*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 1 })
 		pause(t, srv)
 		select {
 		case a := <-done:

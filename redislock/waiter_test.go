@@ -21,7 +21,7 @@ import (
 type waitRig struct {
 	*redistest.Backend
 	name string
-	l    *redislock.Locker
+	l    *locker
 	w    *redislock.Waiter
 }
 
@@ -40,7 +40,7 @@ func newWaitRig(t *testing.T, b *redistest.Backend, name string, opts redislock.
 	r := &waitRig{
 		Backend: b,
 		name:    name,
-		l:       redislock.New(b.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: opts.Channel}),
+		l:       wrap(redislock.New(b.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: opts.Channel})),
 		w:       redislock.NewWaiter(b.RDB, opts),
 	}
 	t.Cleanup(r.w.Close)
@@ -103,7 +103,7 @@ type waitOutcome struct {
 func (r *waitRig) startWait(ctx context.Context, resource, owner string, ttl, wait time.Duration) <-chan waitOutcome {
 	ch := make(chan waitOutcome, 1)
 	go func() {
-		res, err := r.w.Acquire(ctx, r.l, redislock.WaitRequest{Resource: resource, Owner: owner, TTL: ttl, Wait: wait})
+		res, err := r.w.Acquire(ctx, r.l.Locker, redislock.WaitRequest{Resource: resource, Owner: owner, TTL: ttl, Wait: wait})
 		ch <- waitOutcome{res: res, err: err, at: time.Now()}
 	}()
 	return ch
@@ -124,7 +124,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		r.hold(t, "job", "holder", time.Minute)
 		ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
-		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 1 })
 
 		start := time.Now()
 		r.release(t, "job", "holder")
@@ -184,7 +184,7 @@ func TestWaiterRenewalMakesItWaitAgain(t *testing.T) {
 			r.hold(t, res, "holder", 200*time.Millisecond)
 			ch := r.startWait(context.Background(), res, "waiter", time.Minute, 600*time.Millisecond)
 			// Queued, or already answered (the lease ended first).
-			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, res) == 1 || len(ch) > 0 })
+			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, res) == 1 || len(ch) > 0 })
 			_, err := r.l.Renew(context.Background(), res, "holder", 0, 10*time.Second)
 			if (errors.Is(err, leasegate.ErrLockNotHeld) || errors.Is(err, leasegate.ErrLockForbidden)) && attempt < 5 {
 				t.Logf("attempt %d: the lease ended before the renewal; again", attempt)
@@ -222,7 +222,7 @@ func TestWaiterNoLostWakeUp(t *testing.T) {
 				defer close(released)
 				_, _ = r.l.Release(context.Background(), res, "holder", 0)
 			}()
-			got, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{
+			got, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{
 				// The wait only bounds a stranded waiter; generous for a
 				// loaded machine.
 				Resource: res, Owner: "waiter", TTL: time.Minute, Wait: 10 * time.Second,
@@ -248,7 +248,7 @@ func TestWaitersAreServedInArrivalOrder(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				owner := fmt.Sprintf("w%02d", i)
-				res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{
+				res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{
 					Resource: "job", Owner: owner, TTL: time.Minute, Wait: 30 * time.Second,
 				})
 				if err != nil || !res.Acquired {
@@ -262,7 +262,7 @@ func TestWaitersAreServedInArrivalOrder(t *testing.T) {
 					errs <- fmt.Errorf("waiter %d: release got %v, %v", i, rr, err)
 				}
 			}()
-			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
+			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == i+1 })
 		}
 		r.release(t, "job", "holder")
 		wg.Wait()
@@ -286,16 +286,16 @@ func TestWaiterWhoseClientLeftIsDroppedAtOnce(t *testing.T) {
 		r.hold(t, "job", "holder", time.Minute)
 		ctx, cancel := context.WithCancel(context.Background())
 		gone := r.startWait(ctx, "job", "gone", time.Minute, 30*time.Second)
-		redistest.Eventually(t, 10*time.Second, "first waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+		redistest.Eventually(t, 10*time.Second, "first waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 1 })
 		next := r.startWait(context.Background(), "job", "next", time.Minute, 30*time.Second)
-		redistest.Eventually(t, 10*time.Second, "second waiter queued", func() bool { return r.w.Queued(r.l, "job") == 2 })
+		redistest.Eventually(t, 10*time.Second, "second waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 2 })
 
 		cancel()
 		o := receive(t, gone, 10*time.Second)
 		if !errors.Is(o.err, context.Canceled) {
 			t.Fatalf("got %v, want context.Canceled", o.err)
 		}
-		if q := r.w.Queued(r.l, "job"); q != 1 {
+		if q := r.w.Queued(r.l.Locker, "job"); q != 1 {
 			t.Fatalf("got %d queued right after the client left, want 1", q)
 		}
 		r.release(t, "job", "holder")
@@ -312,7 +312,7 @@ func TestWaiterCloseAnswersEveryWaiter(t *testing.T) {
 		var chans []<-chan waitOutcome
 		for i := range 5 {
 			chans = append(chans, r.startWait(context.Background(), "job", fmt.Sprint("w", i), time.Minute, 30*time.Second))
-			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == i+1 })
+			redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == i+1 })
 		}
 		r.w.Close()
 		for i, ch := range chans {
@@ -325,7 +325,7 @@ func TestWaiterCloseAnswersEveryWaiter(t *testing.T) {
 			}
 		}
 		// After Close a wait is a single try.
-		res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "job", Owner: "late", TTL: time.Minute, Wait: 30 * time.Second})
+		res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{Resource: "job", Owner: "late", TTL: time.Minute, Wait: 30 * time.Second})
 		if err != nil || res.Acquired || res.Waited {
 			t.Errorf("after close: got %+v, %v; want one contended try", res, err)
 		}
@@ -336,8 +336,8 @@ func TestWaiterSameOwnerIsAnsweredAtOnce(t *testing.T) {
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		held := r.hold(t, "job", "holder", time.Minute)
 		other := r.startWait(context.Background(), "job", "other", time.Minute, 30*time.Second)
-		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
-		res, err := r.w.Acquire(context.Background(), r.l, redislock.WaitRequest{Resource: "job", Owner: "holder", TTL: time.Minute, Wait: 30 * time.Second})
+		redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 1 })
+		res, err := r.w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{Resource: "job", Owner: "holder", TTL: time.Minute, Wait: 30 * time.Second})
 		if err != nil || !res.Acquired || res.Lock.Token != held.Token {
 			t.Fatalf("got %+v, %v; want the holder's re-acquire with token %d", res, err, held.Token)
 		}
@@ -352,7 +352,7 @@ func TestWaiterRedisErrorEndsTheWaitWithoutAGrant(t *testing.T) {
 	r := newMiniWaitRig(t, redislock.WaiterOptions{})
 	r.hold(t, "job", "holder", 300*time.Millisecond)
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 10*time.Second)
-	redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+	redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 1 })
 	r.Mini.SetError("LOADING simulated outage")
 	o := receive(t, ch, 30*time.Second)
 	if !errors.Is(o.err, leasegate.ErrUnavailable) || o.res.Acquired {
@@ -367,7 +367,7 @@ func TestWaiterResubscriptionWakesEveryone(t *testing.T) {
 	r := newRealWaitRig(t, redislock.WaiterOptions{})
 	r.hold(t, "job", "holder", time.Hour)
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
-	redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l, "job") == 1 })
+	redistest.Eventually(t, 10*time.Second, "waiter queued", func() bool { return r.w.Queued(r.l.Locker, "job") == 1 })
 	lockKey := r.l.ReleaseMessage("job")
 	_, err := r.RDB.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
 		p.ClientKillByFilter(context.Background(), "TYPE", "pubsub")
@@ -388,19 +388,19 @@ func TestWaiterWithoutSubscriptionPolls(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	l := redislock.New(rdb, redislock.Options{Prefix: "poll:"})
+	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "poll:"}))
 	w := redislock.NewWaiter(nil, redislock.WaiterOptions{PollInterval: 20 * time.Millisecond})
 	t.Cleanup(w.Close)
 	if _, err := l.Acquire(context.Background(), "job", "holder", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
-		for w.Queued(l, "job") == 0 {
+		for w.Queued(l.Locker, "job") == 0 {
 			time.Sleep(time.Millisecond)
 		}
 		_, _ = l.Release(context.Background(), "job", "holder", 0)
 	}()
-	res, err := w.Acquire(context.Background(), l, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
+	res, err := w.Acquire(context.Background(), l.Locker, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
 	if err != nil || !res.Acquired {
 		t.Fatalf("got %+v, %v; want acquired by polling", res, err)
 	}
@@ -412,7 +412,7 @@ func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	ch := "bench:released"
-	l := redislock.New(rdb, redislock.Options{Prefix: "bench:", ReleaseChannel: ch})
+	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "bench:", ReleaseChannel: ch}))
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
 	b.Cleanup(w.Close)
 	for !w.Active() {
@@ -427,13 +427,13 @@ func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
 		}
 		got := make(chan error, 1)
 		go func() {
-			r, err := w.Acquire(ctx, l, redislock.WaitRequest{Resource: res, Owner: "waiter", TTL: time.Minute, Wait: 10 * time.Second})
+			r, err := w.Acquire(ctx, l.Locker, redislock.WaitRequest{Resource: res, Owner: "waiter", TTL: time.Minute, Wait: 10 * time.Second})
 			if err == nil && !r.Acquired {
 				err = fmt.Errorf("not acquired: %+v", r)
 			}
 			got <- err
 		}()
-		for w.Queued(l, res) == 0 {
+		for w.Queued(l.Locker, res) == 0 {
 			time.Sleep(50 * time.Microsecond)
 		}
 		b.StartTimer()

@@ -19,7 +19,7 @@ import (
 //   - the release channel (or the resource's shard channel, subscribed
 //     while the watcher lives) carries a release of the resource: the watcher
 //     is entered among the resource's waiters (watch.lua), so releases
-//     publish even with Options.PublishOnlyToWaiters;
+//     publish, as they do only while someone waits;
 //   - the lease's expires_at passes (a timer at expires_at plus a margin);
 //   - every poll interval (acquires and renewals publish nothing);
 //   - the subscription comes back after an outage.
@@ -116,7 +116,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 	read := func() (*leasegate.Lock, error) {
 		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
 		defer cancel()
-		lk, err := l.Status(c, resource)
+		lk, err := l.status(c, l.tenant, resource)
 		if errors.Is(err, leasegate.ErrLockNotHeld) {
 			return nil, nil
 		}

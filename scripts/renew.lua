@@ -1,15 +1,11 @@
 -- renew.lua: move the expiry of a live lease; the token is unchanged.
 --
 -- KEYS[1] lock key
--- KEYS[2] fence key
 -- ARGV[1] owner
 -- ARGV[2] ttl in milliseconds (integer > 0)
--- ARGV[3] fence retention in milliseconds
+-- ARGV[3] fence retention in milliseconds: the hash, also the fence,
+--         lives to the new expires_at + retention (acquire.lua)
 -- ARGV[4] token ("" = any token of this owner)
--- ARGV[5] layout (acquire.lua): '1' one key: the hash lives to the new
---         expires_at + retention and is the fence; '0' two keys: the hash
---         lives to expires_at, the fence key holds the token to
---         expires_at + retention
 --
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, owner}  renewed
 --        {0}                                              not found or expired
@@ -30,12 +26,5 @@ end
 local exp = now_ms + tonumber(ARGV[2])
 local exps = string.format('%.0f', exp)
 redis.call('HSET', KEYS[1], 'expires_at', exps)
-if ARGV[5] == '1' then
-  redis.call('PEXPIREAT', KEYS[1], exp + tonumber(ARGV[3]))
-else
-  -- SET, not PEXPIREAT, as in acquire.lua's same-owner branch: the fence
-  -- key must hold the token once the hash lives only to expires_at.
-  redis.call('PEXPIREAT', KEYS[1], exp)
-  redis.call('SET', KEYS[2], cur[2], 'PXAT', exp + tonumber(ARGV[3]))
-end
+redis.call('PEXPIREAT', KEYS[1], exp + tonumber(ARGV[3]))
 return {1, cur[2], cur[3], exps, cur[1]}

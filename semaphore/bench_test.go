@@ -36,7 +36,7 @@ func BenchmarkCyclesAgainstTheGoRedisFloor(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	ctx := context.Background()
-	locks := redislock.New(rdb, redislock.Options{Prefix: "bench:"})
+	locks := redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "bench:"}), nil, 0)
 	sems := semaphore.New(rdb, nil, semaphore.Options{Prefix: "bench:"})
 	claims := claim.New(rdb, claim.Options{Prefix: "bench:"})
 	const ttl = 30 * time.Second
@@ -53,10 +53,10 @@ func BenchmarkCyclesAgainstTheGoRedisFloor(b *testing.B) {
 			b.Fatalf("del: %v, %v", n, err)
 		}
 		t1 := time.Now()
-		if res, err := locks.Acquire(ctx, "bench", "svc-a", ttl); err != nil || !res.Acquired {
+		if res, err := locks.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "bench", Owner: "svc-a", TTL: ttl}); err != nil || !res.Acquired {
 			b.Fatalf("lock Acquire: %+v, %v", res, err)
 		}
-		if got, err := locks.Release(ctx, "bench", "svc-a", 0); err != nil || got != leasegate.Released {
+		if got, err := locks.Release(ctx, "", "bench", "svc-a", 0); err != nil || got != leasegate.Released {
 			b.Fatalf("lock Release: %v, %v", got, err)
 		}
 		t2 := time.Now()

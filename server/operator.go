@@ -19,16 +19,6 @@ import (
 // swept of the entries of leases that ended without a release.
 const DefaultIndexSweepInterval = time.Minute
 
-// indexMode is how grants enter the lock index on this deployment: in the
-// acquire script, except on Redis Cluster, where the index is in another
-// slot than the lock and a second step writes it.
-func (c Config) indexMode() redislock.IndexMode {
-	if c.redisMode() == "cluster" {
-		return redislock.IndexSecondStep
-	}
-	return redislock.IndexInScript
-}
-
 // wireOperator adds the operator services to deps and wraps the services
 // whose operator actions the audit trail records.
 func (s *Server) wireOperator(deps *handlers.Deps, locks *redislock.Locker) {

@@ -19,11 +19,10 @@ import (
 // the release scripts SPUBLISH on the resource's shard channel and each
 // gateway SSUBSCRIBEs only the channels of resources it has waiters or
 // watchers for. The gateway uses it on Cluster when every master runs
-// Redis 7 or later, read once at start; below 7, when a master cannot be
-// read at start, or with --redis-classic-pubsub, releases stay on the one
-// classic channel. A single Redis and Sentinel keep the classic channel:
-// one node carries every message anyway, and PUBLISH needs no
-// subscription per resource.
+// Redis 7 or later, read once at start; below 7, or when a master
+// cannot be read at start, releases stay on the one classic channel. A
+// single Redis and Sentinel keep the classic channel: one node carries
+// every message anyway, and PUBLISH needs no subscription per resource.
 
 // shardedMinMajor is the first Redis major version with SPUBLISH.
 const shardedMinMajor = 7
@@ -33,10 +32,6 @@ const shardedMinMajor = 7
 func (s *Server) shardRouter() *redis.ClusterClient {
 	cc, ok := s.rdb.(*redis.ClusterClient)
 	if !ok {
-		return nil
-	}
-	if s.cfg.Redis.ClassicPubSub {
-		s.log.Info("release wake-ups: classic PUBLISH on one channel (--redis-classic-pubsub); every gateway receives every published release")
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.RequestTimeout)

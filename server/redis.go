@@ -56,12 +56,6 @@ type RedisConfig struct {
 	// MinReplicasTimeout bounds that wait.
 	MinReplicasTimeout time.Duration
 
-	// ClassicPubSub keeps release wake-ups on one classic PUBLISH channel
-	// on Redis Cluster, where Redis >= 7 would shard them (pubsub.go): for
-	// a rolling upgrade from a gateway version without sharded wake-ups,
-	// whose waiters hear only the classic channel.
-	ClassicPubSub bool
-
 	// AllowEviction accepts a Redis that may evict keys (maxmemory with a
 	// maxmemory-policy other than noeviction): the gateway then starts and
 	// is ready with a warning instead of refusing. See docs/deployment.md.

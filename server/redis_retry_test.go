@@ -110,26 +110,26 @@ func TestALostReplyIsNeverReSent(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = rdb.Close() })
 		ctx := context.Background()
-		l := redislock.New(rdb, redislock.Options{Prefix: "rr:"})
+		l := redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "rr:"}), nil, 0)
 		// Load the scripts first, so the armed command is the script itself.
-		if _, err := l.Release(ctx, "warm-up", "o", 0); err != nil {
+		if _, err := l.Release(ctx, "", "warm-up", "o", 0); err != nil {
 			t.Fatalf("warm-up release: %v", err)
 		}
 
 		t.Run("a release whose reply was lost is unavailable, and released once", func(t *testing.T) {
-			held, err := l.Acquire(ctx, "job", "o", time.Minute)
+			held, err := l.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "job", Owner: "o", TTL: time.Minute})
 			if err != nil || !held.Acquired {
 				t.Fatalf("acquire: got %+v, %v", held, err)
 			}
 			p.armed.Store(true)
-			got, err := l.Release(ctx, "job", "o", held.Lock.Token)
+			got, err := l.Release(ctx, "", "job", "o", held.Lock.Token)
 			if !errors.Is(err, leasegate.ErrUnavailable) {
 				t.Fatalf("release: got %v, %v; want leasegate.ErrUnavailable (the reply was lost)", got, err)
 			}
 			if p.armed.Load() {
 				t.Fatal("the reply was not dropped: the test did not exercise a lost reply")
 			}
-			if _, err := l.Status(ctx, "job"); !errors.Is(err, leasegate.ErrLockNotHeld) {
+			if _, err := l.Status(ctx, "", "job"); !errors.Is(err, leasegate.ErrLockNotHeld) {
 				t.Errorf("status after the release: got %v, want ErrLockNotHeld (it did run once)", err)
 			}
 		})

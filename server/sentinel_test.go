@@ -38,7 +38,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("NewRedisClient: %v", err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	l := redislock.New(rdb, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second})
+	l := redislock.NewService(redislock.New(rdb, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second}), nil, 0)
 	owner := "owner-" + t.Name()
 
 	// Before: a few grants, each acknowledged by the replica.
@@ -46,7 +46,7 @@ func TestSentinelFailover(t *testing.T) {
 	var granted []grant
 	var refused int
 	acquire := func(res string) {
-		got, err := l.Acquire(ctx, res, owner, 5*time.Minute)
+		got, err := l.Acquire(ctx, "", leasegate.AcquireRequest{Resource: res, Owner: owner, TTL: 5 * time.Minute})
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -88,7 +88,7 @@ func TestSentinelFailover(t *testing.T) {
 	// After: the client follows the new master and locks keep working.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		got, err := l.Acquire(ctx, "after-1", owner, time.Minute)
+		got, err := l.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "after-1", Owner: owner, TTL: time.Minute})
 		if err == nil && got.Acquired {
 			break
 		}
@@ -97,10 +97,10 @@ func TestSentinelFailover(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got, err := l.Acquire(ctx, "after-1", "someone-else", time.Minute); err != nil || got.Acquired {
+	if got, err := l.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "after-1", Owner: "someone-else", TTL: time.Minute}); err != nil || got.Acquired {
 		t.Fatalf("contended acquire after failover: got %+v, %v; want held by %s", got, err, owner)
 	}
-	if got, err := l.Release(ctx, "after-1", owner, 0); err != nil || got != leasegate.Released {
+	if got, err := l.Release(ctx, "", "after-1", owner, 0); err != nil || got != leasegate.Released {
 		t.Fatalf("release after failover: got %v, %v; want released", got, err)
 	}
 
@@ -109,11 +109,11 @@ func TestSentinelFailover(t *testing.T) {
 	// (which could still be reading the old master).
 	nm := redis.NewClient(&redis.Options{Addr: newMaster})
 	t.Cleanup(func() { _ = nm.Close() })
-	onNew := redislock.New(nm, redislock.Options{})
+	onNew := redislock.NewService(redislock.New(nm, redislock.Options{}), nil, 0)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, g := range granted {
-		got, err := onNew.Status(ctx, g.resource)
+		got, err := onNew.Status(ctx, "", g.resource)
 		if err != nil || got.Owner != owner || got.Token != g.token {
 			t.Errorf("%s on the new master %s: got %+v, %v; want owner %s, token %d", g.resource, newMaster, got, err, owner, g.token)
 		}

@@ -56,12 +56,8 @@ type Config struct {
 	EmbeddedRedisAddr string
 	// KeyPrefix starts every Redis key (default "lg:").
 	KeyPrefix string
-	// FenceRetention: how long a fence key outlives its last lease.
+	// FenceRetention: how long a lock key outlives its last lease, as the fence.
 	FenceRetention time.Duration
-	// OneKeyLocks stores each lock in one key that is also its fence
-	// (redislock.LayoutOneKey). Turn it on only once no gateway of an
-	// earlier version uses this Redis (docs/keys.md, "One key or two").
-	OneKeyLocks bool
 	// NoAutoPipeline turns off the batching of concurrent requests' script
 	// calls into shared pipelines (redislock.Batcher). It is always off
 	// with Redis.MinReplicas, whose WAIT needs the call's own connection.
@@ -182,7 +178,7 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.KeyPrefix, "{}") {
 		// A brace in the prefix would take over the Redis Cluster hash tag
-		// (one slot for every lock, or none: lock and fence keys apart).
+		// (one slot for every lock, or none: a lock and its waiters apart).
 		errs = append(errs, fmt.Errorf("key-prefix %q must not contain '{' or '}': the hash tag is the gateway's (docs/keys.md)", c.KeyPrefix))
 	}
 	// A waiting acquire may answer one Redis call after wait_ms: a try in
@@ -292,13 +288,10 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		FenceRetention:  cfg.FenceRetention,
 		ReleaseChannel:  releaseChannel,
 		ShardedReleases: shards != nil,
-		// Waiting acquires go through the Service, which registers them.
-		PublishOnlyToWaiters: true,
-		MinReplicas:          cfg.Redis.MinReplicas,
-		ReplicaTimeout:       cfg.Redis.MinReplicasTimeout,
-		Index:                cfg.indexMode(),
-		OnRelease:            func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
-		Layout:               cfg.lockLayout(),
+		MinReplicas:     cfg.Redis.MinReplicas,
+		ReplicaTimeout:  cfg.Redis.MinReplicasTimeout,
+		OnRelease:       func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
+		OnIndexFailure:  s.metrics.LockIndexFailures.Inc,
 	})
 	wopts := redislock.WaiterOptions{
 		Channel:    releaseChannel,
@@ -540,12 +533,4 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// lockLayout is the lock layout cfg asks for.
-func (c Config) lockLayout() redislock.Layout {
-	if c.OneKeyLocks {
-		return redislock.LayoutOneKey
-	}
-	return redislock.LayoutTwoKeys
 }

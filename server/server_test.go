@@ -249,8 +249,8 @@ func TestServerOnARealRedis(t *testing.T) {
 		t.Fatalf("got %v, want acquired", first)
 	}
 	keys, err := srv.Client(t).Keys(context.Background(), "servertest:*").Result()
-	if err != nil || len(keys) != 3 {
-		t.Errorf("got keys %q (%v), want the lock and fence keys and the tenant's lock index under the configured prefix", keys, err)
+	if err != nil || len(keys) != 2 {
+		t.Errorf("got keys %q (%v), want the lock key and the tenant's lock index under the configured prefix", keys, err)
 	}
 	if res, err := http.Get(ts.URL + "/readyz"); err != nil || res.StatusCode != http.StatusOK {
 		t.Errorf("readyz: got %v, %v; want 200", res, err)
@@ -295,13 +295,13 @@ func TestEmbeddedRedisExpiresLeases(t *testing.T) {
 			t.Fatalf("GET: %v", err)
 		}
 		_ = get.Body.Close()
-		// The lock key is reaped by the embedded clock; the fence key stays,
-		// and so does the lock index until a sweep (docs/operations.md).
+		// The lease ends by the embedded clock; its lock key stays as the
+		// fence, and so does the lock index until a sweep (docs/operations.md).
 		if get.StatusCode == http.StatusNotFound && n == 2 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: GET %d and %d keys, want 404 and only the fence key and the index left", get.StatusCode, n)
+			t.Fatalf("after 10s: GET %d and %d keys, want 404 and only the lock key and the index left", get.StatusCode, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -18,65 +18,48 @@ import (
 // TestShardedWakeUpsWithTwoGateways is the scale-out measurement of
 // docs/benchmarks.md ("Sharded pub/sub on Cluster"): two gateways on one
 // Redis Cluster (Redis >= 7), waiters only on gateway A, n release
-// hand-offs on A. Sharded, B receives no release message at all; with
-// --redis-classic-pubsub it receives every one, as A does.
+// hand-offs on A. B receives no release message at all.
 func TestShardedWakeUpsWithTwoGateways(t *testing.T) {
 	const n = 200
 	cl := redistest.StartCluster(t, 3)
-	for _, mode := range []struct {
-		name    string
-		classic bool
-	}{{"sharded", false}, {"classic", true}} {
-		t.Run(mode.name, func(t *testing.T) {
-			cfg := server.DefaultConfig()
-			cfg.Addr = "127.0.0.1:0"
-			cfg.KeyPrefix = fmt.Sprintf("sh%d%s:", time.Now().UnixNano(), mode.name)
-			cfg.Redis.ClusterAddrs = cl.Addrs()
-			cfg.Redis.ClassicPubSub = mode.classic
-			a, b := newServer(t, cfg), newServer(t, cfg)
-			rc := cl.Client(t)
-			keys := keyspace.Space{Prefix: cfg.KeyPrefix}
-			published := func() float64 { return publishCalls(t, cl) }
-			before := published()
-			start := time.Now()
-			for i := 0; i < n; i++ {
-				res := fmt.Sprintf("r-%d", i)
-				handOff(t, a, res, !mode.classic, func() bool {
-					return rc.Exists(context.Background(), keys.Resource("", res).Waiters()).Val() == 1
-				})
-			}
-			elapsed := time.Since(start)
-			msgs := func(s *server.Server, kind string) float64 {
-				return metric(t, s, `leasegate_release_messages_received_total{kind="`+kind+`"}`)
-			}
-			aS, aC, bS, bC := msgs(a, "sharded"), msgs(a, "classic"), msgs(b, "sharded"), msgs(b, "classic")
-			t.Logf("%s: %d hand-offs in %v (%v each); publishes in Redis %v; A received %v sharded + %v classic, B %v sharded + %v classic",
-				mode.name, n, elapsed.Round(time.Millisecond), (elapsed / n).Round(time.Microsecond), published()-before, aS, aC, bS, bC)
-			if mode.classic {
-				// Classic PUBLISH on Cluster goes to every node, and from
-				// there to every gateway: B hears what only A needed.
-				if aC != n || bC != n || aS != 0 || bS != 0 {
-					t.Errorf("classic: got A %v+%v, B %v+%v (classic+sharded), want %d+0 each", aC, aS, bC, bS, n)
-				}
-				return
-			}
-			if aS != n || aC != 0 {
-				t.Errorf("A received %v sharded and %v classic messages, want %d and 0", aS, aC, n)
-			}
-			if bS != 0 || bC != 0 {
-				t.Errorf("B, with no waiter, received %v sharded and %v classic messages, want none", bS, bC)
-			}
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.KeyPrefix = fmt.Sprintf("sh%d:", time.Now().UnixNano())
+	cfg.Redis.ClusterAddrs = cl.Addrs()
+	a, b := newServer(t, cfg), newServer(t, cfg)
+	rc := cl.Client(t)
+	keys := keyspace.Space{Prefix: cfg.KeyPrefix}
+	published := func() float64 { return publishCalls(t, cl) }
+	before := published()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		res := fmt.Sprintf("r-%d", i)
+		handOff(t, a, res, func() bool {
+			return rc.Exists(context.Background(), keys.Resource("", res).Waiters()).Val() == 1
 		})
+	}
+	elapsed := time.Since(start)
+	msgs := func(s *server.Server, kind string) float64 {
+		return metric(t, s, `leasegate_release_messages_received_total{kind="`+kind+`"}`)
+	}
+	aS, aC, bS, bC := msgs(a, "sharded"), msgs(a, "classic"), msgs(b, "sharded"), msgs(b, "classic")
+	t.Logf("%d hand-offs in %v (%v each); publishes in Redis %v; A received %v sharded + %v classic, B %v sharded + %v classic",
+		n, elapsed.Round(time.Millisecond), (elapsed / n).Round(time.Microsecond), published()-before, aS, aC, bS, bC)
+	if aS != n || aC != 0 {
+		t.Errorf("A received %v sharded and %v classic messages, want %d and 0", aS, aC, n)
+	}
+	if bS != 0 || bC != 0 {
+		t.Errorf("B, with no waiter, received %v sharded and %v classic messages, want none", bS, bC)
 	}
 }
 
 // handOff holds resource on s, queues a waiting acquire behind the holder
 // on s, releases, and checks the waiter got the lock, then releases it.
 // Before the release it waits until the waiter is registered in Redis
-// (registered reports it; the release publishes only then) and, with
-// sharded, until s subscribed the resource's shard channel, so the
-// wake-up is the message (and is counted).
-func handOff(t *testing.T, s *server.Server, resource string, sharded bool, registered func() bool) {
+// (registered reports it; the release publishes only then) and until s
+// subscribed the resource's shard channel, so the wake-up is the message
+// (and is counted).
+func handOff(t *testing.T, s *server.Server, resource string, registered func() bool) {
 	t.Helper()
 	h := s.Handler()
 	testenv.Do(t, h, http.MethodPost, "/locks/"+resource, `{"owner":"holder","ttl_seconds":60}`).Want(t, http.StatusOK)
@@ -88,7 +71,7 @@ func handOff(t *testing.T, s *server.Server, resource string, sharded bool, regi
 		if !registered() {
 			return false
 		}
-		return !sharded || metric(t, s, "leasegate_release_shard_channels") == 1
+		return metric(t, s, "leasegate_release_shard_channels") == 1
 	})
 	testenv.Do(t, h, http.MethodDelete, "/locks/"+resource+"?owner=holder", "").Want(t, http.StatusNoContent)
 	select {

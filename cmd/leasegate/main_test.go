@@ -125,9 +125,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MIN_REPLICAS_TIMEOUT":           "250ms",
 			"LEASEGATE_OUTAGE_GRACE":                   "300ms",
 			"LEASEGATE_NO_AUTO_PIPELINE":               "true",
-			"LEASEGATE_ONE_KEY_LOCKS":                  "true",
 			"LEASEGATE_ALLOW_EVICTION":                 "true",
-			"LEASEGATE_REDIS_CLASSIC_PUBSUB":           "true",
 			"LEASEGATE_LOCK_CLASSES":                   "checkin:,payments/",
 			"LEASEGATE_AUDIT_RETENTION":                "720h",
 			"LEASEGATE_INDEX_SWEEP_INTERVAL":           "30s",
@@ -192,9 +190,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Redis.MinReplicasTimeout = 250 * time.Millisecond
 		want.Redis.OutageGrace = 300 * time.Millisecond
 		want.NoAutoPipeline = true
-		want.OneKeyLocks = true
 		want.Redis.AllowEviction = true
-		want.Redis.ClassicPubSub = true
 		want.LockClasses = []string{"checkin:", "payments/"}
 		want.AuditRetention = 720 * time.Hour
 		want.IndexSweepInterval = 30 * time.Second
