@@ -93,6 +93,21 @@ func TestImportGraph(t *testing.T) {
 	}
 }
 
+// TestTheDomainSpeaksNoHTTP: the root package is the vocabulary; problem
+// documents, statuses and context keys belong to the HTTP side (api,
+// handlers), so neither net/http nor Echo may come back into it.
+func TestTheDomainSpeaksNoHTTP(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.HasPrefix(imp, "net/http") || strings.HasPrefix(imp, "github.com/labstack/echo") {
+			t.Errorf("the domain package imports %s; the wire belongs to api or handlers", imp)
+		}
+	}
+}
+
 // TestAuthTestsDoNotBuildTheGateway: auth's own tests are unit tests of
 // keys and sessions; the wiring tests of auth in front of the routes live
 // in server, so auth does not depend on handlers even in tests.

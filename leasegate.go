@@ -59,10 +59,6 @@ func (p Principal) Actor() string {
 	return p.KeyName
 }
 
-// PrincipalKey is the request-scoped key (an echo.Context key) under which
-// authentication stores the caller's Principal for the handlers.
-const PrincipalKey = "leasegate.principal"
-
 // RequestMeta is what audit and abuse records say about the request
 // behind an operation.
 type RequestMeta struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Claims: work that must happen once (docs/claims.md).
@@ -200,7 +201,7 @@ func (c *Client) claimRenewer(cl *Claim) renewFunc {
 			return nil, err
 		}
 		if st.State != leasegate.ClaimPending || st.Claim.Token != lease.Token {
-			return nil, &Error{Type: leasegate.CodeForbidden.Type(), Status: http.StatusForbidden, Code: leasegate.CodeForbidden,
+			return nil, &Error{Type: api.Type(leasegate.CodeForbidden), Status: http.StatusForbidden, Code: leasegate.CodeForbidden,
 				Detail: "the claim's lease lapsed: it is done, or held under another token"}
 		}
 		return st.Claim.lease(), nil

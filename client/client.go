@@ -3,7 +3,7 @@
 // Errors from the gateway are *Error values; check them with errors.Is
 // against the sentinels below (ErrNotFound, ErrForbidden, ...). Each
 // answer's error code (Error.Code) is read through the domain's one table
-// (leasegate.CodeOfType), so the client and the gateway cannot disagree on
+// (api.CodeOfType), so the client and the gateway cannot disagree on
 // a slug. Locks, UserLocks and Flags serve the domain's service
 // interfaces over HTTP, with the domain's errors.
 package client
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Sentinels matched by errors.Is on an *Error, by the answer's error code.
@@ -41,7 +42,7 @@ var (
 
 // codeErrors gives each error code of the domain's table its sentinel. A
 // code missing here must be in notSurfaced; a test holds the two to
-// leasegate.Codes().
+// api.Codes().
 var codeErrors = map[leasegate.Code]error{
 	leasegate.CodeValidation:       ErrValidation,
 	leasegate.CodeMalformed:        ErrMalformed,
@@ -226,7 +227,7 @@ func answerError(resp *http.Response, data []byte) *Error {
 		e.Title = http.StatusText(resp.StatusCode)
 		e.Detail = strings.TrimSpace(string(data))
 	}
-	if c, ok := leasegate.CodeOfType(e.Type); ok {
+	if c, ok := api.CodeOfType(e.Type); ok {
 		e.Code = c
 	} else {
 		e.Code = codeForStatus(resp.StatusCode)
@@ -247,11 +248,11 @@ func answerError(resp *http.Response, data []byte) *Error {
 // code that answers carry.
 var statusCodes = func() map[int]leasegate.Code {
 	byStatus := map[int][]leasegate.Code{}
-	for _, c := range leasegate.Codes() {
+	for _, c := range api.Codes() {
 		if notSurfaced[c] {
 			continue
 		}
-		byStatus[c.Status()] = append(byStatus[c.Status()], c)
+		byStatus[api.Status(c)] = append(byStatus[api.Status(c)], c)
 	}
 	out := map[int]leasegate.Code{}
 	for s, cs := range byStatus {

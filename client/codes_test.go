@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // The client reads codes through the domain's table; this is what keeps
 // the two from drifting apart: a code added to the domain fails here
 // until it has a sentinel or is said not to reach clients.
 func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
-	for _, c := range leasegate.Codes() {
+	for _, c := range api.Codes() {
 		_, hasSentinel := codeErrors[c]
 		if hasSentinel == notSurfaced[c] {
 			t.Errorf("code %q: got sentinel %v and not surfaced %v, want exactly one of them", c, hasSentinel, notSurfaced[c])
@@ -26,7 +27,7 @@ func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
 	}
 	seen := map[error]leasegate.Code{}
 	for c, s := range codeErrors {
-		if !c.Known() {
+		if !known(c) {
 			t.Errorf("code %q has a sentinel but is not in the domain's table", c)
 		}
 		if other, dup := seen[s]; dup {
@@ -35,7 +36,7 @@ func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
 		seen[s] = c
 	}
 	for c := range notSurfaced {
-		if !c.Known() {
+		if !known(c) {
 			t.Errorf("code %q is listed as not surfaced but is not in the domain's table", c)
 		}
 	}
@@ -55,8 +56,8 @@ func problemServer(t *testing.T) *Client {
 		c := leasegate.Code(strings.TrimPrefix(r.URL.Path, "/"))
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.Header().Set("Retry-After", "7")
-		w.WriteHeader(c.Status())
-		fmt.Fprintf(w, `{"type":%q,"title":"t","status":%d,"detail":"d"}`, c.Type(), c.Status())
+		w.WriteHeader(api.Status(c))
+		fmt.Fprintf(w, `{"type":%q,"title":"t","status":%d,"detail":"d"}`, api.Type(c), api.Status(c))
 	}))
 	t.Cleanup(hs.Close)
 	return New(hs.URL)
@@ -64,15 +65,15 @@ func problemServer(t *testing.T) *Client {
 
 func TestEveryProblemIsReadByItsCode(t *testing.T) {
 	c := problemServer(t)
-	for _, code := range leasegate.Codes() {
+	for _, code := range api.Codes() {
 		t.Run(string(code), func(t *testing.T) {
 			_, err := c.do(context.Background(), http.MethodGet, "/"+string(code), nil, nil)
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("got %v, want an *Error", err)
 			}
-			if e.Code != code || e.Status != code.Status() || e.RetryAfter != 7*time.Second {
-				t.Errorf("got code %q status %d retry after %v, want %q %d 7s", e.Code, e.Status, e.RetryAfter, code, code.Status())
+			if e.Code != code || e.Status != api.Status(code) || e.RetryAfter != 7*time.Second {
+				t.Errorf("got code %q status %d retry after %v, want %q %d 7s", e.Code, e.Status, e.RetryAfter, code, api.Status(code))
 			}
 			if s, ok := codeErrors[code]; ok && !errors.Is(err, s) {
 				t.Errorf("got %v, want it to match %v", err, s)
@@ -97,7 +98,7 @@ func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
 		http.StatusTooManyRequests:             leasegate.CodeRateLimited,
 		http.StatusMethodNotAllowed:            leasegate.CodeMalformed,
 		http.StatusRequestHeaderFieldsTooLarge: leasegate.CodeMalformed,
-		leasegate.StatusClientClosedRequest:    leasegate.CodeMalformed,
+		api.StatusClientClosedRequest:          leasegate.CodeMalformed,
 		http.StatusTeapot:                      leasegate.CodeMalformed,
 		http.StatusNotImplemented:              leasegate.CodeInternal,
 		// limit-mismatch and claim-in-progress share 409: a bare 409 is
@@ -105,9 +106,9 @@ func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
 		http.StatusConflict: leasegate.CodeMalformed,
 	}
 	// Every status of the table that one surfaced code has names it.
-	for _, code := range leasegate.Codes() {
-		if _, ok := want[code.Status()]; !ok && !notSurfaced[code] {
-			want[code.Status()] = code
+	for _, code := range api.Codes() {
+		if _, ok := want[api.Status(code)]; !ok && !notSurfaced[code] {
+			want[api.Status(code)] = code
 		}
 	}
 	for status, code := range want {
@@ -117,4 +118,10 @@ func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
 			t.Errorf("status %d: got %#v, want code %q", status, err, code)
 		}
 	}
+}
+
+// known reports whether c is in the table of package api.
+func known(c leasegate.Code) bool {
+	_, ok := api.CodeOfType(api.Type(c))
+	return ok
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Authenticator decides who a request is: its middleware stores the
-// caller's leasegate.Principal under leasegate.PrincipalKey, or returns
+// caller's leasegate.Principal under api.PrincipalKey, or returns
 // an unauthorized error. Deps.Auth nil means open mode (development):
 // every caller is leasegate.OpenMode.
 type Authenticator interface {
@@ -45,7 +46,7 @@ var openModePrincipal any = leasegate.OpenMode
 // openMode marks every request as an operator of the default tenant.
 func openMode(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.Set(leasegate.PrincipalKey, openModePrincipal)
+		c.Set(api.PrincipalKey, openModePrincipal)
 		return next(c)
 	}
 }
@@ -53,7 +54,7 @@ func openMode(next echo.HandlerFunc) echo.HandlerFunc {
 // principal is the caller, as authentication stored it (the zero
 // Principal, which may do nothing, when none did).
 func principal(c echo.Context) leasegate.Principal {
-	p, _ := c.Get(leasegate.PrincipalKey).(leasegate.Principal)
+	p, _ := c.Get(api.PrincipalKey).(leasegate.Principal)
 	return p
 }
 

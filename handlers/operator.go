@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Seeing and acting on locks (docs/api.md, docs/operations.md): the
@@ -268,7 +269,7 @@ func (a *API) lockEvents(c echo.Context) error {
 			done <- nil
 			if err != nil {
 				// The store failed: say so and end; the client reconnects.
-				_, _ = w.Write([]byte("event: error\ndata: {\"type\":\"" + leasegate.ProblemBase + string(leasegate.CodeUnavailable) + "\"}\n\n"))
+				_, _ = w.Write([]byte("event: error\ndata: {\"type\":\"" + api.ProblemBase + string(leasegate.CodeUnavailable) + "\"}\n\n"))
 				w.Flush()
 			}
 			return nil

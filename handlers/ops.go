@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // The /ops/ page: server-rendered with html/template (which escapes every
@@ -227,7 +228,7 @@ func fromPage(r *http.Request) bool {
 }
 
 type errorView struct {
-	leasegate.Problem
+	api.Problem
 	Fields   []leasegate.FieldError
 	Back     string
 	BackText string
@@ -243,14 +244,14 @@ func (a *API) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 			next(err, c)
 			return
 		}
-		e, unexpected := errorOf(err)
+		e, status, unexpected := errorOf(err)
 		if unexpected {
 			a.log.Error("request failed",
 				zap.String("request_id", requestID(c)),
 				zap.String("route", c.Path()),
 				zap.Error(err))
 		}
-		p := e.Problem()
+		p := api.ProblemOf(e, status)
 		v := errorView{Problem: p, Fields: p.Errors, Back: "/ops/", BackText: "Back to the ops page"}
 		switch c.Request().URL.Path {
 		case "/ops/login", "/ops/logout":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 	"go.uber.org/zap"
 )
 
@@ -87,7 +88,7 @@ func (a *API) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 			if ck, err := c.Cookie(sessionCookie); err == nil {
 				p, err := a.openSession(c, ck.Value)
 				if err == nil {
-					c.Set(leasegate.PrincipalKey, p)
+					c.Set(api.PrincipalKey, p)
 					c.Set(sessionKey, true)
 					return next(c)
 				}

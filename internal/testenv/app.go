@@ -11,7 +11,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate"
+
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
@@ -213,7 +215,7 @@ func (HeaderAuth) Middleware() echo.MiddlewareFunc {
 			if p.Role == "" {
 				p.Role = leasegate.RoleOps
 			}
-			c.Set(leasegate.PrincipalKey, p)
+			c.Set(api.PrincipalKey, p)
 			return next(c)
 		}
 	}
