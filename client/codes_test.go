@@ -125,3 +125,45 @@ func known(c leasegate.Code) bool {
 	_, ok := api.CodeOfType(api.Type(c))
 	return ok
 }
+
+// TestTheRoutesAnswerWithTheDomainsSentinels: a not-found or forbidden
+// answer matches the domain's sentinel of the route that was called, as
+// well as the code's own.
+func TestTheRoutesAnswerWithTheDomainsSentinels(t *testing.T) {
+	var code leasegate.Code
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ProblemContentType)
+		w.WriteHeader(api.Status(code))
+		fmt.Fprintf(w, `{"type":%q,"title":"t","status":%d,"detail":"d"}`, api.Type(code), api.Status(code))
+	}))
+	t.Cleanup(hs.Close)
+	c, ctx := New(hs.URL), context.Background()
+	lease := &Lease{Resource: "r", Owner: "o", Token: 1, TTL: time.Second}
+	permit := &Permit{Name: "s", Owner: "o", Token: 1, TTL: time.Second}
+	claim := &Claim{Scope: "s", Key: "k", Owner: "o", Token: 1}
+	cases := []struct {
+		name string
+		code leasegate.Code
+		call func() error
+		want error
+	}{
+		{"Status", leasegate.CodeNotFound, func() error { _, err := c.Status(ctx, "r"); return err }, leasegate.ErrLockNotHeld},
+		{"Renew", leasegate.CodeForbidden, func() error { _, err := c.Renew(ctx, lease, 0); return err }, leasegate.ErrLockForbidden},
+		{"Release", leasegate.CodeNotFound, func() error { return c.Release(ctx, lease) }, leasegate.ErrLockNotHeld},
+		{"ReleasePermit", leasegate.CodeForbidden, func() error { return c.ReleasePermit(ctx, permit) }, leasegate.ErrSemaphoreForbidden},
+		{"SemaphoreStatus", leasegate.CodeNotFound, func() error { _, err := c.SemaphoreStatus(ctx, "s"); return err }, leasegate.ErrSemaphoreNotHeld},
+		{"GetClaim", leasegate.CodeNotFound, func() error { _, err := c.GetClaim(ctx, "s", "k"); return err }, leasegate.ErrClaimNotFound},
+		{"AbandonClaim", leasegate.CodeForbidden, func() error { return c.AbandonClaim(ctx, claim) }, leasegate.ErrClaimForbidden},
+		{"Unban", leasegate.CodeNotFound, func() error { return c.Unban(ctx, "u") }, leasegate.ErrUserNotFound},
+		{"an outage anywhere", leasegate.CodeUnavailable, func() error { return c.Unban(ctx, "u") }, leasegate.ErrUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code = tc.code
+			err := tc.call()
+			if !errors.Is(err, tc.want) || !errors.Is(err, codeErrors[tc.code]) {
+				t.Errorf("got %v, want it to match %v and %v", err, tc.want, codeErrors[tc.code])
+			}
+		})
+	}
+}
