@@ -147,7 +147,7 @@ func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenan
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	if err := act(ctx, tenantOf(c), user, requestMeta(c)); err != nil {
+	if err := act(ctx, tenantOf(c), user, RequestMeta(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -184,7 +184,7 @@ func (a *API) ban(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	b, err := a.deps.Flags.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, requestMeta(c))
+	b, err := a.deps.Flags.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, RequestMeta(c))
 	if err != nil {
 		return err
 	}

@@ -51,23 +51,23 @@ func openMode(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// principal is the caller, as authentication stored it (the zero
+// Principal is the caller, as authentication stored it (the zero
 // Principal, which may do nothing, when none did).
-func principal(c echo.Context) leasegate.Principal {
+func Principal(c echo.Context) leasegate.Principal {
 	p, _ := c.Get(api.PrincipalKey).(leasegate.Principal)
 	return p
 }
 
 // tenantOf is the caller's tenant.
-func tenantOf(c echo.Context) string { return principal(c).Tenant }
+func tenantOf(c echo.Context) string { return Principal(c).Tenant }
 
-// requireRole lets a request through only when authentication gave it
+// RequireRole lets a request through only when authentication gave it
 // role want (an ops key may do what a client key may). No role at all is
 // refused: it never fails open.
-func requireRole(want leasegate.Role) echo.MiddlewareFunc {
+func RequireRole(want leasegate.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if principal(c).Role.Allows(want) {
+			if Principal(c).Role.Allows(want) {
 				return next(c)
 			}
 			return problem(leasegate.CodeForbidden, "this API key's role may not use this route")
@@ -75,7 +75,7 @@ func requireRole(want leasegate.Role) echo.MiddlewareFunc {
 	}
 }
 
-// requestMeta is what audit and abuse records say about this request.
-func requestMeta(c echo.Context) leasegate.RequestMeta {
-	return leasegate.RequestMeta{ClientIP: c.RealIP(), RequestID: requestID(c), Operator: principal(c).Actor()}
+// RequestMeta is what audit and abuse records say about this request.
+func RequestMeta(c echo.Context) leasegate.RequestMeta {
+	return leasegate.RequestMeta{ClientIP: c.RealIP(), RequestID: RequestID(c), Operator: Principal(c).Actor()}
 }

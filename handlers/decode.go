@@ -25,7 +25,7 @@ import (
 func readBody(c echo.Context, limit int64) ([]byte, error) {
 	r := c.Request()
 	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
+		return nil, TooLarge(limit)
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -37,7 +37,7 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 		return nil, problem(leasegate.CodeMalformed, "could not read the request body")
 	}
 	if int64(len(body)) > limit {
-		return nil, tooLarge(limit)
+		return nil, TooLarge(limit)
 	}
 	if len(body) == 0 {
 		return nil, nil
@@ -475,7 +475,8 @@ func unquote(raw []byte) (string, bool) {
 	return b.String(), true
 }
 
-func tooLarge(limit int64) *leasegate.Error {
+// TooLarge is the problem of a request body over limit bytes.
+func TooLarge(limit int64) *leasegate.Error {
 	return problem(leasegate.CodePayloadTooLarge,
 		fmt.Sprintf("request body is larger than %d bytes", limit))
 }

@@ -88,11 +88,11 @@ func cursorJSON(s string) *string {
 // registerOperator adds the operator routes when their services are given.
 func (a *API) registerOperator(e *echo.Echo, client, ops []echo.MiddlewareFunc) {
 	if a.deps.Operator != nil {
-		e.GET("/locks", wrap(a.listLocks, ops...))
-		e.GET("/locks/:resource/events", wrap(a.lockEvents, client...))
+		e.GET("/locks", Wrap(a.listLocks, ops...))
+		e.GET("/locks/:resource/events", Wrap(a.lockEvents, client...))
 	}
 	if a.deps.Audit != nil {
-		e.GET("/audit", wrap(a.listAudit, ops...))
+		e.GET("/audit", Wrap(a.listAudit, ops...))
 	}
 }
 
@@ -166,7 +166,7 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 	if a.deps.Operator == nil {
 		return problem(leasegate.CodeNotFound, "forced releases are not served here")
 	}
-	if !principal(c).Role.Allows(leasegate.RoleOps) {
+	if !Principal(c).Role.Allows(leasegate.RoleOps) {
 		return problem(leasegate.CodeForbidden, "only an ops key may force a release")
 	}
 	fields, err := a.readFields(c, "reason")
@@ -185,7 +185,7 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	lk, err := a.deps.Operator.ForceRelease(ctx, tenantOf(c), resource, reason, requestMeta(c))
+	lk, err := a.deps.Operator.ForceRelease(ctx, tenantOf(c), resource, reason, RequestMeta(c))
 	if err != nil {
 		return err
 	}

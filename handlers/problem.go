@@ -18,12 +18,12 @@ func problem(code leasegate.Code, message string) *leasegate.Error {
 	return leasegate.NewError(code, message)
 }
 
-// errorOf maps any error to the domain error the client sees and the
+// ErrorOf maps any error to the domain error the client sees and the
 // status that carries it (0: the code's), and says whether it is
 // unexpected and must be logged. Domain errors (from the services, or the
 // handlers' own validation) keep their code; Echo's own errors (no route,
 // wrong method, ...) are mapped here; anything else is internal.
-func errorOf(err error) (e *leasegate.Error, status int, unexpected bool) {
+func ErrorOf(err error) (e *leasegate.Error, status int, unexpected bool) {
 	var he *echo.HTTPError
 	var de *leasegate.Error
 	if errors.As(err, &he) && !errors.As(err, &de) {
@@ -64,9 +64,9 @@ func httpError(he *echo.HTTPError) (*leasegate.Error, int) {
 	return problem(leasegate.CodeInternal, "internal error"), 0
 }
 
-// retryAfterSeconds is d as a Retry-After value: whole seconds, rounded
+// RetryAfterSeconds is d as a Retry-After value: whole seconds, rounded
 // up, at least 1.
-func retryAfterSeconds(e *leasegate.Error) int {
+func RetryAfterSeconds(e *leasegate.Error) int {
 	secs := int((e.RetryAfter + 999_999_999) / 1_000_000_000)
 	return max(secs, 1)
 }
@@ -77,16 +77,16 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
-		e, status, unexpected := errorOf(err)
+		e, status, unexpected := ErrorOf(err)
 		if unexpected {
 			log.Error("request failed",
-				zap.String("request_id", requestID(c)),
+				zap.String("request_id", RequestID(c)),
 				zap.String("route", c.Path()),
 				zap.Error(err))
 		}
 		h := c.Response().Header()
 		if e.RetryAfter > 0 {
-			h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+			h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds(e)))
 		}
 		if e.Code == leasegate.CodeUnauthorized {
 			// RFC 9110: every 401 names a scheme; the API's is Bearer.

@@ -91,7 +91,7 @@ func (a *API) userLockAttempt(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	res, err := a.deps.UserLocks.Attempt(ctx, tenantOf(c), name, user, time.Duration(ttl)*time.Second, requestMeta(c))
+	res, err := a.deps.UserLocks.Attempt(ctx, tenantOf(c), name, user, time.Duration(ttl)*time.Second, RequestMeta(c))
 	if err != nil {
 		var be *leasegate.BannedError
 		if errors.As(err, &be) {

@@ -32,6 +32,7 @@ import (
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/storehealth"
 	"github.com/leasegate/leasegate/metrics"
+	"github.com/leasegate/leasegate/opsui"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
 	"github.com/leasegate/leasegate/semaphore"
@@ -361,6 +362,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		})
 	}
 	s.e = handlers.New(cfg.HTTP, deps)
+	opsui.Register(s.e, cfg.HTTP, deps)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		s.closeRedis()

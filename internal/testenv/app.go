@@ -21,6 +21,7 @@ import (
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/metrics"
+	"github.com/leasegate/leasegate/opsui"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/semaphore"
 )
@@ -174,7 +175,9 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 	case o.HeaderAuth:
 		d.Auth = HeaderAuth{}
 	}
-	return handlers.New(cfg, d)
+	e := handlers.New(cfg, d)
+	opsui.Register(e, cfg, d)
+	return e
 }
 
 // Keys parses key-file entries ("name:role:tenant:hash").

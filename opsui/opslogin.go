@@ -1,4 +1,4 @@
-package handlers
+package opsui
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/api"
+	"github.com/leasegate/leasegate/handlers"
 	"go.uber.org/zap"
 )
 
@@ -48,11 +49,11 @@ const logoutUnrecorded = "You are logged out in this browser, but the gateway co
 
 // secureCookies: the page's cookies are Secure over TLS, and always when
 // configured (a gateway behind a TLS-terminating proxy).
-func (a *API) secureCookies(c echo.Context) bool {
+func (a *UI) secureCookies(c echo.Context) bool {
 	return a.cfg.OpsSecureCookies || c.IsTLS()
 }
 
-func (a *API) setSession(c echo.Context, value string, maxAge int) {
+func (a *UI) setSession(c echo.Context, value string, maxAge int) {
 	c.SetCookie(&http.Cookie{
 		Name:     sessionCookie,
 		Value:    value,
@@ -65,7 +66,7 @@ func (a *API) setSession(c echo.Context, value string, maxAge int) {
 }
 
 // clearSession tells the browser to drop its session cookie.
-func (a *API) clearSession(c echo.Context) { a.setSession(c, "", -1) }
+func (a *UI) clearSession(c echo.Context) { a.setSession(c, "", -1) }
 
 // viaSession reports whether the request was authenticated by the session
 // cookie.
@@ -78,7 +79,7 @@ func viaSession(c echo.Context) bool {
 // what the API accepts (a Bearer key, or open mode). Without either, a
 // browser is sent to the login form (303), and a stale or forged cookie
 // is dropped.
-func (a *API) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
+func (a *UI) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		viaAPI := authn(next)
 		return func(c echo.Context) error {
@@ -107,7 +108,7 @@ func (a *API) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 }
 
 // openSession opens a session cookie value within the operation timeout.
-func (a *API) openSession(c echo.Context, value string) (leasegate.Principal, error) {
+func (a *UI) openSession(c echo.Context, value string) (leasegate.Principal, error) {
 	ctx, cancel := a.opContext(c)
 	defer cancel()
 	return a.deps.Sessions.Open(ctx, value, time.Now())
@@ -119,7 +120,7 @@ type loginView struct {
 }
 
 // renderLogin answers with the login form.
-func (a *API) renderLogin(c echo.Context, status int, errText string) error {
+func (a *UI) renderLogin(c echo.Context, status int, errText string) error {
 	var buf bytes.Buffer
 	if err := loginPage.Execute(&buf, loginView{CSRF: a.csrfToken(c), Error: errText}); err != nil {
 		return err
@@ -130,7 +131,7 @@ func (a *API) renderLogin(c echo.Context, status int, errText string) error {
 
 // loginForm is GET /ops/login. In open mode, and for a browser already
 // logged in, it goes straight to the page.
-func (a *API) loginForm(c echo.Context) error {
+func (a *UI) loginForm(c echo.Context) error {
 	if a.deps.Sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
@@ -152,7 +153,7 @@ func (a *API) loginForm(c echo.Context) error {
 // cookie. Too many failures from the client's address, or with a key
 // refused for its role, get 429 with Retry-After (the key is then not
 // checked); a login that cannot be counted gets 503 (docs/abuse.md).
-func (a *API) loginSubmit(c echo.Context) error {
+func (a *UI) loginSubmit(c echo.Context) error {
 	form, err := a.pageForm(c)
 	if err != nil {
 		return err
@@ -180,10 +181,10 @@ func (a *API) loginSubmit(c echo.Context) error {
 			return err
 		}
 		if e.RetryAfter > 0 {
-			c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(handlers.RetryAfterSeconds(e)))
 		}
 		a.log.Info("ops page login refused",
-			zap.String("request_id", requestID(c)),
+			zap.String("request_id", handlers.RequestID(c)),
 			zap.String("reason", reason),
 			zap.String("key_name", p.KeyName),
 			zap.String("remote_ip", c.RealIP()))
@@ -193,7 +194,7 @@ func (a *API) loginSubmit(c echo.Context) error {
 	// A new CSRF token for the new session.
 	a.newCSRFToken(c)
 	a.log.Info("ops page login",
-		zap.String("request_id", requestID(c)),
+		zap.String("request_id", handlers.RequestID(c)),
 		zap.String("operator", p.Actor()),
 		zap.String("tenant", p.Tenant),
 		zap.String("remote_ip", c.RealIP()))
@@ -204,7 +205,7 @@ func (a *API) loginSubmit(c echo.Context) error {
 // of the cookie is refused from then on), drops the cookie and shows the
 // login form. When the end cannot be recorded the cookie is dropped all
 // the same and the form says so (503).
-func (a *API) logout(c echo.Context) error {
+func (a *UI) logout(c echo.Context) error {
 	if _, err := a.pageForm(c); err != nil {
 		return err
 	}
@@ -217,9 +218,9 @@ func (a *API) logout(c echo.Context) error {
 		defer cancel()
 		if err := a.deps.Sessions.Logout(ctx, ck.Value, time.Now()); err != nil {
 			if e, _ := leasegate.ErrorOf(err); e.RetryAfter > 0 {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+				c.Response().Header().Set("Retry-After", strconv.Itoa(handlers.RetryAfterSeconds(e)))
 			}
-			a.log.Warn("ops page logout not recorded", zap.String("request_id", requestID(c)), zap.Error(err))
+			a.log.Warn("ops page logout not recorded", zap.String("request_id", handlers.RequestID(c)), zap.Error(err))
 			return a.renderLogin(c, http.StatusServiceUnavailable, logoutUnrecorded)
 		}
 	}
