@@ -35,7 +35,7 @@ func (r Role) Allows(want Role) bool {
 
 // OpenModeActor names the actor of operator actions when no API key named
 // one (open mode, development). Client-sent headers are never used for it.
-const OpenModeActor = "open-mode"
+const OpenModeActor = "open"
 
 // Principal is who a request acts as: an API key's tenant, role and name.
 // In open mode it is an operator of tenant "" with no key name.

@@ -113,7 +113,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		deps.Log = zap.NewNop()
 	}
 	if deps.Metrics == nil {
-		deps.Metrics = metrics.NewForTest()
+		deps.Metrics = metrics.NewStandalone()
 	}
 	if deps.IPExtractor == nil {
 		deps.IPExtractor = echo.ExtractIPDirect()

@@ -139,7 +139,7 @@ func limitValue(ck *checker, v string, most int) int {
 
 func (a *API) listLocks(c echo.Context) error {
 	var ck checker
-	noQuery(c, &ck, "prefix", "limit", "cursor")
+	onlyQuery(&ck, c.QueryParams(), "prefix", "limit", "cursor")
 	q := c.QueryParams()
 	prefix, _ := oneQuery(q, &ck, "prefix")
 	if len(prefix) > 255 || hasControl(prefix) {
@@ -195,7 +195,7 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 
 func (a *API) listAudit(c echo.Context) error {
 	var ck checker
-	noQuery(c, &ck, "limit", "cursor")
+	onlyQuery(&ck, c.QueryParams(), "limit", "cursor")
 	q := c.QueryParams()
 	limit := pageLimit(q, &ck)
 	cursor := pageCursor(q, &ck, 64)
@@ -218,7 +218,7 @@ func (a *API) listAudit(c echo.Context) error {
 func (a *API) lockEvents(c echo.Context) error {
 	var ck checker
 	resource := resourceParam(c, &ck)
-	noQuery(c, &ck)
+	onlyQuery(&ck, c.QueryParams())
 	if err := ck.err(); err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func Register(e *echo.Echo, cfg handlers.Config, deps handlers.Deps) {
 		deps.Log = zap.NewNop()
 	}
 	if deps.Metrics == nil {
-		deps.Metrics = metrics.NewForTest()
+		deps.Metrics = metrics.NewStandalone()
 	}
 	a := &UI{cfg: cfg, deps: deps, log: deps.Log}
 	authn := deps.Authn()

@@ -95,7 +95,7 @@ type App struct {
 // handlers.New.
 func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	t.Helper()
-	a := &App{Backend: b, Metrics: metrics.NewForTest(), Log: &logbuf.Buffer{}, AbuseLog: &logbuf.Buffer{}, opts: o}
+	a := &App{Backend: b, Metrics: metrics.NewStandalone(), Log: &logbuf.Buffer{}, AbuseLog: &logbuf.Buffer{}, opts: o}
 	if len(o.Keys) > 0 {
 		a.Ring = Keyring(t, o.Keys...)
 	}
