@@ -1,9 +1,6 @@
 package handlers
 
 import (
-	"context"
-	"time"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate"
@@ -16,27 +13,6 @@ import (
 // every caller is leasegate.OpenMode.
 type Authenticator interface {
 	Middleware() echo.MiddlewareFunc
-}
-
-// Sessions is the /ops/ page's browser login, which a browser needs
-// because it cannot send "Authorization: Bearer". auth.Sessions
-// implements it; the handlers only move cookies and render forms. Its
-// errors are *leasegate.Error values; the handlers read their code.
-type Sessions interface {
-	// Login checks a key pasted into the login form from client (the
-	// request's address). For a known key of the ops role it returns the
-	// value of a new session cookie and its expiry. Refusals:
-	// CodeUnauthorized (not a key), CodeForbidden (a key whose role may
-	// not use the page), CodeRateLimited with a RetryAfter (too many
-	// failed logins from client or with that key), CodeUnavailable
-	// (nothing was checked).
-	Login(ctx context.Context, key, client string, now time.Time) (p leasegate.Principal, cookie string, expires time.Time, err error)
-	// Open returns the principal of a session cookie value that is valid
-	// at now and was not logged out; CodeUnavailable when that cannot be
-	// told.
-	Open(ctx context.Context, cookie string, now time.Time) (leasegate.Principal, error)
-	// Logout ends the session of a cookie value on every gateway.
-	Logout(ctx context.Context, cookie string, now time.Time) error
 }
 
 // openModePrincipal is leasegate.OpenMode in an interface once, so that

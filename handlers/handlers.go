@@ -80,10 +80,6 @@ type Deps struct {
 	// Auth authenticates every route but /healthz and /readyz; nil runs
 	// open (development only: server refuses non-loopback addresses).
 	Auth Authenticator
-	// Sessions, when set, lets operators log in to opsui's /ops/ in a browser
-	// with an ops key (auth.Sessions). Without it the page takes only
-	// what Auth takes (a Bearer key, or open mode).
-	Sessions Sessions
 	// IPExtractor decides the client IP (never trust X-Forwarded-For
 	// unless configured). Default: the connection's remote address.
 	IPExtractor echo.IPExtractor

@@ -36,22 +36,26 @@ import (
 // UI is the page's routes and what they need: the configuration and
 // services of the JSON routes.
 type UI struct {
-	cfg  handlers.Config
-	deps handlers.Deps
-	log  *zap.Logger
+	cfg      handlers.Config
+	deps     handlers.Deps
+	sessions Sessions
+	log      *zap.Logger
 }
 
 // Register adds the page's routes to e, which handlers.New built from the
 // same cfg and deps: the abuse review with deps.Flags, the locks and
-// audit views with deps.Operator; nothing without either.
-func Register(e *echo.Echo, cfg handlers.Config, deps handlers.Deps) {
+// audit views with deps.Operator; nothing without either. sessions, when
+// not nil, lets operators log in in a browser with an ops key
+// (auth.Sessions); without it the page takes only what deps.Auth takes
+// (a Bearer key, or open mode).
+func Register(e *echo.Echo, cfg handlers.Config, deps handlers.Deps, sessions Sessions) {
 	if deps.Log == nil {
 		deps.Log = zap.NewNop()
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = metrics.NewStandalone()
 	}
-	a := &UI{cfg: cfg, deps: deps, log: deps.Log}
+	a := &UI{cfg: cfg, deps: deps, sessions: sessions, log: deps.Log}
 	authn := deps.Authn()
 	if deps.Flags != nil {
 		a.registerOps(e, authn)
@@ -232,7 +236,7 @@ func (a *UI) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
 	e.POST("/ops/clear", handlers.Wrap(a.opsAction("clear"), page...))
 	e.POST("/ops/ban", handlers.Wrap(a.opsAction("ban"), page...))
 	e.POST("/ops/unban", handlers.Wrap(a.opsAction("unban"), page...))
-	if a.deps.Auth == nil || a.deps.Sessions != nil {
+	if a.deps.Auth == nil || a.sessions != nil {
 		e.GET("/ops/login", a.loginForm)
 		e.POST("/ops/login", a.loginSubmit)
 		e.POST("/ops/logout", a.logout)

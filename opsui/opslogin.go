@@ -2,6 +2,7 @@ package opsui
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,8 +16,29 @@ import (
 )
 
 // The /ops/ page's browser login: the handlers move cookies and render
-// the form; Deps.Sessions (auth.Sessions) checks keys and signs and opens
+// the form; Sessions (auth.Sessions) checks keys and signs and opens
 // the session values (see its doc for the design).
+
+// Sessions is the /ops/ page's browser login, which a browser needs
+// because it cannot send "Authorization: Bearer". auth.Sessions
+// implements it; the page only moves cookies and renders forms. Its
+// errors are *leasegate.Error values; the page reads their code.
+type Sessions interface {
+	// Login checks a key pasted into the login form from client (the
+	// request's address). For a known key of the ops role it returns the
+	// value of a new session cookie and its expiry. Refusals:
+	// CodeUnauthorized (not a key), CodeForbidden (a key whose role may
+	// not use the page), CodeRateLimited with a RetryAfter (too many
+	// failed logins from client or with that key), CodeUnavailable
+	// (nothing was checked).
+	Login(ctx context.Context, key, client string, now time.Time) (p leasegate.Principal, cookie string, expires time.Time, err error)
+	// Open returns the principal of a session cookie value that is valid
+	// at now and was not logged out; CodeUnavailable when that cannot be
+	// told.
+	Open(ctx context.Context, cookie string, now time.Time) (leasegate.Principal, error)
+	// Logout ends the session of a cookie value on every gateway.
+	Logout(ctx context.Context, cookie string, now time.Time) error
+}
 
 // sessionCookie names the ops page's session cookie.
 const sessionCookie = "leasegate_ops_session"
@@ -83,7 +105,7 @@ func (a *UI) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		viaAPI := authn(next)
 		return func(c echo.Context) error {
-			if a.deps.Sessions == nil {
+			if a.sessions == nil {
 				return viaAPI(c)
 			}
 			if ck, err := c.Cookie(sessionCookie); err == nil {
@@ -111,7 +133,7 @@ func (a *UI) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 func (a *UI) openSession(c echo.Context, value string) (leasegate.Principal, error) {
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	return a.deps.Sessions.Open(ctx, value, time.Now())
+	return a.sessions.Open(ctx, value, time.Now())
 }
 
 type loginView struct {
@@ -132,7 +154,7 @@ func (a *UI) renderLogin(c echo.Context, status int, errText string) error {
 // loginForm is GET /ops/login. In open mode, and for a browser already
 // logged in, it goes straight to the page.
 func (a *UI) loginForm(c echo.Context) error {
-	if a.deps.Sessions == nil {
+	if a.sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	if ck, err := c.Cookie(sessionCookie); err == nil {
@@ -158,13 +180,13 @@ func (a *UI) loginSubmit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if a.deps.Sessions == nil {
+	if a.sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	now := time.Now()
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	p, cookie, expires, err := a.deps.Sessions.Login(ctx, strings.TrimSpace(form.Get("key")), c.RealIP(), now)
+	p, cookie, expires, err := a.sessions.Login(ctx, strings.TrimSpace(form.Get("key")), c.RealIP(), now)
 	if err != nil {
 		e, _ := leasegate.ErrorOf(err)
 		status, msg, reason := http.StatusUnauthorized, loginFailed, "unknown"
@@ -209,14 +231,14 @@ func (a *UI) logout(c echo.Context) error {
 	if _, err := a.pageForm(c); err != nil {
 		return err
 	}
-	if a.deps.Sessions == nil {
+	if a.sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	a.clearSession(c)
 	if ck, err := c.Cookie(sessionCookie); err == nil {
 		ctx, cancel := a.opContext(c)
 		defer cancel()
-		if err := a.deps.Sessions.Logout(ctx, ck.Value, time.Now()); err != nil {
+		if err := a.sessions.Logout(ctx, ck.Value, time.Now()); err != nil {
 			if e, _ := leasegate.ErrorOf(err); e.RetryAfter > 0 {
 				c.Response().Header().Set("Retry-After", strconv.Itoa(handlers.RetryAfterSeconds(e)))
 			}

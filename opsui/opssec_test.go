@@ -32,7 +32,6 @@ func secGateway(t *testing.T, env *testenv.App) *echo.Echo {
 		UserLocks: svc,
 		Flags:     svc,
 		Auth:      env.Ring,
-		Sessions:  auth.NewSessionsWith(env.Ring, auth.SessionOptions{Redis: env.Backend.RDB, Prefix: "opssec:"}),
 		IPExtractor: func(r *http.Request) string {
 			if v := r.Header.Get("X-Test-Remote"); v != "" {
 				return v
@@ -41,7 +40,7 @@ func secGateway(t *testing.T, env *testenv.App) *echo.Echo {
 		},
 	}
 	e := handlers.New(handlers.DefaultConfig(), deps)
-	opsui.Register(e, handlers.DefaultConfig(), deps)
+	opsui.Register(e, handlers.DefaultConfig(), deps, auth.NewSessionsWith(env.Ring, auth.SessionOptions{Redis: env.Backend.RDB, Prefix: "opssec:"}))
 	return e
 }
 

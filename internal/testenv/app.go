@@ -166,17 +166,18 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 		d.Operator, d.Flags, d.Claims = rec.Wrap(a.Operator, d.Flags, d.Claims)
 		d.Audit = a.Audit
 	}
+	var sessions opsui.Sessions
 	switch {
 	case ring != nil:
 		d.Auth = ring
 		if o.Sessions {
-			d.Sessions = auth.NewSessions(ring, o.SessionTTL, o.SessionSecret)
+			sessions = auth.NewSessions(ring, o.SessionTTL, o.SessionSecret)
 		}
 	case o.HeaderAuth:
 		d.Auth = HeaderAuth{}
 	}
 	e := handlers.New(cfg, d)
-	opsui.Register(e, cfg, d)
+	opsui.Register(e, cfg, d, sessions)
 	return e
 }
 
