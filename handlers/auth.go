@@ -46,7 +46,7 @@ func RequireRole(want leasegate.Role) echo.MiddlewareFunc {
 			if Principal(c).Role.Allows(want) {
 				return next(c)
 			}
-			return problem(leasegate.CodeForbidden, "this API key's role may not use this route")
+			return leasegate.NewError(leasegate.CodeForbidden, "this API key's role may not use this route")
 		}
 	}
 }

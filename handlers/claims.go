@@ -183,7 +183,7 @@ func (a *API) claimDelete(c echo.Context) error {
 	}
 	if force {
 		if !Principal(c).Role.Allows(leasegate.RoleOps) {
-			return problem(leasegate.CodeForbidden, "only an ops key may force the removal of a claim")
+			return leasegate.NewError(leasegate.CodeForbidden, "only an ops key may force the removal of a claim")
 		}
 		reason := claimReason(&ck, fields, q)
 		if err := ck.err(); err != nil {

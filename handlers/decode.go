@@ -34,7 +34,7 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	// to check up front.
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, problem(leasegate.CodeMalformed, "could not read the request body")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "could not read the request body")
 	}
 	if int64(len(body)) > limit {
 		return nil, TooLarge(limit)
@@ -45,7 +45,7 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	ct := r.Header.Get(echo.HeaderContentType)
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || mt != echo.MIMEApplicationJSON {
-		return nil, problem(leasegate.CodeUnsupportedMedia,
+		return nil, leasegate.NewError(leasegate.CodeUnsupportedMedia,
 			"a request body must have Content-Type: application/json")
 	}
 	return body, nil
@@ -84,12 +84,12 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 		return nil, nil
 	}
 	if !utf8.Valid(body) {
-		return nil, problem(leasegate.CodeMalformed, "request body is not valid UTF-8")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "request body is not valid UTF-8")
 	}
 	s := scanner{b: body}
 	s.space()
 	if !s.next('{') {
-		return nil, problem(leasegate.CodeMalformed, "request body must be a JSON object")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "request body must be a JSON object")
 	}
 	var fields map[string]json.RawMessage
 	var errs []leasegate.FieldError
@@ -140,7 +140,7 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 	}
 	s.space()
 	if s.i != len(body) {
-		return nil, problem(leasegate.CodeMalformed, "unexpected data after the JSON object")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "unexpected data after the JSON object")
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
@@ -219,10 +219,10 @@ func (s *scanner) space() {
 // fail is the 400 for a body that has something else where want belongs.
 func (s *scanner) fail(want string) *leasegate.Error {
 	if s.i >= len(s.b) {
-		return problem(leasegate.CodeMalformed, "malformed JSON: the body ends where "+want+" belongs")
+		return leasegate.NewError(leasegate.CodeMalformed, "malformed JSON: the body ends where "+want+" belongs")
 	}
 	r, _ := utf8.DecodeRune(s.b[s.i:])
-	return problem(leasegate.CodeMalformed,
+	return leasegate.NewError(leasegate.CodeMalformed,
 		fmt.Sprintf("malformed JSON: %q at byte %d where %s belongs", r, s.i, want))
 }
 
@@ -477,7 +477,7 @@ func unquote(raw []byte) (string, bool) {
 
 // TooLarge is the problem of a request body over limit bytes.
 func TooLarge(limit int64) *leasegate.Error {
-	return problem(leasegate.CodePayloadTooLarge,
+	return leasegate.NewError(leasegate.CodePayloadTooLarge,
 		fmt.Sprintf("request body is larger than %d bytes", limit))
 }
 

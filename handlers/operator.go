@@ -164,10 +164,10 @@ func (a *API) listLocks(c echo.Context) error {
 // an unknown parameter of a plain release).
 func (a *API) forceRelease(c echo.Context, q url.Values) error {
 	if a.deps.Operator == nil {
-		return problem(leasegate.CodeNotFound, "forced releases are not served here")
+		return leasegate.NewError(leasegate.CodeNotFound, "forced releases are not served here")
 	}
 	if !Principal(c).Role.Allows(leasegate.RoleOps) {
-		return problem(leasegate.CodeForbidden, "only an ops key may force a release")
+		return leasegate.NewError(leasegate.CodeForbidden, "only an ops key may force a release")
 	}
 	fields, err := a.readFields(c, "reason")
 	if err != nil {

@@ -12,12 +12,6 @@ import (
 	"github.com/leasegate/leasegate/api"
 )
 
-// problem builds a domain error with code and message; the error handler
-// writes it as problem+json.
-func problem(code leasegate.Code, message string) *leasegate.Error {
-	return leasegate.NewError(code, message)
-}
-
 // ErrorOf maps any error to the domain error the client sees and the
 // status that carries it (0: the code's), and says whether it is
 // unexpected and must be logged. Domain errors (from the services, or the
@@ -39,29 +33,29 @@ func ErrorOf(err error) (e *leasegate.Error, status int, unexpected bool) {
 func httpError(he *echo.HTTPError) (*leasegate.Error, int) {
 	switch he.Code {
 	case http.StatusNotFound:
-		return problem(leasegate.CodeNotFound, "no such route"), 0
+		return leasegate.NewError(leasegate.CodeNotFound, "no such route"), 0
 	case http.StatusMethodNotAllowed:
 		// The contract's slug list has no 405 of its own: a wrong method is
 		// a malformed request for this route (docs/api.md).
-		return problem(leasegate.CodeMalformed, "method not allowed on this route; see the Allow header"), he.Code
+		return leasegate.NewError(leasegate.CodeMalformed, "method not allowed on this route; see the Allow header"), he.Code
 	case http.StatusRequestEntityTooLarge:
-		return problem(leasegate.CodePayloadTooLarge, "request body too large"), 0
+		return leasegate.NewError(leasegate.CodePayloadTooLarge, "request body too large"), 0
 	case http.StatusUnsupportedMediaType:
-		return problem(leasegate.CodeUnsupportedMedia, "request body must be application/json"), 0
+		return leasegate.NewError(leasegate.CodeUnsupportedMedia, "request body must be application/json"), 0
 	case http.StatusUnauthorized:
-		return problem(leasegate.CodeUnauthorized, "missing or invalid credentials"), 0
+		return leasegate.NewError(leasegate.CodeUnauthorized, "missing or invalid credentials"), 0
 	case http.StatusForbidden:
-		return problem(leasegate.CodeForbidden, "forbidden"), 0
+		return leasegate.NewError(leasegate.CodeForbidden, "forbidden"), 0
 	case http.StatusTooManyRequests:
-		return problem(leasegate.CodeRateLimited, "too many requests"), 0
+		return leasegate.NewError(leasegate.CodeRateLimited, "too many requests"), 0
 	case http.StatusServiceUnavailable:
 		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "service unavailable",
 			RetryAfter: leasegate.DefaultRetryAfter}, 0
 	}
 	if he.Code >= 400 && he.Code < 500 {
-		return problem(leasegate.CodeMalformed, http.StatusText(he.Code)), he.Code
+		return leasegate.NewError(leasegate.CodeMalformed, http.StatusText(he.Code)), he.Code
 	}
-	return problem(leasegate.CodeInternal, "internal error"), 0
+	return leasegate.NewError(leasegate.CodeInternal, "internal error"), 0
 }
 
 // RetryAfterSeconds is d as a Retry-After value: whole seconds, rounded
