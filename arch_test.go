@@ -69,16 +69,18 @@ func TestImportGraph(t *testing.T) {
 		t.Errorf("the domain package imports %v, want nothing of the project", imps)
 	}
 	for pkg, imps := range graph {
-		// internal/testenv is test scaffolding: the gateway in process.
-		if slices.Contains(imps, "handlers") && pkg != "server" && pkg != "cmd/leasegate" && !strings.HasPrefix(pkg, "cmd/") && pkg != "internal/testenv" {
-			t.Errorf("%s imports handlers; only server and cmd may", pkg)
+		// internal/testenv is test scaffolding: the gateway in process;
+		// opsui is the HTML face of the same routes.
+		if slices.Contains(imps, "handlers") && pkg != "server" && !strings.HasPrefix(pkg, "cmd/") && pkg != "internal/testenv" && pkg != "opsui" {
+			t.Errorf("%s imports handlers; only server, cmd and opsui may", pkg)
 		}
 		if slices.Contains(imps, "internal/testenv") {
 			t.Errorf("%s imports internal/testenv outside its tests", pkg)
 		}
 	}
 	never := map[string][]string{
-		"handlers":  {"redislock", "abuse", "auth", "server"},
+		"handlers":  {"redislock", "abuse", "auth", "server", "opsui"},
+		"opsui":     {"redislock", "abuse", "auth", "server"},
 		"auth":      {"handlers", "redislock", "abuse", "server"},
 		"abuse":     {"redislock", "handlers"},
 		"redislock": {"abuse", "handlers"},
@@ -90,6 +92,42 @@ func TestImportGraph(t *testing.T) {
 				t.Errorf("%s imports %s", pkg, b)
 			}
 		}
+	}
+}
+
+// TestTheDomainSpeaksNoHTTP: the root package is the vocabulary; problem
+// documents, statuses and context keys belong to the HTTP side (api,
+// handlers), so neither net/http nor Echo may come back into it.
+func TestTheDomainSpeaksNoHTTP(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.HasPrefix(imp, "net/http") || strings.HasPrefix(imp, "github.com/labstack/echo") {
+			t.Errorf("the domain package imports %s; the wire belongs to api or handlers", imp)
+		}
+	}
+}
+
+// TestHandlersHoldNoHTMLUI: the JSON routes are handlers, the ops page is
+// opsui. A template or an embedded page asset back in handlers means the
+// page is growing there again.
+func TestHandlersHoldNoHTMLUI(t *testing.T) {
+	pkg, err := build.ImportDir("handlers", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if imp == "html/template" || imp == "embed" {
+			t.Errorf("handlers imports %s; the ops page's templates and assets belong to opsui", imp)
+		}
+	}
+	if len(pkg.EmbedPatterns) > 0 {
+		t.Errorf("handlers embeds %v; the ops page's assets belong to opsui", pkg.EmbedPatterns)
+	}
+	if _, err := os.Stat("handlers/opspage"); err == nil {
+		t.Error("handlers/opspage exists; the ops page's templates belong to opsui")
 	}
 }
 

@@ -3,12 +3,12 @@ package leasegate
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 )
 
 // Code is a stable error code: the slug that ends a problem's type URI
-// (ProblemBase + code) and that clients switch on.
+// and that clients switch on. The HTTP side (package api) maps each code
+// to a status and a problem type.
 type Code string
 
 // The error codes of the contract (docs/api.md lists them).
@@ -31,77 +31,13 @@ const (
 	CodeRequestTimeout Code = "request-timeout"
 )
 
-// ProblemBase is the prefix of every problem type URI.
-const ProblemBase = "https://leasegate.dev/problems/"
-
-// StatusClientClosedRequest is nginx's 499: the client closed the
-// connection before the answer. It only shows in logs and metrics.
-const StatusClientClosedRequest = 499
-
-// codeStatus is the one table from error code to HTTP status. The
-// gateway's error handler and the Go client both read it; a test checks
-// the OpenAPI file against it.
-var codeStatus = map[Code]int{
-	CodeValidation:       http.StatusUnprocessableEntity,
-	CodeMalformed:        http.StatusBadRequest,
-	CodeNotFound:         http.StatusNotFound,
-	CodeForbidden:        http.StatusForbidden,
-	CodeUnauthorized:     http.StatusUnauthorized,
-	CodePayloadTooLarge:  http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMedia: http.StatusUnsupportedMediaType,
-	CodeRateLimited:      http.StatusTooManyRequests,
-	CodeAbnormalUsage:    http.StatusTooManyRequests,
-	CodeUnavailable:      http.StatusServiceUnavailable,
-	CodeInternal:         http.StatusInternalServerError,
-	CodeLimitMismatch:    http.StatusConflict,
-	CodeClaimInProgress:  http.StatusConflict,
-	CodeRequestTimeout:   StatusClientClosedRequest,
-}
-
-// Codes returns every error code, in no particular order.
-func Codes() []Code {
-	out := make([]Code, 0, len(codeStatus))
-	for c := range codeStatus {
-		out = append(out, c)
-	}
-	return out
-}
-
-// Status is the HTTP status that carries code. Two statuses are answered
-// with another code than this table gives: 405 and 431 (net/http's
-// oversized headers), documented in docs/api.md. An unknown code is 500.
-func (c Code) Status() int {
-	if s, ok := codeStatus[c]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// Known reports whether c is in the table.
-func (c Code) Known() bool {
-	_, ok := codeStatus[c]
-	return ok
-}
-
-// Type is the problem type URI of code.
-func (c Code) Type() string { return ProblemBase + string(c) }
-
-// CodeOfType returns the code of a problem type URI, if it is one of ours.
-func CodeOfType(typeURI string) (Code, bool) {
-	if len(typeURI) <= len(ProblemBase) || typeURI[:len(ProblemBase)] != ProblemBase {
-		return "", false
-	}
-	c := Code(typeURI[len(ProblemBase):])
-	return c, c.Known()
-}
-
 // FieldError names one invalid input field.
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
 }
 
-// Error is a domain error: a code from the table, a message a client may
+// Error is a domain error: a code, a message a client may
 // read, and for validation errors the fields at fault. Adapters' sentinel
 // errors are *Error values (check them with errors.Is), and any error that
 // wraps an *Error answers with its code.
@@ -116,42 +52,7 @@ type Error struct {
 	// Op, when set, prefixes Error() (e.g. "redislock"), so logs say where
 	// the error came from.
 	Op string
-	// Status, when set, is the HTTP status to answer instead of the
-	// code's (405 and 431, which have no code of their own).
-	Status int
 }
-
-// HTTPStatus is the status that carries e.
-func (e *Error) HTTPStatus() int {
-	if e.Status != 0 {
-		return e.Status
-	}
-	return e.Code.Status()
-}
-
-// Problem is the RFC 9457 problem document of e, as the gateway sends it
-// and the client reads it.
-func (e *Error) Problem() Problem {
-	status := e.HTTPStatus()
-	title := http.StatusText(status)
-	if status == StatusClientClosedRequest {
-		title = "Client Closed Request"
-	}
-	return Problem{Type: e.Code.Type(), Title: title, Status: status, Detail: e.Message, Errors: e.Fields}
-}
-
-// Problem is an RFC 9457 problem details document
-// (application/problem+json).
-type Problem struct {
-	Type   string       `json:"type"`
-	Title  string       `json:"title"`
-	Status int          `json:"status"`
-	Detail string       `json:"detail"`
-	Errors []FieldError `json:"errors,omitempty"`
-}
-
-// ProblemContentType is the media type of a Problem.
-const ProblemContentType = "application/problem+json"
 
 func (e *Error) Error() string {
 	if e.Op != "" {
@@ -160,8 +61,8 @@ func (e *Error) Error() string {
 	return string(e.Code) + ": " + e.Message
 }
 
-// Errorf builds an *Error with code and a message.
-func Errorf(code Code, message string) *Error {
+// NewError builds an *Error with code and a message.
+func NewError(code Code, message string) *Error {
 	return &Error{Code: code, Message: message}
 }
 
@@ -215,3 +116,25 @@ func ErrorCode(err error) Code {
 	e, _ := ErrorOf(err)
 	return e.Code
 }
+
+// Detailed returns an error that is errors.Is sentinel and whose *Error
+// (errors.As, ErrorOf) is a copy of sentinel with message and retryAfter:
+// a 409 that names the limit in force, say, while callers still match
+// the package sentinel.
+func Detailed(sentinel *Error, message string, retryAfter time.Duration) error {
+	e := *sentinel
+	e.Message = message
+	e.RetryAfter = retryAfter
+	return &detailedError{e: &e, sentinel: sentinel}
+}
+
+type detailedError struct {
+	e        *Error
+	sentinel *Error
+}
+
+func (d *detailedError) Error() string { return d.e.Error() }
+
+// Unwrap lists the detailed copy first, so errors.As finds it before the
+// sentinel.
+func (d *detailedError) Unwrap() []error { return []error{d.e, d.sentinel} }

@@ -35,7 +35,7 @@ func (r Role) Allows(want Role) bool {
 
 // OpenModeActor names the actor of operator actions when no API key named
 // one (open mode, development). Client-sent headers are never used for it.
-const OpenModeActor = "open-mode"
+const OpenModeActor = "open"
 
 // Principal is who a request acts as: an API key's tenant, role and name.
 // In open mode it is an operator of tenant "" with no key name.
@@ -58,10 +58,6 @@ func (p Principal) Actor() string {
 	}
 	return p.KeyName
 }
-
-// PrincipalKey is the request-scoped key (an echo.Context key) under which
-// authentication stores the caller's Principal for the handlers.
-const PrincipalKey = "leasegate.principal"
 
 // RequestMeta is what audit and abuse records say about the request
 // behind an operation.

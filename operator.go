@@ -81,20 +81,6 @@ const (
 	AuditClaimRemove  = "claim-remove"
 )
 
-// AuditOpenActor is the actor of an audit record when no API key named
-// one (open mode), as the contract spells it. The abuse log and a ban's
-// "by" keep OpenModeActor, which stored bans and log readers already know.
-const AuditOpenActor = "open"
-
-// AuditActor names the operator of meta (RequestMeta.Operator, which is
-// Principal.Actor) in the audit trail: the key name, or AuditOpenActor.
-func AuditActor(operator string) string {
-	if operator == OpenModeActor || operator == "" {
-		return AuditOpenActor
-	}
-	return operator
-}
-
 // AuditRecord is one operator action. Reason is the operator's text
 // exactly as given ("" when none); the other facts of the action are in
 // Details (contract v1.2, "Audit records").

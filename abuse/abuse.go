@@ -85,7 +85,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 		opts.Log = zap.NewNop()
 	}
 	if opts.Metrics == nil {
-		opts.Metrics = metrics.NewForTest()
+		opts.Metrics = metrics.NewStandalone()
 	}
 	keys := keyspace.Space{Prefix: opts.Prefix}
 	out := outbox.New(rdb, keys, outbox.Options{On: opts.Outbox, MaxLen: opts.OutboxMaxLen,

@@ -15,14 +15,13 @@ import "github.com/leasegate/leasegate/internal/outbox"
 // script, from Go (outbox.Writer.After). A gateway that dies between the
 // two loses that event; docs/abuse.md says so.
 
-// Event types of the outbox. Force-release is written by the lock
-// engine's operator (redislock.Operator), in its script.
+// Event types abuse writes to the outbox. Force-release is the lock
+// engine's (redislock.Operator writes it, in its script).
 const (
-	EventFlag         = outbox.Flag
-	EventBan          = outbox.Ban
-	EventUnban        = outbox.Unban
-	EventClear        = outbox.Clear
-	EventForceRelease = outbox.ForceRelease
+	EventFlag  = outbox.Flag
+	EventBan   = outbox.Ban
+	EventUnban = outbox.Unban
+	EventClear = outbox.Clear
 )
 
 // DefaultOutboxMaxLen bounds the outbox stream (XADD MAXLEN ~): at 10

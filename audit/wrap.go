@@ -31,8 +31,12 @@ func (r Recorder) Record(ctx context.Context, tenant, action, target, reason str
 	}
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
+	actor := meta.Operator
+	if actor == "" {
+		actor = leasegate.OpenModeActor // no principal named one
+	}
 	err := r.Log.Record(c, tenant, leasegate.AuditRecord{
-		Actor: leasegate.AuditActor(meta.Operator), Action: action, Target: target,
+		Actor: actor, Action: action, Target: target,
 		Reason: reason, Details: details, RequestID: meta.RequestID,
 	})
 	if err != nil && r.Errors != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Plain keys of the test keyring (the keyring itself holds only hashes).
@@ -44,7 +45,7 @@ func TestKeyNameIsSetForAudit(t *testing.T) {
 	var gotRole leasegate.Role
 	e.GET("/who", func(c echo.Context) error {
 		gotName = KeyName(c)
-		p, _ := c.Get(leasegate.PrincipalKey).(leasegate.Principal)
+		p, _ := c.Get(api.PrincipalKey).(leasegate.Principal)
 		gotTenant, gotRole = p.Tenant, p.Role
 		return c.NoContent(http.StatusNoContent)
 	}, kr.Middleware())

@@ -12,12 +12,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // KeyName returns the name of the API key that authenticated the request,
 // or "" (open mode, or no authentication ran).
 func KeyName(c echo.Context) string {
-	p, _ := c.Get(leasegate.PrincipalKey).(leasegate.Principal)
+	p, _ := c.Get(api.PrincipalKey).(leasegate.Principal)
 	return p.KeyName
 }
 
@@ -149,11 +150,11 @@ func bearer(r *http.Request) (string, string) {
 // cannot tell a missing key from a wrong one, or learn anything about the
 // configured keys. (The HTTP layer adds "WWW-Authenticate: Bearer".)
 func Unauthorized() *leasegate.Error {
-	return leasegate.Errorf(leasegate.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
+	return leasegate.NewError(leasegate.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
 }
 
 // Middleware authenticates each request: on success it stores the key's
-// leasegate.Principal under leasegate.PrincipalKey and calls next;
+// leasegate.Principal under api.PrincipalKey and calls next;
 // otherwise it returns Unauthorized().
 func (k *Keyring) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -162,7 +163,7 @@ func (k *Keyring) Middleware() echo.MiddlewareFunc {
 			if reason == "" {
 				key, ok := k.lookup(presented)
 				if ok {
-					c.Set(leasegate.PrincipalKey, key.Principal())
+					c.Set(api.PrincipalKey, key.Principal())
 					return next(c)
 				}
 				reason = reasonUnknown

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
 // Flag is a user flagged on one lock (FLAG in the contract).
@@ -70,18 +72,19 @@ func (c *Client) ListFlagged(ctx context.Context, opts ListFlaggedOptions) (Flag
 	return out, err
 }
 
-// GetFlagged returns one user's flags and ban; ErrNotFound when neither.
+// GetFlagged returns one user's flags and ban; leasegate.ErrUserNotFound
+// (and ErrNotFound) when neither.
 func (c *Client) GetFlagged(ctx context.Context, userID string) (UserFlags, error) {
 	var out UserFlags
 	_, err := c.do(ctx, http.MethodGet, "/abuse/flagged/"+url.PathEscape(userID), nil, &out)
-	return out, err
+	return out, answerFor(err, leasegate.ErrUserNotFound)
 }
 
-// ClearFlagged removes a user's flags and any ban; ErrNotFound when there
-// was neither.
+// ClearFlagged removes a user's flags and any ban;
+// leasegate.ErrUserNotFound (and ErrNotFound) when there was neither.
 func (c *Client) ClearFlagged(ctx context.Context, userID string) error {
 	_, err := c.do(ctx, http.MethodDelete, "/abuse/flagged/"+url.PathEscape(userID), nil, nil)
-	return err
+	return answerFor(err, leasegate.ErrUserNotFound)
 }
 
 // BanUser bans a user from every user lock for d (whole seconds, at least
@@ -96,8 +99,9 @@ func (c *Client) BanUser(ctx context.Context, userID string, d time.Duration, re
 	return out, err
 }
 
-// Unban lifts a user's ban; ErrNotFound when there is none.
+// Unban lifts a user's ban; leasegate.ErrUserNotFound (and ErrNotFound)
+// when there is none.
 func (c *Client) Unban(ctx context.Context, userID string) error {
 	_, err := c.do(ctx, http.MethodDelete, "/abuse/bans/"+url.PathEscape(userID), nil, nil)
-	return err
+	return answerFor(err, leasegate.ErrUserNotFound)
 }

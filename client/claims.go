@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Claims: work that must happen once (docs/claims.md).
@@ -90,7 +91,7 @@ func claimPath(scope, key string) string {
 // with Created means the caller does the work now; the same owner again
 // gets the same claim with its expiry moved; a done answer carries the
 // stored result: the work already happened. Another owner's live claim
-// is an error matching ErrClaimInProgress (its RetryAfter says how long
+// is an error matching leasegate.ErrClaimInProgress (its RetryAfter says how long
 // the lease has left). Failures without an answer are retried (the owner
 // is the same, so a retry returns the same claim).
 func (c *Client) Claim(ctx context.Context, scope, key string, ttl time.Duration, opts ...AcquireOption) (ClaimState, error) {
@@ -109,8 +110,9 @@ func (c *Client) Claim(ctx context.Context, scope, key string, ttl time.Duration
 
 // CompleteClaim stores result (one JSON value, at most 8 KiB, kept byte
 // for byte) for keep (whole seconds; 0: the gateway's default, 7 days).
-// Only the pending holder under cl.Token may complete: ErrForbidden
-// otherwise, ErrNotFound when nothing is pending. Completing again with
+// Only the pending holder under cl.Token may complete:
+// leasegate.ErrClaimForbidden (and ErrForbidden) otherwise,
+// leasegate.ErrClaimNotFound (and ErrNotFound) when nothing is pending. Completing again with
 // the same token and result answers the same done state, so failures
 // without an answer are retried.
 func (c *Client) CompleteClaim(ctx context.Context, cl *Claim, result json.RawMessage, keep time.Duration) (ClaimState, error) {
@@ -145,7 +147,7 @@ func (c *Client) CompleteClaim(ctx context.Context, cl *Claim, result json.RawMe
 	b.WriteString(`}`)
 	var out claimAnswer
 	if _, _, err := c.call(ctx, http.MethodPost, claimPath(cl.Scope, cl.Key)+"/complete", rawBody(b.Bytes()), &out); err != nil {
-		return ClaimState{}, err
+		return ClaimState{}, answerFor(err, leasegate.ErrClaimNotFound, leasegate.ErrClaimForbidden)
 	}
 	return out.state(0, time.Time{}, false)
 }
@@ -154,14 +156,16 @@ func (c *Client) CompleteClaim(ctx context.Context, cl *Claim, result json.RawMe
 // claim at once. As with Release, a retry after an unanswered first
 // attempt that finds nothing pending counts as done.
 func (c *Client) AbandonClaim(ctx context.Context, cl *Claim) error {
-	return c.release(ctx, claimPath(cl.Scope, cl.Key), map[string]any{"owner": cl.Owner, "token": cl.Token})
+	return answerFor(c.release(ctx, claimPath(cl.Scope, cl.Key), map[string]any{"owner": cl.Owner, "token": cl.Token}),
+		leasegate.ErrClaimNotFound, leasegate.ErrClaimForbidden)
 }
 
-// GetClaim reads the pending or done state of (scope, key), or ErrNotFound.
+// GetClaim reads the pending or done state of (scope, key), or
+// leasegate.ErrClaimNotFound (and ErrNotFound).
 func (c *Client) GetClaim(ctx context.Context, scope, key string) (ClaimState, error) {
 	var out claimAnswer
 	if _, _, err := c.call(ctx, http.MethodGet, claimPath(scope, key), nil, &out); err != nil {
-		return ClaimState{}, err
+		return ClaimState{}, answerFor(err, leasegate.ErrClaimNotFound)
 	}
 	return out.state(0, time.Time{}, false)
 }
@@ -200,7 +204,7 @@ func (c *Client) claimRenewer(cl *Claim) renewFunc {
 			return nil, err
 		}
 		if st.State != leasegate.ClaimPending || st.Claim.Token != lease.Token {
-			return nil, &Error{Type: leasegate.CodeForbidden.Type(), Status: http.StatusForbidden, Code: leasegate.CodeForbidden,
+			return nil, &Error{Type: api.Type(leasegate.CodeForbidden), Status: http.StatusForbidden, Code: leasegate.CodeForbidden,
 				Detail: "the claim's lease lapsed: it is done, or held under another token"}
 		}
 		return st.Claim.lease(), nil
@@ -357,7 +361,7 @@ func (s claimService) Complete(ctx context.Context, tenant string, req leasegate
 	}
 	st, err := s.c.CompleteClaim(ctx, &Claim{Scope: req.Scope, Key: req.Key, Owner: req.Owner, Token: req.Token}, req.Result, req.Keep)
 	if err != nil {
-		return leasegate.ClaimResult{}, domainErr(err, leasegate.ErrClaimNotFound, leasegate.ErrClaimForbidden)
+		return leasegate.ClaimResult{}, domainErr(err)
 	}
 	return toClaimResult(st), nil
 }
@@ -368,7 +372,7 @@ func (s claimService) Abandon(ctx context.Context, tenant, scope, key, owner str
 	}
 	err := s.c.AbandonClaim(ctx, &Claim{Scope: scope, Key: key, Owner: owner, Token: token})
 	if err != nil {
-		return domainErr(err, leasegate.ErrClaimNotFound, leasegate.ErrClaimForbidden)
+		return domainErr(err)
 	}
 	return nil
 }
@@ -379,7 +383,7 @@ func (s claimService) Get(ctx context.Context, tenant, scope, key string) (lease
 	}
 	st, err := s.c.GetClaim(ctx, scope, key)
 	if err != nil {
-		return leasegate.ClaimResult{}, domainErr(err, leasegate.ErrClaimNotFound)
+		return leasegate.ClaimResult{}, domainErr(err)
 	}
 	return toClaimResult(st), nil
 }

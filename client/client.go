@@ -1,9 +1,12 @@
 // Package client is the Go client of a leasegate gateway.
 //
 // Errors from the gateway are *Error values; check them with errors.Is
-// against the sentinels below (ErrNotFound, ErrForbidden, ...). Each
+// against the domain's sentinels where one has the answer's meaning
+// (leasegate.ErrUnavailable, leasegate.ErrBanned, leasegate.ErrLockNotHeld
+// from the lock routes, ...) and against the sentinels below for the
+// codes the domain has no one value for (ErrNotFound, ErrForbidden, ...). Each
 // answer's error code (Error.Code) is read through the domain's one table
-// (leasegate.CodeOfType), so the client and the gateway cannot disagree on
+// (api.CodeOfType), so the client and the gateway cannot disagree on
 // a slug. Locks, UserLocks and Flags serve the domain's service
 // interfaces over HTTP, with the domain's errors.
 package client
@@ -20,9 +23,13 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
-// Sentinels matched by errors.Is on an *Error, by the answer's error code.
+// Sentinels matched by errors.Is on an *Error, by the answer's error code,
+// for the codes that have no one domain sentinel (unavailable is
+// leasegate.ErrUnavailable, abnormal-usage-detected leasegate.ErrBanned,
+// limit-mismatch and claim-in-progress the domain's of the same name).
 var (
 	ErrValidation       = errors.New("leasegate: validation failed")
 	ErrMalformed        = errors.New("leasegate: malformed request")
@@ -32,16 +39,12 @@ var (
 	ErrTooLarge         = errors.New("leasegate: payload too large")
 	ErrUnsupportedMedia = errors.New("leasegate: unsupported media type")
 	ErrRateLimited      = errors.New("leasegate: rate limited")
-	ErrAbnormalUsage    = errors.New("leasegate: abnormal usage detected")
-	ErrUnavailable      = errors.New("leasegate: unavailable")
 	ErrInternal         = errors.New("leasegate: internal error")
-	ErrLimitMismatch    = errors.New("leasegate: limit mismatch")
-	ErrClaimInProgress  = errors.New("leasegate: claim in progress")
 )
 
-// codeErrors gives each error code of the domain's table its sentinel. A
+// codeErrors gives each error code of the contract's table its sentinel. A
 // code missing here must be in notSurfaced; a test holds the two to
-// leasegate.Codes().
+// api.Codes().
 var codeErrors = map[leasegate.Code]error{
 	leasegate.CodeValidation:       ErrValidation,
 	leasegate.CodeMalformed:        ErrMalformed,
@@ -51,11 +54,11 @@ var codeErrors = map[leasegate.Code]error{
 	leasegate.CodePayloadTooLarge:  ErrTooLarge,
 	leasegate.CodeUnsupportedMedia: ErrUnsupportedMedia,
 	leasegate.CodeRateLimited:      ErrRateLimited,
-	leasegate.CodeAbnormalUsage:    ErrAbnormalUsage,
-	leasegate.CodeUnavailable:      ErrUnavailable,
+	leasegate.CodeAbnormalUsage:    leasegate.ErrBanned,
+	leasegate.CodeUnavailable:      leasegate.ErrUnavailable,
 	leasegate.CodeInternal:         ErrInternal,
-	leasegate.CodeLimitMismatch:    ErrLimitMismatch,
-	leasegate.CodeClaimInProgress:  ErrClaimInProgress,
+	leasegate.CodeLimitMismatch:    leasegate.ErrLimitMismatch,
+	leasegate.CodeClaimInProgress:  leasegate.ErrClaimInProgress,
 }
 
 // notSurfaced are the codes no answer carries to a client, so they have
@@ -226,7 +229,7 @@ func answerError(resp *http.Response, data []byte) *Error {
 		e.Title = http.StatusText(resp.StatusCode)
 		e.Detail = strings.TrimSpace(string(data))
 	}
-	if c, ok := leasegate.CodeOfType(e.Type); ok {
+	if c, ok := api.CodeOfType(e.Type); ok {
 		e.Code = c
 	} else {
 		e.Code = codeForStatus(resp.StatusCode)
@@ -247,11 +250,11 @@ func answerError(resp *http.Response, data []byte) *Error {
 // code that answers carry.
 var statusCodes = func() map[int]leasegate.Code {
 	byStatus := map[int][]leasegate.Code{}
-	for _, c := range leasegate.Codes() {
+	for _, c := range api.Codes() {
 		if notSurfaced[c] {
 			continue
 		}
-		byStatus[c.Status()] = append(byStatus[c.Status()], c)
+		byStatus[api.Status(c)] = append(byStatus[api.Status(c)], c)
 	}
 	out := map[int]leasegate.Code{}
 	for s, cs := range byStatus {

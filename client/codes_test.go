@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // The client reads codes through the domain's table; this is what keeps
 // the two from drifting apart: a code added to the domain fails here
 // until it has a sentinel or is said not to reach clients.
 func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
-	for _, c := range leasegate.Codes() {
+	for _, c := range api.Codes() {
 		_, hasSentinel := codeErrors[c]
 		if hasSentinel == notSurfaced[c] {
 			t.Errorf("code %q: got sentinel %v and not surfaced %v, want exactly one of them", c, hasSentinel, notSurfaced[c])
@@ -26,7 +27,7 @@ func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
 	}
 	seen := map[error]leasegate.Code{}
 	for c, s := range codeErrors {
-		if !c.Known() {
+		if !known(c) {
 			t.Errorf("code %q has a sentinel but is not in the domain's table", c)
 		}
 		if other, dup := seen[s]; dup {
@@ -35,7 +36,7 @@ func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
 		seen[s] = c
 	}
 	for c := range notSurfaced {
-		if !c.Known() {
+		if !known(c) {
 			t.Errorf("code %q is listed as not surfaced but is not in the domain's table", c)
 		}
 	}
@@ -55,8 +56,8 @@ func problemServer(t *testing.T) *Client {
 		c := leasegate.Code(strings.TrimPrefix(r.URL.Path, "/"))
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.Header().Set("Retry-After", "7")
-		w.WriteHeader(c.Status())
-		fmt.Fprintf(w, `{"type":%q,"title":"t","status":%d,"detail":"d"}`, c.Type(), c.Status())
+		w.WriteHeader(api.Status(c))
+		fmt.Fprintf(w, `{"type":%q,"title":"t","status":%d,"detail":"d"}`, api.Type(c), api.Status(c))
 	}))
 	t.Cleanup(hs.Close)
 	return New(hs.URL)
@@ -64,15 +65,15 @@ func problemServer(t *testing.T) *Client {
 
 func TestEveryProblemIsReadByItsCode(t *testing.T) {
 	c := problemServer(t)
-	for _, code := range leasegate.Codes() {
+	for _, code := range api.Codes() {
 		t.Run(string(code), func(t *testing.T) {
 			_, err := c.do(context.Background(), http.MethodGet, "/"+string(code), nil, nil)
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("got %v, want an *Error", err)
 			}
-			if e.Code != code || e.Status != code.Status() || e.RetryAfter != 7*time.Second {
-				t.Errorf("got code %q status %d retry after %v, want %q %d 7s", e.Code, e.Status, e.RetryAfter, code, code.Status())
+			if e.Code != code || e.Status != api.Status(code) || e.RetryAfter != 7*time.Second {
+				t.Errorf("got code %q status %d retry after %v, want %q %d 7s", e.Code, e.Status, e.RetryAfter, code, api.Status(code))
 			}
 			if s, ok := codeErrors[code]; ok && !errors.Is(err, s) {
 				t.Errorf("got %v, want it to match %v", err, s)
@@ -97,7 +98,7 @@ func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
 		http.StatusTooManyRequests:             leasegate.CodeRateLimited,
 		http.StatusMethodNotAllowed:            leasegate.CodeMalformed,
 		http.StatusRequestHeaderFieldsTooLarge: leasegate.CodeMalformed,
-		leasegate.StatusClientClosedRequest:    leasegate.CodeMalformed,
+		api.StatusClientClosedRequest:          leasegate.CodeMalformed,
 		http.StatusTeapot:                      leasegate.CodeMalformed,
 		http.StatusNotImplemented:              leasegate.CodeInternal,
 		// limit-mismatch and claim-in-progress share 409: a bare 409 is
@@ -105,9 +106,9 @@ func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
 		http.StatusConflict: leasegate.CodeMalformed,
 	}
 	// Every status of the table that one surfaced code has names it.
-	for _, code := range leasegate.Codes() {
-		if _, ok := want[code.Status()]; !ok && !notSurfaced[code] {
-			want[code.Status()] = code
+	for _, code := range api.Codes() {
+		if _, ok := want[api.Status(code)]; !ok && !notSurfaced[code] {
+			want[api.Status(code)] = code
 		}
 	}
 	for status, code := range want {
@@ -116,5 +117,53 @@ func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != code || e.Status != status {
 			t.Errorf("status %d: got %#v, want code %q", status, err, code)
 		}
+	}
+}
+
+// known reports whether c is in the table of package api.
+func known(c leasegate.Code) bool {
+	_, ok := api.CodeOfType(api.Type(c))
+	return ok
+}
+
+// TestTheRoutesAnswerWithTheDomainsSentinels: a not-found or forbidden
+// answer matches the domain's sentinel of the route that was called, as
+// well as the code's own.
+func TestTheRoutesAnswerWithTheDomainsSentinels(t *testing.T) {
+	var code leasegate.Code
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ProblemContentType)
+		w.WriteHeader(api.Status(code))
+		fmt.Fprintf(w, `{"type":%q,"title":"t","status":%d,"detail":"d"}`, api.Type(code), api.Status(code))
+	}))
+	t.Cleanup(hs.Close)
+	c, ctx := New(hs.URL), context.Background()
+	lease := &Lease{Resource: "r", Owner: "o", Token: 1, TTL: time.Second}
+	permit := &Permit{Name: "s", Owner: "o", Token: 1, TTL: time.Second}
+	claim := &Claim{Scope: "s", Key: "k", Owner: "o", Token: 1}
+	cases := []struct {
+		name string
+		code leasegate.Code
+		call func() error
+		want error
+	}{
+		{"Status", leasegate.CodeNotFound, func() error { _, err := c.Status(ctx, "r"); return err }, leasegate.ErrLockNotHeld},
+		{"Renew", leasegate.CodeForbidden, func() error { _, err := c.Renew(ctx, lease, 0); return err }, leasegate.ErrLockForbidden},
+		{"Release", leasegate.CodeNotFound, func() error { return c.Release(ctx, lease) }, leasegate.ErrLockNotHeld},
+		{"ReleasePermit", leasegate.CodeForbidden, func() error { return c.ReleasePermit(ctx, permit) }, leasegate.ErrSemaphoreForbidden},
+		{"SemaphoreStatus", leasegate.CodeNotFound, func() error { _, err := c.SemaphoreStatus(ctx, "s"); return err }, leasegate.ErrSemaphoreNotHeld},
+		{"GetClaim", leasegate.CodeNotFound, func() error { _, err := c.GetClaim(ctx, "s", "k"); return err }, leasegate.ErrClaimNotFound},
+		{"AbandonClaim", leasegate.CodeForbidden, func() error { return c.AbandonClaim(ctx, claim) }, leasegate.ErrClaimForbidden},
+		{"Unban", leasegate.CodeNotFound, func() error { return c.Unban(ctx, "u") }, leasegate.ErrUserNotFound},
+		{"an outage anywhere", leasegate.CodeUnavailable, func() error { return c.Unban(ctx, "u") }, leasegate.ErrUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code = tc.code
+			err := tc.call()
+			if !errors.Is(err, tc.want) || !errors.Is(err, codeErrors[tc.code]) {
+				t.Errorf("got %v, want it to match %v and %v", err, tc.want, codeErrors[tc.code])
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
 )
 
@@ -30,7 +31,7 @@ func ExampleClient_UserLock() {
 	}
 	_, err := c.UserLock(ctx, "password-reset", "user-42", time.Minute)
 	var ce *client.Error
-	if errors.Is(err, client.ErrAbnormalUsage) && errors.As(err, &ce) {
+	if errors.Is(err, leasegate.ErrBanned) && errors.As(err, &ce) {
 		fmt.Println("banned, retry after", ce.RetryAfter)
 	}
 	// Output:

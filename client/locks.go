@@ -13,6 +13,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
 // ErrNotAcquired: another owner holds the lock (and any wait ended). The
@@ -175,8 +177,9 @@ func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration
 }
 
 // Renew moves the lease's expiry to now+ttl (ttl 0: the lease's TTL),
-// keeping its token, and returns the renewed lease. ErrNotFound: it has
-// expired or is gone; ErrForbidden: someone else holds the lock now.
+// keeping its token, and returns the renewed lease. leasegate.ErrLockNotHeld
+// (and ErrNotFound): it has expired or is gone; leasegate.ErrLockForbidden
+// (and ErrForbidden): someone else holds the lock now.
 // Renewing is idempotent, so failures without an answer are retried.
 func (c *Client) Renew(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
 	return c.renew(ctx, lease, ttl, true)
@@ -207,19 +210,21 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 		err = op()
 	}
 	if err != nil {
-		return nil, err
+		return nil, answerFor(err, leasegate.ErrLockNotHeld, leasegate.ErrLockForbidden)
 	}
 	return out.Lock.lease(ttl, sent), nil
 }
 
-// Release ends the lease (only this token of it). ErrNotFound: it had
-// already expired; ErrForbidden: someone else holds the lock now. A
+// Release ends the lease (only this token of it). leasegate.ErrLockNotHeld
+// (and ErrNotFound): it had already expired; leasegate.ErrLockForbidden
+// (and ErrForbidden): someone else holds the lock now. A
 // release whose first attempt got no definite answer (none at all, or a
 // 502/503/504, which a proxy also sends when the gateway answered too
 // late) is retried; if the retry then finds no lease, the first attempt is
 // taken to have worked and Release returns nil.
 func (c *Client) Release(ctx context.Context, lease *Lease) error {
-	return c.release(ctx, lockPath(lease.Resource), ownerBody(lease.Owner, lease.Token))
+	return answerFor(c.release(ctx, lockPath(lease.Resource), ownerBody(lease.Owner, lease.Token)),
+		leasegate.ErrLockNotHeld, leasegate.ErrLockForbidden)
 }
 
 // release sends the DELETE at path that ends a lease (a lock's, a
@@ -238,13 +243,14 @@ func (c *Client) release(ctx context.Context, path string, body map[string]any) 
 	})
 }
 
-// Status returns the live lease on resource, or ErrNotFound.
+// Status returns the live lease on resource, or leasegate.ErrLockNotHeld
+// (and ErrNotFound).
 func (c *Client) Status(ctx context.Context, resource string) (*Lease, error) {
 	var out struct {
 		Lock HeldLock `json:"lock"`
 	}
 	if _, _, err := c.call(ctx, http.MethodGet, lockPath(resource), nil, &out); err != nil {
-		return nil, err
+		return nil, answerFor(err, leasegate.ErrLockNotHeld)
 	}
 	l := out.Lock.lease(0, time.Time{})
 	l.localExpiry = time.Time{}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
 )
 
@@ -111,8 +112,8 @@ func TestRetries(t *testing.T) {
 		hs := httptest.NewServer(f)
 		t.Cleanup(hs.Close)
 		_, err := client.New(hs.URL, fast).Acquire(context.Background(), "job", time.Minute)
-		if !errors.Is(err, client.ErrUnavailable) {
-			t.Fatalf("got %v, want ErrUnavailable", err)
+		if !errors.Is(err, leasegate.ErrUnavailable) {
+			t.Fatalf("got %v, want leasegate.ErrUnavailable", err)
 		}
 		if got := 100 - f.n; got != 4 {
 			t.Errorf("got %d attempts, want 4", got)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/contract"
 	"github.com/leasegate/leasegate/internal/redistest"
@@ -142,7 +143,7 @@ func TestOnceKeepsTheLeaseAliveWhileFnRuns(t *testing.T) {
 	got, err := c.Once(t.Context(), "reward", "slow", func(ctx context.Context) (json.RawMessage, error) {
 		deadline := time.Now().Add(2500 * time.Millisecond)
 		for time.Now().Before(deadline) {
-			if _, err := c.Claim(ctx, "reward", "slow", time.Second); !errors.Is(err, client.ErrClaimInProgress) {
+			if _, err := c.Claim(ctx, "reward", "slow", time.Second); !errors.Is(err, leasegate.ErrClaimInProgress) {
 				return nil, fmt.Errorf("a second caller got %v, want ErrClaimInProgress", err)
 			}
 			select {

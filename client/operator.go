@@ -31,8 +31,8 @@ type HeldLock struct {
 	Waiters int `json:"waiters"`
 }
 
-// LockList is one page of List.
-type LockList struct {
+// LockPage is one page of List.
+type LockPage struct {
 	Items []HeldLock `json:"items"`
 	// NextCursor is "" after the last page.
 	NextCursor string `json:"-"`
@@ -62,13 +62,13 @@ func getPage[T any](ctx context.Context, c *Client, path string, q url.Values) (
 
 // List returns a page of the live leases of the key's tenant whose
 // resource starts with opts.Prefix, in resource order (ops role).
-func (c *Client) List(ctx context.Context, opts ListOptions) (LockList, error) {
+func (c *Client) List(ctx context.Context, opts ListOptions) (LockPage, error) {
 	q := pageQuery(opts.Limit, opts.Cursor)
 	if opts.Prefix != "" {
 		q.Set("prefix", opts.Prefix)
 	}
 	items, next, err := getPage[HeldLock](ctx, c, "/locks", q)
-	return LockList{Items: items, NextCursor: next}, err
+	return LockPage{Items: items, NextCursor: next}, err
 }
 
 // ForceRelease ends whoever's lease on resource (ops role), with reason

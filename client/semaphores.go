@@ -83,7 +83,7 @@ func checkLimit(limit int) error {
 // AcquirePermit takes a permit of semaphore name (at most limit holders)
 // for ttl (whole seconds). It returns the Permit, an error matching
 // ErrNotAcquired (a *SemaphoreFullError) when the semaphore is full, or
-// ErrLimitMismatch when limit differs from the limit in force. Failures
+// leasegate.ErrLimitMismatch when limit differs from the limit in force. Failures
 // without an answer are retried: a same-owner acquire keeps its permit.
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts ...AcquireOption) (*Permit, error) {
 	o := acquireOpts(opts)
@@ -116,7 +116,8 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 }
 
 // RenewPermit moves the permit's expiry to now + ttl (0: its TTL).
-// ErrNotFound: no live permit at all; ErrForbidden: none is the owner's.
+// leasegate.ErrSemaphoreNotHeld (and ErrNotFound): no live permit at all;
+// leasegate.ErrSemaphoreForbidden (and ErrForbidden): none is the owner's.
 func (c *Client) RenewPermit(ctx context.Context, p *Permit, ttl time.Duration) (*Permit, error) {
 	var np *Permit
 	err := c.retry(ctx, func() error {
@@ -124,7 +125,7 @@ func (c *Client) RenewPermit(ctx context.Context, p *Permit, ttl time.Duration) 
 		np, err = c.renewPermitOnce(ctx, p, ttl)
 		return err
 	})
-	return np, err
+	return np, answerFor(err, leasegate.ErrSemaphoreNotHeld, leasegate.ErrSemaphoreForbidden)
 }
 
 func (c *Client) renewPermitOnce(ctx context.Context, p *Permit, ttl time.Duration) (*Permit, error) {
@@ -151,10 +152,12 @@ func (c *Client) renewPermitOnce(ctx context.Context, p *Permit, ttl time.Durati
 // Release, a retry after an unanswered first attempt that finds nothing
 // counts as released.
 func (c *Client) ReleasePermit(ctx context.Context, p *Permit) error {
-	return c.release(ctx, semaphorePath(p.Name), ownerBody(p.Owner, p.Token))
+	return answerFor(c.release(ctx, semaphorePath(p.Name), ownerBody(p.Owner, p.Token)),
+		leasegate.ErrSemaphoreNotHeld, leasegate.ErrSemaphoreForbidden)
 }
 
-// SemaphoreStatus lists the live permits of name, or ErrNotFound.
+// SemaphoreStatus lists the live permits of name, or
+// leasegate.ErrSemaphoreNotHeld (and ErrNotFound).
 func (c *Client) SemaphoreStatus(ctx context.Context, name string) (SemaphoreState, error) {
 	var out struct {
 		Name    string       `json:"name"`
@@ -162,7 +165,7 @@ func (c *Client) SemaphoreStatus(ctx context.Context, name string) (SemaphoreSta
 		Holders []permitJSON `json:"holders"`
 	}
 	if _, _, err := c.call(ctx, http.MethodGet, semaphorePath(name), nil, &out); err != nil {
-		return SemaphoreState{}, err
+		return SemaphoreState{}, answerFor(err, leasegate.ErrSemaphoreNotHeld)
 	}
 	st := SemaphoreState{Name: out.Name, Limit: out.Limit}
 	for _, h := range out.Holders {
@@ -203,7 +206,7 @@ func (s semaphoreService) Status(ctx context.Context, tenant, name string) (leas
 	}
 	st, err := s.c.SemaphoreStatus(ctx, name)
 	if err != nil {
-		return leasegate.SemaphoreState{}, domainErr(err, leasegate.ErrSemaphoreNotHeld)
+		return leasegate.SemaphoreState{}, domainErr(err)
 	}
 	out := leasegate.SemaphoreState{Name: st.Name, Limit: st.Limit}
 	for _, p := range st.Holders {
@@ -218,7 +221,7 @@ func (s semaphoreService) Renew(ctx context.Context, tenant, name, owner string,
 	}
 	p, err := s.c.RenewPermit(ctx, &Permit{Name: name, Owner: owner, TTL: ttl}, ttl)
 	if err != nil {
-		return leasegate.Permit{}, domainErr(err, leasegate.ErrSemaphoreNotHeld, leasegate.ErrSemaphoreForbidden)
+		return leasegate.Permit{}, domainErr(err)
 	}
 	return toPermit(*p), nil
 }

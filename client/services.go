@@ -69,18 +69,26 @@ func checkTenant(tenant string) error {
 // an answer wraps leasegate.ErrUnavailable. Anything else is returned as
 // it is (an *Error unwraps to a *leasegate.Error with its code).
 func domainErr(err error, sentinels ...*leasegate.Error) error {
-	var e *Error
-	if errors.As(err, &e) {
-		for _, s := range append(sentinels, leasegate.ErrUnavailable) {
-			if e.Code == s.Code && slices.Equal(e.Errors, s.Fields) {
-				return e.standingFor(s)
-			}
-		}
-		return err
-	}
 	var na noAnswerError
 	if errors.As(err, &na) {
 		return fmt.Errorf("%w: %w", leasegate.ErrUnavailable, err)
+	}
+	return answerFor(err, append(sentinels, leasegate.ErrUnavailable)...)
+}
+
+// answerFor is err, or, when err is an answer whose code and field errors
+// are those of one of sentinels, a copy of it that stands for that
+// sentinel (errors.Is matches it; it unwraps to it). An answer that
+// already stands for a domain error is left as it is.
+func answerFor(err error, sentinels ...*leasegate.Error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.domain != nil {
+		return err
+	}
+	for _, s := range sentinels {
+		if e.Code == s.Code && slices.Equal(e.Errors, s.Fields) {
+			return e.standingFor(s)
+		}
 	}
 	return err
 }
@@ -127,7 +135,7 @@ func (s lockService) Status(ctx context.Context, tenant, resource string) (lease
 	}
 	lease, err := s.c.Status(ctx, resource)
 	if err != nil {
-		return leasegate.Lock{}, domainErr(err, leasegate.ErrLockNotHeld)
+		return leasegate.Lock{}, domainErr(err)
 	}
 	return toLock(lease), nil
 }
@@ -142,7 +150,7 @@ func (s lockService) Renew(ctx context.Context, tenant, resource, owner string, 
 	}
 	lease, err := s.c.Renew(ctx, &Lease{Resource: resource, Owner: owner, Token: token}, ttl)
 	if err != nil {
-		return leasegate.Lock{}, domainErr(err, leasegate.ErrLockNotHeld, leasegate.ErrLockForbidden)
+		return leasegate.Lock{}, domainErr(err)
 	}
 	return toLock(lease), nil
 }
@@ -151,8 +159,7 @@ func (s lockService) Release(ctx context.Context, tenant, resource, owner string
 	if err := checkTenant(tenant); err != nil {
 		return 0, err
 	}
-	err := domainErr(s.c.Release(ctx, &Lease{Resource: resource, Owner: owner, Token: token}),
-		leasegate.ErrLockNotHeld, leasegate.ErrLockForbidden)
+	err := domainErr(s.c.Release(ctx, &Lease{Resource: resource, Owner: owner, Token: token}))
 	switch {
 	case err == nil:
 		return leasegate.Released, nil
@@ -201,7 +208,7 @@ func (s userLockService) Clear(ctx context.Context, tenant, name, userID string)
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
-	return domainErr(s.c.ClearUserLock(ctx, name, userID), leasegate.ErrUserNotFound)
+	return domainErr(s.c.ClearUserLock(ctx, name, userID))
 }
 
 type flagRegistry struct{ c *Client }
@@ -252,7 +259,7 @@ func (s flagRegistry) Get(ctx context.Context, tenant, userID string) (leasegate
 	}
 	uf, err := s.c.GetFlagged(ctx, userID)
 	if err != nil {
-		return leasegate.UserFlags{}, domainErr(err, leasegate.ErrUserNotFound)
+		return leasegate.UserFlags{}, domainErr(err)
 	}
 	out := leasegate.UserFlags{UserID: uf.UserID}
 	for _, f := range uf.Flags {
@@ -269,7 +276,7 @@ func (s flagRegistry) ClearFlags(ctx context.Context, tenant, userID string, _ l
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
-	return domainErr(s.c.ClearFlagged(ctx, userID), leasegate.ErrUserNotFound)
+	return domainErr(s.c.ClearFlagged(ctx, userID))
 }
 
 func (s flagRegistry) BanUser(ctx context.Context, tenant, userID string, d time.Duration, reason string, _ leasegate.RequestMeta) (leasegate.Ban, error) {
@@ -292,5 +299,5 @@ func (s flagRegistry) Unban(ctx context.Context, tenant, userID string, _ leaseg
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
-	return domainErr(s.c.Unban(ctx, userID), leasegate.ErrUserNotFound)
+	return domainErr(s.c.Unban(ctx, userID))
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
 // UserLock is the answer to one user-lock attempt.
@@ -28,7 +30,7 @@ func userLockPath(name, userID string) string {
 
 // UserLock makes one attempt on user lock name for userID. ttl 0 uses the
 // gateway's default (10 s); otherwise it is sent in whole seconds. A
-// banned user gets an *Error matching ErrAbnormalUsage, with RetryAfter
+// banned user gets an *Error matching leasegate.ErrBanned, with RetryAfter
 // and RateLimit.
 func (c *Client) UserLock(ctx context.Context, name, userID string, ttl time.Duration) (UserLock, error) {
 	var body any
@@ -43,9 +45,9 @@ func (c *Client) UserLock(ctx context.Context, name, userID string, ttl time.Dur
 	return out, err
 }
 
-// ClearUserLock releases user lock name of userID; ErrNotFound when there
-// is none.
+// ClearUserLock releases user lock name of userID;
+// leasegate.ErrUserNotFound (and ErrNotFound) when there is none.
 func (c *Client) ClearUserLock(ctx context.Context, name, userID string) error {
 	_, err := c.do(ctx, http.MethodDelete, userLockPath(name, userID), nil, nil)
-	return err
+	return answerFor(err, leasegate.ErrUserNotFound)
 }

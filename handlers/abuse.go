@@ -76,7 +76,7 @@ type userFlagsJSON struct {
 
 // listQuery validates ?lock=&limit=&cursor=.
 func listQuery(c echo.Context, ck *checker, extra ...string) leasegate.FlagQuery {
-	noQuery(c, ck, append([]string{"lock", "limit", "cursor"}, extra...)...)
+	onlyQuery(ck, c.QueryParams(), append([]string{"lock", "limit", "cursor"}, extra...)...)
 	q := c.QueryParams()
 	var lq leasegate.FlagQuery
 	if v, ok := oneQuery(q, ck, "lock"); ok {
@@ -109,7 +109,7 @@ func (a *API) listFlagged(c echo.Context) error {
 func userOnlyParam(c echo.Context) (string, error) {
 	var ck checker
 	user := userIDParam(c, &ck)
-	noQuery(c, &ck)
+	onlyQuery(&ck, c.QueryParams())
 	return user, ck.err()
 }
 
@@ -147,7 +147,7 @@ func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenan
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	if err := act(ctx, tenantOf(c), user, requestMeta(c)); err != nil {
+	if err := act(ctx, tenantOf(c), user, RequestMeta(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -173,7 +173,7 @@ func (a *API) ban(c echo.Context) error {
 	var ck checker
 	var req banRequest
 	req.user = userIDParam(c, &ck)
-	noQuery(c, &ck)
+	onlyQuery(&ck, c.QueryParams())
 	req.seconds, _ = ck.intField(fields, "seconds", 1, int64(leasegate.MaxBan/time.Second), true)
 	if s, ok := ck.stringField(fields, "reason", false); ok {
 		req.reason = s
@@ -184,7 +184,7 @@ func (a *API) ban(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	b, err := a.deps.Flags.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, requestMeta(c))
+	b, err := a.deps.Flags.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, RequestMeta(c))
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ type webhookStatusJSON struct {
 // the caller's tenant's dead letters, newest first.
 func (a *API) webhookStatus(c echo.Context) error {
 	var ck checker
-	noQuery(c, &ck, "limit")
+	onlyQuery(&ck, c.QueryParams(), "limit")
 	limit := 0
 	if v, ok := oneQuery(c.QueryParams(), &ck, "limit"); ok {
 		limit = limitValue(&ck, v, leasegate.MaxDeadLetterPageSize)

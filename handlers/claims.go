@@ -182,8 +182,8 @@ func (a *API) claimDelete(c echo.Context) error {
 		force = len(fs) == 1 && fs[0] == "true"
 	}
 	if force {
-		if !principal(c).Role.Allows(leasegate.RoleOps) {
-			return problem(leasegate.CodeForbidden, "only an ops key may force the removal of a claim")
+		if !Principal(c).Role.Allows(leasegate.RoleOps) {
+			return leasegate.NewError(leasegate.CodeForbidden, "only an ops key may force the removal of a claim")
 		}
 		reason := claimReason(&ck, fields, q)
 		if err := ck.err(); err != nil {
@@ -191,7 +191,7 @@ func (a *API) claimDelete(c echo.Context) error {
 		}
 		ctx, cancel := a.opContext(c)
 		defer cancel()
-		if _, err := a.deps.Claims.Remove(ctx, tenantOf(c), scope, key, reason, requestMeta(c)); err != nil {
+		if _, err := a.deps.Claims.Remove(ctx, tenantOf(c), scope, key, reason, RequestMeta(c)); err != nil {
 			return err
 		}
 		a.m.Claims.WithLabelValues("removed").Inc()

@@ -27,7 +27,7 @@ import (
 func readBody(c echo.Context, limit int64) ([]byte, error) {
 	r := c.Request()
 	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
+		return nil, TooLarge(limit)
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -36,10 +36,10 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	// to check up front.
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, problem(leasegate.CodeMalformed, "could not read the request body")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "could not read the request body")
 	}
 	if int64(len(body)) > limit {
-		return nil, tooLarge(limit)
+		return nil, TooLarge(limit)
 	}
 	if len(body) == 0 {
 		return nil, nil
@@ -47,7 +47,7 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	ct := r.Header.Get(echo.HeaderContentType)
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || mt != echo.MIMEApplicationJSON {
-		return nil, problem(leasegate.CodeUnsupportedMedia,
+		return nil, leasegate.NewError(leasegate.CodeUnsupportedMedia,
 			"a request body must have Content-Type: application/json")
 	}
 	return body, nil
@@ -96,7 +96,7 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 		return nil, nil
 	}
 	if !utf8.Valid(body) {
-		return nil, problem(leasegate.CodeMalformed, "request body is not valid UTF-8")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "request body is not valid UTF-8")
 	}
 	d := objectDecoders.Get().(*objectDecoder)
 	d.in = *bytes.NewBuffer(body)
@@ -110,7 +110,7 @@ func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, e
 func (d *objectDecoder) members(body []byte, allowed []string) (map[string]json.RawMessage, error) {
 	dec := &d.dec
 	if dec.PeekKind() != '{' {
-		return nil, problem(leasegate.CodeMalformed, "request body must be a JSON object")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "request body must be a JSON object")
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, malformed(err)
@@ -147,7 +147,7 @@ func (d *objectDecoder) members(body []byte, allowed []string) (map[string]json.
 		return nil, malformed(err)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, problem(leasegate.CodeMalformed, "unexpected data after the JSON object")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "unexpected data after the JSON object")
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
@@ -160,12 +160,12 @@ func (d *objectDecoder) members(body []byte, allowed []string) (map[string]json.
 func malformed(err error) *leasegate.Error {
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) {
-		return problem(leasegate.CodeMalformed, "malformed JSON: "+err.Error())
+		return leasegate.NewError(leasegate.CodeMalformed, "malformed JSON: "+err.Error())
 	}
 	if se.Err == io.ErrUnexpectedEOF {
-		return problem(leasegate.CodeMalformed, "malformed JSON: the body ends inside the object")
+		return leasegate.NewError(leasegate.CodeMalformed, "malformed JSON: the body ends inside the object")
 	}
-	return problem(leasegate.CodeMalformed, fmt.Sprintf("malformed JSON at byte %d: %v", se.ByteOffset, se.Err))
+	return leasegate.NewError(leasegate.CodeMalformed, fmt.Sprintf("malformed JSON at byte %d: %v", se.ByteOffset, se.Err))
 }
 
 // memberName is the name of a member as the decoder read it (quoted), and
@@ -222,8 +222,8 @@ func unquote(quoted []byte) (string, bool) {
 	return string(b), true
 }
 
-func tooLarge(limit int64) *leasegate.Error {
-	return problem(leasegate.CodePayloadTooLarge,
+func TooLarge(limit int64) *leasegate.Error {
+	return leasegate.NewError(leasegate.CodePayloadTooLarge,
 		fmt.Sprintf("request body is larger than %d bytes", limit))
 }
 

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // The seed corpora are in testdata/fuzz/<FuzzName>/ and run with go test.
@@ -35,11 +36,11 @@ func FuzzDecodeAcquire(f *testing.F) {
 			t.Fatalf("got error %T %v, want a *leasegate.Error", err, err)
 		}
 		wellFormed := body == nil || utf8.Valid(body) && json.Valid(body) && bytes.TrimLeft(body, " \t\r\n")[0] == '{'
-		if malformed := p != nil && p.HTTPStatus() == http.StatusBadRequest; malformed == wellFormed {
+		if malformed := p != nil && api.Status(p.Code) == http.StatusBadRequest; malformed == wellFormed {
 			t.Fatalf("%q: got %v, but encoding/json says well-formed=%v", body, err, wellFormed)
 		}
-		if p != nil && p.HTTPStatus() != http.StatusBadRequest && p.HTTPStatus() != http.StatusUnprocessableEntity {
-			t.Fatalf("%q: got status %d, want 400 or 422", body, p.HTTPStatus())
+		if p != nil && api.Status(p.Code) != http.StatusBadRequest && api.Status(p.Code) != http.StatusUnprocessableEntity {
+			t.Fatalf("%q: got status %d, want 400 or 422", body, api.Status(p.Code))
 		}
 		if err != nil {
 			return

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // loneSurrogates are JSON string contents (as sent, escapes and all) with a
@@ -147,8 +148,8 @@ func checkDecodeErr(t *testing.T, err error, status int, fields ...string) {
 	for _, e := range p.Fields {
 		got = append(got, e.Field)
 	}
-	if p.HTTPStatus() != status || strings.Join(got, ",") != strings.Join(fields, ",") {
-		t.Errorf("got %d naming %q (%s), want %d naming %q", p.HTTPStatus(), got, p.Message, status, fields)
+	if api.Status(p.Code) != status || strings.Join(got, ",") != strings.Join(fields, ",") {
+		t.Errorf("got %d naming %q (%s), want %d naming %q", api.Status(p.Code), got, p.Message, status, fields)
 	}
 }
 

@@ -44,7 +44,7 @@ func (a *API) readFieldsAndQuery(c echo.Context, allowed ...string) (map[string]
 	}
 	q, err := url.ParseQuery(c.Request().URL.RawQuery)
 	if err != nil {
-		return nil, nil, problem(leasegate.CodeMalformed, "malformed query string: "+err.Error())
+		return nil, nil, leasegate.NewError(leasegate.CodeMalformed, "malformed query string: "+err.Error())
 	}
 	return fields, q, nil
 }

@@ -1,6 +1,9 @@
 // Package handlers holds leasegate's Echo routes: each handler decodes,
 // validates, calls the lock engine, and encodes. All HTTP error mapping is
-// in one place, errorHandler.
+// in one place, errorHandler. The ops page, the HTML face of the same
+// services, is package opsui; it registers its routes on the Echo
+// instance New returns and reuses the exported helpers here
+// (authentication, roles, error mapping, the routes' input rules).
 package handlers
 
 import (
@@ -54,7 +57,8 @@ func DefaultConfig() Config {
 type Deps struct {
 	// Locks serves /locks (single calls and waiting acquires).
 	Locks leasegate.LockService
-	// UserLocks serves /user-locks; Flags the ops review (/abuse/..., /ops/).
+	// UserLocks serves /user-locks; Flags the ops review (/abuse/..., and
+	// opsui's /ops/).
 	// Either nil leaves those routes out.
 	UserLocks leasegate.UserLockService
 	Flags     leasegate.FlagRegistry
@@ -76,13 +80,18 @@ type Deps struct {
 	// Auth authenticates every route but /healthz and /readyz; nil runs
 	// open (development only: server refuses non-loopback addresses).
 	Auth Authenticator
-	// Sessions, when set, lets operators log in to /ops/ in a browser
-	// with an ops key (auth.Sessions). Without it the page takes only
-	// what Auth takes (a Bearer key, or open mode).
-	Sessions Sessions
 	// IPExtractor decides the client IP (never trust X-Forwarded-For
 	// unless configured). Default: the connection's remote address.
 	IPExtractor echo.IPExtractor
+}
+
+// Authn is the routes' authentication: Auth's middleware, or open mode
+// without one.
+func (d Deps) Authn() echo.MiddlewareFunc {
+	if d.Auth != nil {
+		return d.Auth.Middleware()
+	}
+	return openMode
 }
 
 // API is the set of routes and what they need.
@@ -100,7 +109,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		deps.Log = zap.NewNop()
 	}
 	if deps.Metrics == nil {
-		deps.Metrics = metrics.NewForTest()
+		deps.Metrics = metrics.NewStandalone()
 	}
 	if deps.IPExtractor == nil {
 		deps.IPExtractor = echo.ExtractIPDirect()
@@ -116,58 +125,50 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.GET("/healthz", a.healthz)
 	e.GET("/readyz", a.readyz)
 
-	authn := openMode
-	if deps.Auth != nil {
-		authn = deps.Auth.Middleware()
-	}
+	authn := deps.Authn()
 	// client: routes any key may use; ops: also needs the ops role.
 	// (Per-route middleware, not e.Group: an Echo v4 group with middleware
 	// registers catch-all routes that turn 405s into 404s.)
-	client := []echo.MiddlewareFunc{authn, requireRole(leasegate.RoleClient)}
-	ops := []echo.MiddlewareFunc{authn, requireRole(leasegate.RoleOps)}
+	client := []echo.MiddlewareFunc{authn, RequireRole(leasegate.RoleClient)}
+	ops := []echo.MiddlewareFunc{authn, RequireRole(leasegate.RoleOps)}
 
-	e.POST("/locks/:resource", wrap(a.acquire, client...))
-	e.GET("/locks/:resource", wrap(a.status, client...))
-	e.DELETE("/locks/:resource", wrap(a.release, client...))
-	e.POST("/locks/:resource/renew", wrap(a.renew, client...))
+	e.POST("/locks/:resource", Wrap(a.acquire, client...))
+	e.GET("/locks/:resource", Wrap(a.status, client...))
+	e.DELETE("/locks/:resource", Wrap(a.release, client...))
+	e.POST("/locks/:resource/renew", Wrap(a.renew, client...))
 	a.registerOperator(e, client, ops)
 
 	if deps.UserLocks != nil {
-		e.POST("/user-locks/:name/:user_id", wrap(a.userLockAttempt, client...))
-		e.DELETE("/user-locks/:name/:user_id", wrap(a.userLockClear, client...))
+		e.POST("/user-locks/:name/:user_id", Wrap(a.userLockAttempt, client...))
+		e.DELETE("/user-locks/:name/:user_id", Wrap(a.userLockClear, client...))
 	}
 	if deps.Semaphores != nil {
-		e.POST("/semaphores/:name", wrap(a.semAcquire, client...))
-		e.GET("/semaphores/:name", wrap(a.semStatus, client...))
-		e.DELETE("/semaphores/:name", wrap(a.semRelease, client...))
-		e.POST("/semaphores/:name/renew", wrap(a.semRenew, client...))
+		e.POST("/semaphores/:name", Wrap(a.semAcquire, client...))
+		e.GET("/semaphores/:name", Wrap(a.semStatus, client...))
+		e.DELETE("/semaphores/:name", Wrap(a.semRelease, client...))
+		e.POST("/semaphores/:name/renew", Wrap(a.semRenew, client...))
 	}
 	if deps.Claims != nil {
-		e.POST("/claims/:scope/:key", wrap(a.claimStart, client...))
-		e.GET("/claims/:scope/:key", wrap(a.claimGet, client...))
-		e.DELETE("/claims/:scope/:key", wrap(a.claimDelete, client...))
-		e.POST("/claims/:scope/:key/complete", wrap(a.claimComplete, client...))
+		e.POST("/claims/:scope/:key", Wrap(a.claimStart, client...))
+		e.GET("/claims/:scope/:key", Wrap(a.claimGet, client...))
+		e.DELETE("/claims/:scope/:key", Wrap(a.claimDelete, client...))
+		e.POST("/claims/:scope/:key/complete", Wrap(a.claimComplete, client...))
 	}
 	if deps.Flags != nil {
-		e.GET("/abuse/flagged", wrap(a.listFlagged, ops...))
-		e.GET("/abuse/flagged/:user_id", wrap(a.getFlagged, ops...))
-		e.DELETE("/abuse/flagged/:user_id", wrap(a.clearFlagged, ops...))
-		e.POST("/abuse/bans/:user_id", wrap(a.ban, ops...))
-		e.DELETE("/abuse/bans/:user_id", wrap(a.unban, ops...))
-		e.GET("/abuse/webhooks", wrap(a.webhookStatus, ops...))
-		a.registerOps(e, authn)
-	}
-
-	if deps.Operator != nil {
-		a.registerOpsLocks(e, authn)
+		e.GET("/abuse/flagged", Wrap(a.listFlagged, ops...))
+		e.GET("/abuse/flagged/:user_id", Wrap(a.getFlagged, ops...))
+		e.DELETE("/abuse/flagged/:user_id", Wrap(a.clearFlagged, ops...))
+		e.POST("/abuse/bans/:user_id", Wrap(a.ban, ops...))
+		e.DELETE("/abuse/bans/:user_id", Wrap(a.unban, ops...))
+		e.GET("/abuse/webhooks", Wrap(a.webhookStatus, ops...))
 	}
 
 	metricsMW := ops
 	if cfg.MetricsPublic {
 		metricsMW = nil
 	}
-	e.GET("/metrics", wrap(echo.WrapHandler(deps.Metrics.Handler()), metricsMW...))
-	e.GET("/openapi.yaml", wrap(a.openapi, client...))
+	e.GET("/metrics", Wrap(echo.WrapHandler(deps.Metrics.Handler()), metricsMW...))
+	e.GET("/openapi.yaml", Wrap(a.openapi, client...))
 	return e
 }
 

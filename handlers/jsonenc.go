@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // The hot answers of the lock routes (LOCK, the contended answer, a
@@ -47,14 +48,14 @@ func sendRaw(c echo.Context, status int, ct string, body []byte) error {
 // Header values shared by every answer: net/http only reads them.
 var (
 	ctJSON    = []string{echo.MIMEApplicationJSON}
-	ctProblem = []string{leasegate.ProblemContentType}
+	ctProblem = []string{api.ProblemContentType}
 )
 
 func contentTypeValue(ct string) []string {
 	switch ct {
 	case echo.MIMEApplicationJSON:
 		return ctJSON
-	case leasegate.ProblemContentType:
+	case api.ProblemContentType:
 		return ctProblem
 	}
 	return []string{ct}
@@ -122,7 +123,7 @@ func sendPooled(c echo.Context, buf *jsonBuf, b []byte) error {
 }
 
 // appendProblem writes p as encoding/json would.
-func appendProblem(b []byte, p leasegate.Problem) []byte {
+func appendProblem(b []byte, p api.Problem) []byte {
 	b = append(b, `{"type":`...)
 	b = appendString(b, p.Type)
 	b = append(b, `,"title":`...)
@@ -149,7 +150,7 @@ func appendProblem(b []byte, p leasegate.Problem) []byte {
 }
 
 // writeProblem writes p (headers and status already sent).
-func writeProblem(w http.ResponseWriter, p leasegate.Problem) error {
+func writeProblem(w http.ResponseWriter, p api.Problem) error {
 	buf := getBuf()
 	b := appendProblem(buf.b, p)
 	_, err := w.Write(b)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 func stdJSON(t *testing.T, v any) []byte {
@@ -52,7 +53,7 @@ func TestHotAnswersAreTheBytesEncodingJSONWrites(t *testing.T) {
 		if want := stdJSON(t, c); !bytes.Equal(got, want) {
 			t.Errorf("contended %q: got %s, want %s", s, got, want)
 		}
-		p := leasegate.Problem{Type: "https://x/" + s, Title: "Unprocessable", Status: 422, Detail: s}
+		p := api.Problem{Type: "https://x/" + s, Title: "Unprocessable", Status: 422, Detail: s}
 		if got, want := appendProblem(nil, p), stdJSON(t, p); !bytes.Equal(got, want) {
 			t.Errorf("problem %q: got %s, want %s", s, got, want)
 		}

@@ -119,7 +119,7 @@ func (a *API) acquire(c echo.Context) error {
 
 // clientGone is logged (as 499) when the client went away while waiting.
 func clientGone() *leasegate.Error {
-	return problem(leasegate.CodeRequestTimeout, "the client went away while waiting for the lock")
+	return leasegate.NewError(leasegate.CodeRequestTimeout, "the client went away while waiting for the lock")
 }
 
 func (a *API) status(c echo.Context) error {

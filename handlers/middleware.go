@@ -59,18 +59,15 @@ func newRequestID() string {
 	return string(b[:])
 }
 
-// requestID returns the request's id. requestLogger puts it in the
+// RequestID returns the request's id. requestLogger puts it in the
 // response's X-Request-Id header before anything else runs, so it is read
 // from there (no per-request entry in the Echo context's map).
-func requestID(c echo.Context) string {
+func RequestID(c echo.Context) string {
 	if v := c.Response().Header()[echo.HeaderXRequestID]; len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
-
-// RequestID returns the id of the request, for other packages' logs.
-func RequestID(c echo.Context) string { return requestID(c) }
 
 // methodLabel is the method as a metrics label: the standard methods, and
 // "other" for any other token a client sends (any token is a valid method,
@@ -134,11 +131,11 @@ func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 	}
 }
 
-// wrap applies a route's middleware once, when the route is registered.
+// Wrap applies a route's middleware once, when the route is registered.
 // Echo v4 applies middleware given to e.GET/e.POST/... anew on every
 // request (a closure per middleware per request); wrapping here gives the
 // same order (the first middleware runs first) without those allocations.
-func wrap(h echo.HandlerFunc, mw ...echo.MiddlewareFunc) echo.HandlerFunc {
+func Wrap(h echo.HandlerFunc, mw ...echo.MiddlewareFunc) echo.HandlerFunc {
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
 	}

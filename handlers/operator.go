@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Seeing and acting on locks (docs/api.md, docs/operations.md): the
@@ -87,11 +88,11 @@ func cursorJSON(s string) *string {
 // registerOperator adds the operator routes when their services are given.
 func (a *API) registerOperator(e *echo.Echo, client, ops []echo.MiddlewareFunc) {
 	if a.deps.Operator != nil {
-		e.GET("/locks", wrap(a.listLocks, ops...))
-		e.GET("/locks/:resource/events", wrap(a.lockEvents, client...))
+		e.GET("/locks", Wrap(a.listLocks, ops...))
+		e.GET("/locks/:resource/events", Wrap(a.lockEvents, client...))
 	}
 	if a.deps.Audit != nil {
-		e.GET("/audit", wrap(a.listAudit, ops...))
+		e.GET("/audit", Wrap(a.listAudit, ops...))
 	}
 }
 
@@ -138,7 +139,7 @@ func limitValue(ck *checker, v string, most int) int {
 
 func (a *API) listLocks(c echo.Context) error {
 	var ck checker
-	noQuery(c, &ck, "prefix", "limit", "cursor")
+	onlyQuery(&ck, c.QueryParams(), "prefix", "limit", "cursor")
 	q := c.QueryParams()
 	prefix, _ := oneQuery(q, &ck, "prefix")
 	if len(prefix) > 255 || hasControl(prefix) {
@@ -163,10 +164,10 @@ func (a *API) listLocks(c echo.Context) error {
 // an unknown parameter of a plain release).
 func (a *API) forceRelease(c echo.Context, q url.Values) error {
 	if a.deps.Operator == nil {
-		return problem(leasegate.CodeNotFound, "forced releases are not served here")
+		return leasegate.NewError(leasegate.CodeNotFound, "forced releases are not served here")
 	}
-	if !principal(c).Role.Allows(leasegate.RoleOps) {
-		return problem(leasegate.CodeForbidden, "only an ops key may force a release")
+	if !Principal(c).Role.Allows(leasegate.RoleOps) {
+		return leasegate.NewError(leasegate.CodeForbidden, "only an ops key may force a release")
 	}
 	fields, err := a.readFields(c, "reason")
 	if err != nil {
@@ -184,7 +185,7 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	lk, err := a.deps.Operator.ForceRelease(ctx, tenantOf(c), resource, reason, requestMeta(c))
+	lk, err := a.deps.Operator.ForceRelease(ctx, tenantOf(c), resource, reason, RequestMeta(c))
 	if err != nil {
 		return err
 	}
@@ -194,7 +195,7 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 
 func (a *API) listAudit(c echo.Context) error {
 	var ck checker
-	noQuery(c, &ck, "limit", "cursor")
+	onlyQuery(&ck, c.QueryParams(), "limit", "cursor")
 	q := c.QueryParams()
 	limit := pageLimit(q, &ck)
 	cursor := pageCursor(q, &ck, 64)
@@ -217,7 +218,7 @@ func (a *API) listAudit(c echo.Context) error {
 func (a *API) lockEvents(c echo.Context) error {
 	var ck checker
 	resource := resourceParam(c, &ck)
-	noQuery(c, &ck)
+	onlyQuery(&ck, c.QueryParams())
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -268,7 +269,7 @@ func (a *API) lockEvents(c echo.Context) error {
 			done <- nil
 			if err != nil {
 				// The store failed: say so and end; the client reconnects.
-				_, _ = w.Write([]byte("event: error\ndata: {\"type\":\"" + leasegate.ProblemBase + string(leasegate.CodeUnavailable) + "\"}\n\n"))
+				_, _ = w.Write([]byte("event: error\ndata: {\"type\":\"" + api.ProblemBase + string(leasegate.CodeUnavailable) + "\"}\n\n"))
 				w.Flush()
 			}
 			return nil

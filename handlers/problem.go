@@ -9,60 +9,58 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
-// problem builds a domain error with code and message; the error handler
-// writes it as problem+json.
-func problem(code leasegate.Code, message string) *leasegate.Error {
-	return leasegate.Errorf(code, message)
-}
-
-// errorOf maps any error to the domain error the client sees, and says
-// whether it is unexpected and must be logged. Domain errors (from the
-// services, or the handlers' own validation) keep their code; Echo's own
-// errors (no route, wrong method, ...) are mapped here; anything else is
-// internal.
-func errorOf(err error) (*leasegate.Error, bool) {
+// ErrorOf maps any error to the domain error the client sees and the
+// status that carries it (0: the code's), and says whether it is
+// unexpected and must be logged. Domain errors (from the services, or the
+// handlers' own validation) keep their code; Echo's own errors (no route,
+// wrong method, ...) are mapped here; anything else is internal.
+func ErrorOf(err error) (e *leasegate.Error, status int, unexpected bool) {
 	var he *echo.HTTPError
 	var de *leasegate.Error
 	if errors.As(err, &he) && !errors.As(err, &de) {
-		return httpError(he), he.Code >= 500
+		e, status = httpError(he)
+		return e, status, he.Code >= 500
 	}
-	return leasegate.ErrorOf(err)
+	e, unexpected = leasegate.ErrorOf(err)
+	return e, 0, unexpected
 }
 
-func httpError(he *echo.HTTPError) *leasegate.Error {
+// httpError maps an Echo error to a domain error, with the status to
+// answer where the contract has no code of its own for it.
+func httpError(he *echo.HTTPError) (*leasegate.Error, int) {
 	switch he.Code {
 	case http.StatusNotFound:
-		return problem(leasegate.CodeNotFound, "no such route")
+		return leasegate.NewError(leasegate.CodeNotFound, "no such route"), 0
 	case http.StatusMethodNotAllowed:
 		// The contract's slug list has no 405 of its own: a wrong method is
 		// a malformed request for this route (docs/api.md).
-		return &leasegate.Error{Code: leasegate.CodeMalformed, Status: he.Code,
-			Message: "method not allowed on this route; see the Allow header"}
+		return leasegate.NewError(leasegate.CodeMalformed, "method not allowed on this route; see the Allow header"), he.Code
 	case http.StatusRequestEntityTooLarge:
-		return problem(leasegate.CodePayloadTooLarge, "request body too large")
+		return leasegate.NewError(leasegate.CodePayloadTooLarge, "request body too large"), 0
 	case http.StatusUnsupportedMediaType:
-		return problem(leasegate.CodeUnsupportedMedia, "request body must be application/json")
+		return leasegate.NewError(leasegate.CodeUnsupportedMedia, "request body must be application/json"), 0
 	case http.StatusUnauthorized:
-		return problem(leasegate.CodeUnauthorized, "missing or invalid credentials")
+		return leasegate.NewError(leasegate.CodeUnauthorized, "missing or invalid credentials"), 0
 	case http.StatusForbidden:
-		return problem(leasegate.CodeForbidden, "forbidden")
+		return leasegate.NewError(leasegate.CodeForbidden, "forbidden"), 0
 	case http.StatusTooManyRequests:
-		return problem(leasegate.CodeRateLimited, "too many requests")
+		return leasegate.NewError(leasegate.CodeRateLimited, "too many requests"), 0
 	case http.StatusServiceUnavailable:
 		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "service unavailable",
-			RetryAfter: leasegate.DefaultRetryAfter}
+			RetryAfter: leasegate.DefaultRetryAfter}, 0
 	}
 	if he.Code >= 400 && he.Code < 500 {
-		return &leasegate.Error{Code: leasegate.CodeMalformed, Status: he.Code, Message: http.StatusText(he.Code)}
+		return leasegate.NewError(leasegate.CodeMalformed, http.StatusText(he.Code)), he.Code
 	}
-	return problem(leasegate.CodeInternal, "internal error")
+	return leasegate.NewError(leasegate.CodeInternal, "internal error"), 0
 }
 
-// retryAfterSeconds is d as a Retry-After value: whole seconds, rounded
+// RetryAfterSeconds is d as a Retry-After value: whole seconds, rounded
 // up, at least 1.
-func retryAfterSeconds(e *leasegate.Error) int {
+func RetryAfterSeconds(e *leasegate.Error) int {
 	secs := int((e.RetryAfter + 999_999_999) / 1_000_000_000)
 	return max(secs, 1)
 }
@@ -73,22 +71,22 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
-		e, unexpected := errorOf(err)
+		e, status, unexpected := ErrorOf(err)
 		if unexpected {
 			log.Error("request failed",
-				zap.String("request_id", requestID(c)),
+				zap.String("request_id", RequestID(c)),
 				zap.String("route", c.Path()),
 				zap.Error(err))
 		}
 		h := c.Response().Header()
 		if e.RetryAfter > 0 {
-			h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+			h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds(e)))
 		}
 		if e.Code == leasegate.CodeUnauthorized {
 			// RFC 9110: every 401 names a scheme; the API's is Bearer.
 			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
 		}
-		p := e.Problem()
+		p := api.ProblemOf(e, status)
 		h[echo.HeaderContentType] = ctProblem
 		c.Response().WriteHeader(p.Status)
 		if c.Request().Method == http.MethodHead {

@@ -65,15 +65,6 @@ func userLockParams(c echo.Context, ck *checker) (name, user string) {
 	return lockNameParam(c, ck, "name"), userIDParam(c, ck)
 }
 
-// noQuery records every query parameter as unknown.
-func noQuery(c echo.Context, ck *checker, allowed ...string) {
-	for k := range c.QueryParams() {
-		if !contains(allowed, k) {
-			ck.fail(k, "unknown query parameter")
-		}
-	}
-}
-
 func (a *API) userLockAttempt(c echo.Context) error {
 	fields, err := a.readFields(c, "ttl_seconds")
 	if err != nil {
@@ -81,7 +72,7 @@ func (a *API) userLockAttempt(c echo.Context) error {
 	}
 	var ck checker
 	name, user := userLockParams(c, &ck)
-	noQuery(c, &ck)
+	onlyQuery(&ck, c.QueryParams())
 	ttl, present := ck.intField(fields, "ttl_seconds", 1, a.maxTTLSeconds(), false)
 	if !present {
 		ttl = defaultUserLockTTL
@@ -91,7 +82,7 @@ func (a *API) userLockAttempt(c echo.Context) error {
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	res, err := a.deps.UserLocks.Attempt(ctx, tenantOf(c), name, user, time.Duration(ttl)*time.Second, requestMeta(c))
+	res, err := a.deps.UserLocks.Attempt(ctx, tenantOf(c), name, user, time.Duration(ttl)*time.Second, RequestMeta(c))
 	if err != nil {
 		var be *leasegate.BannedError
 		if errors.As(err, &be) {
@@ -114,7 +105,7 @@ func (a *API) userLockClear(c echo.Context) error {
 	}
 	var ck checker
 	name, user := userLockParams(c, &ck)
-	noQuery(c, &ck)
+	onlyQuery(&ck, c.QueryParams())
 	if err := ck.err(); err != nil {
 		return err
 	}

@@ -299,8 +299,10 @@ func (m *Metrics) ReleaseMessage(sharded bool) {
 	m.releaseMsgs[i].Inc()
 }
 
-// NewForTest returns Metrics on a fresh registry.
-func NewForTest() *Metrics { return New(prometheus.NewRegistry()) }
+// NewStandalone returns Metrics on a registry of their own: the default
+// of a package given no Metrics (abuse, webhook, handlers, opsui), and a
+// test's. Its /metrics shows only what was counted on it.
+func NewStandalone() *Metrics { return New(prometheus.NewRegistry()) }
 
 // Registry is where the collectors live.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }

@@ -66,7 +66,7 @@ func wantCounts(t *testing.T, m *Metrics, op string, observations uint64, errs f
 
 func testRedisHook(t *testing.T, addr string) {
 	ctx := context.Background()
-	m := NewForTest()
+	m := NewStandalone()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(m.RedisHook(map[string]*redis.Script{"one": scriptOne, "boom": scriptBoom}))
@@ -132,7 +132,7 @@ func TestRedisHook(t *testing.T) {
 	})
 	t.Run("an unreachable Redis counts as errors", func(t *testing.T) {
 		srv := miniredis.RunT(t)
-		m := NewForTest()
+		m := NewStandalone()
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
 		rdb.AddHook(m.RedisHook(nil))

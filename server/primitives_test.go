@@ -58,7 +58,7 @@ func TestServerWiresSemaphoresAndClaims(t *testing.T) {
 	if err := c.RemoveClaim(ctx, "reward", "order-1", "refund issued by hand"); err != nil {
 		t.Fatalf("RemoveClaim: %v", err)
 	}
-	if got := audit.String(); !strings.Contains(got, `"event":"claim_removed"`) || !strings.Contains(got, `"operator":"open-mode"`) ||
+	if got := audit.String(); !strings.Contains(got, `"event":"claim_removed"`) || !strings.Contains(got, `"operator":"open"`) ||
 		!strings.Contains(got, `"reason":"refund issued by hand"`) {
 		t.Errorf("abuse log: got %s, want a claim_removed record naming the operator and the reason", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // net/http answers some requests itself, before any Handler runs, in
@@ -67,7 +68,7 @@ func malformedHTTP(status int, reason string) []byte {
 	if reason != "" {
 		detail += ": " + reason
 	}
-	return rawProblem(&leasegate.Error{Code: leasegate.CodeMalformed, Status: status, Message: detail})
+	return rawProblem(leasegate.NewError(leasegate.CodeMalformed, detail), status)
 }
 
 // goUnsupportedTE is the one canned answer whose body is not its status line.
@@ -75,8 +76,8 @@ const goUnsupportedTE = "HTTP/1.1 501 Not Implemented" + goErrorHeaders + "Unsup
 
 var rawRewrites = map[string][]byte{
 	goAnswer(http.StatusRequestHeaderFieldsTooLarge, ""): rawProblem(
-		&leasegate.Error{Code: leasegate.CodePayloadTooLarge, Status: http.StatusRequestHeaderFieldsTooLarge,
-			Message: "the request's header block is larger than the server accepts (--max-header-bytes)"}),
+		leasegate.NewError(leasegate.CodePayloadTooLarge, "the request's header block is larger than the server accepts (--max-header-bytes)"),
+		http.StatusRequestHeaderFieldsTooLarge),
 	goAnswer(http.StatusBadRequest, ""):                                          malformedHTTP(http.StatusBadRequest, ""),
 	goAnswer(http.StatusBadRequest, "missing required Host header"):              malformedHTTP(http.StatusBadRequest, "missing required Host header"),
 	goAnswer(http.StatusBadRequest, "malformed Host header"):                     malformedHTTP(http.StatusBadRequest, "malformed Host header"),
@@ -94,17 +95,17 @@ var rawMax = func() int {
 	return n
 }()
 
-// rawProblem is a whole HTTP/1.1 response carrying p, closing the
-// connection as net/http's own answer does.
-func rawProblem(e *leasegate.Error) []byte {
-	p := e.Problem()
+// rawProblem is a whole HTTP/1.1 response carrying e with status,
+// closing the connection as net/http's own answer does.
+func rawProblem(e *leasegate.Error, status int) []byte {
+	p := api.ProblemOf(e, status)
 	body, err := json.Marshal(p)
 	if err != nil {
 		panic("server: marshal problem: " + err.Error()) // static input: a bug
 	}
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(p.Status) + " " + http.StatusText(p.Status) + "\r\n")
-	b.WriteString("Content-Type: " + leasegate.ProblemContentType + "\r\n")
+	b.WriteString("Content-Type: " + api.ProblemContentType + "\r\n")
 	b.WriteString("Content-Length: " + strconv.Itoa(len(body)+1) + "\r\n")
 	b.WriteString("Connection: close\r\n\r\n")
 	b.Write(body)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 	"go.uber.org/zap"
 )
 
@@ -18,8 +19,8 @@ import (
 // a loopback host (localhost, 127.0.0.0/8, ::1, any port) are served;
 // others get 403 forbidden. /healthz and /readyz answer whatever the Host.
 func loopbackHostOnly(next http.Handler, log *zap.Logger) http.Handler {
-	refusal, _ := json.Marshal(leasegate.Errorf(leasegate.CodeForbidden,
-		"this gateway runs open (no API keys) and answers only requests addressed to a loopback host (localhost, 127.0.0.1, [::1])").Problem())
+	refusal, _ := json.Marshal(api.ProblemOf(leasegate.NewError(leasegate.CodeForbidden,
+		"this gateway runs open (no API keys) and answers only requests addressed to a loopback host (localhost, 127.0.0.1, [::1])"), 0))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if loopbackHost(r.Host) || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
@@ -27,7 +28,7 @@ func loopbackHostOnly(next http.Handler, log *zap.Logger) http.Handler {
 		}
 		log.Warn("open mode: refused a request addressed to a host that is not loopback (DNS rebinding?)",
 			zap.String("host", r.Host), zap.String("remote_addr", r.RemoteAddr))
-		w.Header().Set("Content-Type", leasegate.ProblemContentType)
+		w.Header().Set("Content-Type", api.ProblemContentType)
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write(append(refusal, '\n'))
 	})

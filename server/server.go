@@ -32,6 +32,7 @@ import (
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/storehealth"
 	"github.com/leasegate/leasegate/metrics"
+	"github.com/leasegate/leasegate/opsui"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
 	"github.com/leasegate/leasegate/semaphore"
@@ -342,18 +343,22 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	})
 	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: NewAbuseLogger(abuseLog).Named("claims")})
 	s.wireOperator(&deps, locks)
+	// The ops page's browser login (nil: the page takes only what Auth
+	// takes). A typed nil would not be nil in the interface.
+	var sessions opsui.Sessions
 	if s.keyring != nil {
 		deps.Auth = s.keyring
 		s.keyring.CountRefusals(func(via, reason string) {
 			s.metrics.AuthRefusals.WithLabelValues(via, reason).Inc()
 		})
 		// Login failures and logouts live in Redis, shared by every gateway.
-		deps.Sessions = auth.NewSessionsWith(s.keyring, auth.SessionOptions{
+		sessions = auth.NewSessionsWith(s.keyring, auth.SessionOptions{
 			TTL: cfg.OpsSessionTTL, Secret: cfg.OpsSessionSecret,
 			Redis: s.rdb, Prefix: cfg.KeyPrefix,
 		})
 	}
 	s.e = handlers.New(cfg.HTTP, deps)
+	opsui.Register(s.e, cfg.HTTP, deps, sessions)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		s.closeRedis()

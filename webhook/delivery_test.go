@@ -96,7 +96,7 @@ func TestEveryEventIsDeliveredAcrossFailuresTimeoutsAndARestart(t *testing.T) {
 		pol.Locks["login"] = abuse.Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute}
 		svc := abuse.New(b.RDB, abuse.Options{Prefix: "lgtest:", Policies: pol, Log: zap.NewNop(), Outbox: true})
 		rcv := webhooktest.New(t, secret, webhooktest.Fail)
-		m := metrics.NewForTest()
+		m := metrics.NewStandalone()
 
 		a := start(t, b, testConfig(rcv.URL, "gw-a", m))
 		makeEvents(t, svc, "u1", "u2", "u3")
@@ -155,7 +155,7 @@ func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
 	b.RealClock()
 	svc := abuse.New(b.RDB, abuse.Options{Prefix: "lgtest:", Log: zap.NewNop(), Outbox: true})
 	rcv := webhooktest.New(t, secret, webhooktest.Fail)
-	m := metrics.NewForTest()
+	m := metrics.NewStandalone()
 	cfg := testConfig(rcv.URL, "gw-a", m)
 	cfg.MaxAttempts = 3
 	start(t, b, cfg)

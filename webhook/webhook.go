@@ -167,7 +167,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Deliverer, error) {
 		cfg.Log = zap.NewNop()
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.NewForTest()
+		cfg.Metrics = metrics.NewStandalone()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

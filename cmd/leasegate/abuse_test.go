@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/server"
@@ -101,7 +102,7 @@ func TestAbuseCommands(t *testing.T) {
 		}
 		_, err := c.UserLock(ctx, "export", "bob", 0)
 		var ce *client.Error
-		if !errors.Is(err, client.ErrAbnormalUsage) || !errors.As(err, &ce) || ce.RetryAfter != 90*time.Second {
+		if !errors.Is(err, leasegate.ErrBanned) || !errors.As(err, &ce) || ce.RetryAfter != 90*time.Second {
 			t.Errorf("got %v, want abnormal usage with Retry-After 90s", err)
 		}
 		r = runCLI(t, env, "abuse", "show", "bob")

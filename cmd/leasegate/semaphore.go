@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
 )
 
@@ -74,7 +75,7 @@ func cmdSemaphore(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return exitError{code: exitNotAcquired, msg: fmt.Sprintf(
 			"every permit of semaphore %q is taken (%d of %d; the first ends in %v); not running the command",
 			name, full.Holders, full.Limit, full.RetryAfter.Round(time.Millisecond))}
-	case errors.Is(err, client.ErrLimitMismatch):
+	case errors.Is(err, leasegate.ErrLimitMismatch):
 		return usageError{fmt.Errorf("semaphore %q: %w", name, err)}
 	case err != nil:
 		return fmt.Errorf("acquire a permit of %q: %w", name, err)

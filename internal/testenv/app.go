@@ -11,7 +11,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate"
+
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
@@ -19,6 +21,7 @@ import (
 	"github.com/leasegate/leasegate/internal/logbuf"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/metrics"
+	"github.com/leasegate/leasegate/opsui"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/semaphore"
 )
@@ -92,7 +95,7 @@ type App struct {
 // handlers.New.
 func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	t.Helper()
-	a := &App{Backend: b, Metrics: metrics.NewForTest(), Log: &logbuf.Buffer{}, AbuseLog: &logbuf.Buffer{}, opts: o}
+	a := &App{Backend: b, Metrics: metrics.NewStandalone(), Log: &logbuf.Buffer{}, AbuseLog: &logbuf.Buffer{}, opts: o}
 	if len(o.Keys) > 0 {
 		a.Ring = Keyring(t, o.Keys...)
 	}
@@ -163,16 +166,19 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 		d.Operator, d.Flags, d.Claims = rec.Wrap(a.Operator, d.Flags, d.Claims)
 		d.Audit = a.Audit
 	}
+	var sessions opsui.Sessions
 	switch {
 	case ring != nil:
 		d.Auth = ring
 		if o.Sessions {
-			d.Sessions = auth.NewSessions(ring, o.SessionTTL, o.SessionSecret)
+			sessions = auth.NewSessions(ring, o.SessionTTL, o.SessionSecret)
 		}
 	case o.HeaderAuth:
 		d.Auth = HeaderAuth{}
 	}
-	return handlers.New(cfg, d)
+	e := handlers.New(cfg, d)
+	opsui.Register(e, cfg, d, sessions)
+	return e
 }
 
 // Keys parses key-file entries ("name:role:tenant:hash").
@@ -213,7 +219,7 @@ func (HeaderAuth) Middleware() echo.MiddlewareFunc {
 			if p.Role == "" {
 				p.Role = leasegate.RoleOps
 			}
-			c.Set(leasegate.PrincipalKey, p)
+			c.Set(api.PrincipalKey, p)
 			return next(c)
 		}
 	}

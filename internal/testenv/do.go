@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 )
 
 // Request builds a request. A non-empty body is sent as application/json
@@ -121,7 +121,7 @@ func (a *Answer) Problem(t testing.TB, status int, slug string) Problem {
 	if err := dec.Decode(&p); err != nil {
 		t.Fatalf("decoding problem %s: %v", a.Raw, err)
 	}
-	if want := leasegate.ProblemBase + slug; p.Type != want {
+	if want := api.ProblemBase + slug; p.Type != want {
 		t.Errorf("got type %q, want %q", p.Type, want)
 	}
 	if p.Status != status || p.Title == "" || p.Detail == "" {

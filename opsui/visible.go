@@ -1,4 +1,4 @@
-package handlers
+package opsui
 
 import (
 	"html/template"

@@ -1,4 +1,4 @@
-package handlers
+package opsui
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/metrics"
 )
 
@@ -81,27 +82,27 @@ var opsLocksMessages = map[string]opsFlash{
 }
 
 // registerOpsLocks adds the views (with an Operator) to the page.
-func (a *API) registerOpsLocks(e *echo.Echo, authn echo.MiddlewareFunc) {
-	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
+func (a *UI) registerOpsLocks(e *echo.Echo, authn echo.MiddlewareFunc) {
+	page := []echo.MiddlewareFunc{a.pageAuth(authn), handlers.RequireRole(leasegate.RoleOps)}
 	// Behind the page's authentication: unlike ops.css, the login form
 	// does not need it.
-	e.GET("/ops/assets/locks.css", wrap(opsAsset("locks.css"), page...))
-	e.GET("/ops/locks", wrap(a.opsLocks, page...))
-	e.POST("/ops/locks/release", wrap(a.opsForceRelease, page...))
+	e.GET("/ops/assets/locks.css", handlers.Wrap(opsAsset("locks.css"), page...))
+	e.GET("/ops/locks", handlers.Wrap(a.opsLocks, page...))
+	e.POST("/ops/locks/release", handlers.Wrap(a.opsForceRelease, page...))
 	if a.deps.Audit != nil {
-		e.GET("/ops/audit", wrap(a.opsAudit, page...))
+		e.GET("/ops/audit", handlers.Wrap(a.opsAudit, page...))
 	}
 }
 
-func (a *API) opsLocksView(c echo.Context, title, view string) opsLocksView {
+func (a *UI) opsLocksView(c echo.Context, title, view string) opsLocksView {
 	return opsLocksView{
-		Title: title, View: view, Tenant: tenantOf(c), Operator: principal(c).Actor(),
+		Title: title, View: view, Tenant: handlers.Principal(c).Tenant, Operator: handlers.Principal(c).Actor(),
 		CSRF: a.csrfToken(c), Session: viaSession(c), HasAbuse: a.deps.Flags != nil,
 		PageSize: opsLocksPageSize,
 	}
 }
 
-func (a *API) renderOps(c echo.Context, name string, v opsLocksView) error {
+func (a *UI) renderOps(c echo.Context, name string, v opsLocksView) error {
 	var buf bytes.Buffer
 	if err := opsLocksPages.ExecuteTemplate(&buf, name, v); err != nil {
 		return err
@@ -125,8 +126,8 @@ func left(t, now time.Time) string {
 }
 
 // charts draws the gateway's last hour (metrics.Activity) as polylines.
-func (a *API) charts(now time.Time) []opsChart {
-	act := a.m.Activity()
+func (a *UI) charts(now time.Time) []opsChart {
+	act := a.deps.Metrics.Activity()
 	act.Sample(now)
 	series := act.Series(now)
 	const w, h = 240, 48
@@ -165,15 +166,15 @@ func opsLocksURL(prefix, cursor string) string {
 	return "/ops/locks?" + q.Encode()
 }
 
-func (a *API) opsLocks(c echo.Context) error {
+func (a *UI) opsLocks(c echo.Context) error {
 	q := c.QueryParams()
 	prefix, cursor, msg := q.Get("prefix"), q.Get("cursor"), q.Get("msg")
-	if len(prefix) > 255 || hasControl(prefix) || len(cursor) > 255 || hasControl(cursor) {
+	if handlers.CheckListPosition(prefix, cursor) != nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/locks?msg=invalid")
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	page, err := a.deps.Operator.List(ctx, tenantOf(c), prefix, cursor, opsLocksPageSize)
+	page, err := a.deps.Operator.List(ctx, handlers.Principal(c).Tenant, prefix, cursor, opsLocksPageSize)
 	if err != nil {
 		return err
 	}
@@ -202,21 +203,16 @@ func (a *API) opsLocks(c echo.Context) error {
 // opsForceRelease is the page's forced release: the first post (from the
 // list) shows what would be released and asks again; the second, with
 // confirm=yes, releases and goes back to the list.
-func (a *API) opsForceRelease(c echo.Context) error {
+func (a *UI) opsForceRelease(c echo.Context) error {
 	form, err := a.pageForm(c)
 	if err != nil {
 		return err
 	}
 	resource, reason := form.Get("resource"), strings.TrimSpace(form.Get("reason"))
-	var ck checker
-	ck.resource("resource", resource)
-	if reason == "" || len(reason) > maxReasonBytes || hasControl(reason) {
-		ck.fail("reason", "is required, at most 500 bytes")
-	}
 	back := func(msg string) error {
 		return c.Redirect(http.StatusSeeOther, "/ops/locks?"+url.Values{"msg": {msg}, "resource": {resource}}.Encode())
 	}
-	if ck.err() != nil {
+	if handlers.CheckForceRelease(resource, reason) != nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/locks?msg=invalid")
 	}
 	ctx, cancel := a.opContext(c)
@@ -224,7 +220,7 @@ func (a *API) opsForceRelease(c echo.Context) error {
 	if form.Get("confirm") != "yes" {
 		v := a.opsLocksView(c, "force release", "locks")
 		cf := &opsConfirm{Resource: resource, Reason: reason}
-		if lk, err := a.deps.Locks.Status(ctx, tenantOf(c), resource); err == nil {
+		if lk, err := a.deps.Locks.Status(ctx, handlers.Principal(c).Tenant, resource); err == nil {
 			cf.Held, cf.Owner, cf.Token, cf.Left = true, lk.Owner, lk.Token, left(lk.ExpiresAt, time.Now())
 		} else if !errors.Is(err, leasegate.ErrLockNotHeld) {
 			return err
@@ -232,7 +228,7 @@ func (a *API) opsForceRelease(c echo.Context) error {
 		v.Confirm = cf
 		return a.renderOps(c, "confirm.html", v)
 	}
-	lk, err := a.deps.Operator.ForceRelease(ctx, tenantOf(c), resource, reason, requestMeta(c))
+	lk, err := a.deps.Operator.ForceRelease(ctx, handlers.Principal(c).Tenant, resource, reason, handlers.RequestMeta(c))
 	switch {
 	case errors.Is(err, leasegate.ErrLockNotHeld):
 		return back("notheld")
@@ -240,18 +236,18 @@ func (a *API) opsForceRelease(c echo.Context) error {
 		a.log.Warn("ops page forced release failed", zap.Error(err))
 		return err
 	}
-	a.m.ObserveForceRelease(resource, time.Since(lk.AcquiredAt))
+	a.deps.Metrics.ObserveForceRelease(resource, time.Since(lk.AcquiredAt))
 	return back("released")
 }
 
-func (a *API) opsAudit(c echo.Context) error {
+func (a *UI) opsAudit(c echo.Context) error {
 	cursor := c.QueryParam("cursor")
 	if len(cursor) > 64 {
 		cursor = ""
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	page, err := a.deps.Audit.List(ctx, tenantOf(c), cursor, opsLocksPageSize)
+	page, err := a.deps.Audit.List(ctx, handlers.Principal(c).Tenant, cursor, opsLocksPageSize)
 	var de *leasegate.Error
 	if errors.As(err, &de) && de.Code == leasegate.CodeValidation {
 		return c.Redirect(http.StatusSeeOther, "/ops/audit")

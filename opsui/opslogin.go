@@ -1,7 +1,8 @@
-package handlers
+package opsui
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,12 +10,35 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
+	"github.com/leasegate/leasegate/handlers"
 	"go.uber.org/zap"
 )
 
 // The /ops/ page's browser login: the handlers move cookies and render
-// the form; Deps.Sessions (auth.Sessions) checks keys and signs and opens
+// the form; Sessions (auth.Sessions) checks keys and signs and opens
 // the session values (see its doc for the design).
+
+// Sessions is the /ops/ page's browser login, which a browser needs
+// because it cannot send "Authorization: Bearer". auth.Sessions
+// implements it; the page only moves cookies and renders forms. Its
+// errors are *leasegate.Error values; the page reads their code.
+type Sessions interface {
+	// Login checks a key pasted into the login form from client (the
+	// request's address). For a known key of the ops role it returns the
+	// value of a new session cookie and its expiry. Refusals:
+	// CodeUnauthorized (not a key), CodeForbidden (a key whose role may
+	// not use the page), CodeRateLimited with a RetryAfter (too many
+	// failed logins from client or with that key), CodeUnavailable
+	// (nothing was checked).
+	Login(ctx context.Context, key, client string, now time.Time) (p leasegate.Principal, cookie string, expires time.Time, err error)
+	// Open returns the principal of a session cookie value that is valid
+	// at now and was not logged out; CodeUnavailable when that cannot be
+	// told.
+	Open(ctx context.Context, cookie string, now time.Time) (leasegate.Principal, error)
+	// Logout ends the session of a cookie value on every gateway.
+	Logout(ctx context.Context, cookie string, now time.Time) error
+}
 
 // sessionCookie names the ops page's session cookie.
 const sessionCookie = "leasegate_ops_session"
@@ -47,11 +71,11 @@ const logoutUnrecorded = "You are logged out in this browser, but the gateway co
 
 // secureCookies: the page's cookies are Secure over TLS, and always when
 // configured (a gateway behind a TLS-terminating proxy).
-func (a *API) secureCookies(c echo.Context) bool {
+func (a *UI) secureCookies(c echo.Context) bool {
 	return a.cfg.OpsSecureCookies || c.IsTLS()
 }
 
-func (a *API) setSession(c echo.Context, value string, maxAge int) {
+func (a *UI) setSession(c echo.Context, value string, maxAge int) {
 	c.SetCookie(&http.Cookie{
 		Name:     sessionCookie,
 		Value:    value,
@@ -64,7 +88,7 @@ func (a *API) setSession(c echo.Context, value string, maxAge int) {
 }
 
 // clearSession tells the browser to drop its session cookie.
-func (a *API) clearSession(c echo.Context) { a.setSession(c, "", -1) }
+func (a *UI) clearSession(c echo.Context) { a.setSession(c, "", -1) }
 
 // viaSession reports whether the request was authenticated by the session
 // cookie.
@@ -77,17 +101,17 @@ func viaSession(c echo.Context) bool {
 // what the API accepts (a Bearer key, or open mode). Without either, a
 // browser is sent to the login form (303), and a stale or forged cookie
 // is dropped.
-func (a *API) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
+func (a *UI) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		viaAPI := authn(next)
 		return func(c echo.Context) error {
-			if a.deps.Sessions == nil {
+			if a.sessions == nil {
 				return viaAPI(c)
 			}
 			if ck, err := c.Cookie(sessionCookie); err == nil {
 				p, err := a.openSession(c, ck.Value)
 				if err == nil {
-					c.Set(leasegate.PrincipalKey, p)
+					c.Set(api.PrincipalKey, p)
 					c.Set(sessionKey, true)
 					return next(c)
 				}
@@ -106,10 +130,10 @@ func (a *API) pageAuth(authn echo.MiddlewareFunc) echo.MiddlewareFunc {
 }
 
 // openSession opens a session cookie value within the operation timeout.
-func (a *API) openSession(c echo.Context, value string) (leasegate.Principal, error) {
+func (a *UI) openSession(c echo.Context, value string) (leasegate.Principal, error) {
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	return a.deps.Sessions.Open(ctx, value, time.Now())
+	return a.sessions.Open(ctx, value, time.Now())
 }
 
 type loginView struct {
@@ -118,7 +142,7 @@ type loginView struct {
 }
 
 // renderLogin answers with the login form.
-func (a *API) renderLogin(c echo.Context, status int, errText string) error {
+func (a *UI) renderLogin(c echo.Context, status int, errText string) error {
 	var buf bytes.Buffer
 	if err := loginPage.Execute(&buf, loginView{CSRF: a.csrfToken(c), Error: errText}); err != nil {
 		return err
@@ -129,8 +153,8 @@ func (a *API) renderLogin(c echo.Context, status int, errText string) error {
 
 // loginForm is GET /ops/login. In open mode, and for a browser already
 // logged in, it goes straight to the page.
-func (a *API) loginForm(c echo.Context) error {
-	if a.deps.Sessions == nil {
+func (a *UI) loginForm(c echo.Context) error {
+	if a.sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	if ck, err := c.Cookie(sessionCookie); err == nil {
@@ -151,18 +175,18 @@ func (a *API) loginForm(c echo.Context) error {
 // cookie. Too many failures from the client's address, or with a key
 // refused for its role, get 429 with Retry-After (the key is then not
 // checked); a login that cannot be counted gets 503 (docs/abuse.md).
-func (a *API) loginSubmit(c echo.Context) error {
+func (a *UI) loginSubmit(c echo.Context) error {
 	form, err := a.pageForm(c)
 	if err != nil {
 		return err
 	}
-	if a.deps.Sessions == nil {
+	if a.sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	now := time.Now()
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	p, cookie, expires, err := a.deps.Sessions.Login(ctx, strings.TrimSpace(form.Get("key")), c.RealIP(), now)
+	p, cookie, expires, err := a.sessions.Login(ctx, strings.TrimSpace(form.Get("key")), c.RealIP(), now)
 	if err != nil {
 		e, _ := leasegate.ErrorOf(err)
 		status, msg, reason := http.StatusUnauthorized, loginFailed, "unknown"
@@ -179,10 +203,10 @@ func (a *API) loginSubmit(c echo.Context) error {
 			return err
 		}
 		if e.RetryAfter > 0 {
-			c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(handlers.RetryAfterSeconds(e)))
 		}
 		a.log.Info("ops page login refused",
-			zap.String("request_id", requestID(c)),
+			zap.String("request_id", handlers.RequestID(c)),
 			zap.String("reason", reason),
 			zap.String("key_name", p.KeyName),
 			zap.String("remote_ip", c.RealIP()))
@@ -192,7 +216,7 @@ func (a *API) loginSubmit(c echo.Context) error {
 	// A new CSRF token for the new session.
 	a.newCSRFToken(c)
 	a.log.Info("ops page login",
-		zap.String("request_id", requestID(c)),
+		zap.String("request_id", handlers.RequestID(c)),
 		zap.String("operator", p.Actor()),
 		zap.String("tenant", p.Tenant),
 		zap.String("remote_ip", c.RealIP()))
@@ -203,22 +227,22 @@ func (a *API) loginSubmit(c echo.Context) error {
 // of the cookie is refused from then on), drops the cookie and shows the
 // login form. When the end cannot be recorded the cookie is dropped all
 // the same and the form says so (503).
-func (a *API) logout(c echo.Context) error {
+func (a *UI) logout(c echo.Context) error {
 	if _, err := a.pageForm(c); err != nil {
 		return err
 	}
-	if a.deps.Sessions == nil {
+	if a.sessions == nil {
 		return c.Redirect(http.StatusSeeOther, "/ops/")
 	}
 	a.clearSession(c)
 	if ck, err := c.Cookie(sessionCookie); err == nil {
 		ctx, cancel := a.opContext(c)
 		defer cancel()
-		if err := a.deps.Sessions.Logout(ctx, ck.Value, time.Now()); err != nil {
+		if err := a.sessions.Logout(ctx, ck.Value, time.Now()); err != nil {
 			if e, _ := leasegate.ErrorOf(err); e.RetryAfter > 0 {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+				c.Response().Header().Set("Retry-After", strconv.Itoa(handlers.RetryAfterSeconds(e)))
 			}
-			a.log.Warn("ops page logout not recorded", zap.String("request_id", requestID(c)), zap.Error(err))
+			a.log.Warn("ops page logout not recorded", zap.String("request_id", handlers.RequestID(c)), zap.Error(err))
 			return a.renderLogin(c, http.StatusServiceUnavailable, logoutUnrecorded)
 		}
 	}

@@ -1,8 +1,9 @@
-package handlers_test
+package opsui_test
 
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/opsui"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -30,7 +32,6 @@ func secGateway(t *testing.T, env *testenv.App) *echo.Echo {
 		UserLocks: svc,
 		Flags:     svc,
 		Auth:      env.Ring,
-		Sessions:  auth.NewSessionsWith(env.Ring, auth.SessionOptions{Redis: env.Backend.RDB, Prefix: "opssec:"}),
 		IPExtractor: func(r *http.Request) string {
 			if v := r.Header.Get("X-Test-Remote"); v != "" {
 				return v
@@ -38,7 +39,9 @@ func secGateway(t *testing.T, env *testenv.App) *echo.Echo {
 			return echo.ExtractIPDirect()(r)
 		},
 	}
-	return handlers.New(handlers.DefaultConfig(), deps)
+	e := handlers.New(handlers.DefaultConfig(), deps)
+	opsui.Register(e, handlers.DefaultConfig(), deps, auth.NewSessionsWith(env.Ring, auth.SessionOptions{Redis: env.Backend.RDB, Prefix: "opssec:"}))
+	return e
 }
 
 // loginFrom posts key to the login form of b's gateway from the client
@@ -119,7 +122,7 @@ func TestOpsLoginRateLimit(t *testing.T) {
 		env := newLoginEnv(t, handlers.DefaultConfig())
 		b := newBrowser(t, secGateway(t, env))
 		for i := 1; i <= 5; i++ {
-			addr := "198.51.100." + itoa(100+i)
+			addr := "198.51.100." + strconv.Itoa(100+i)
 			if res, _ := loginFrom(b, addr, loginClientKey); res.StatusCode != http.StatusForbidden {
 				t.Fatalf("role refusal %d: got %d, want 403", i, res.StatusCode)
 			}

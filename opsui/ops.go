@@ -1,7 +1,15 @@
-package handlers
+// Package opsui is the ops page: the HTML face, for operators in a
+// browser, of the services the JSON routes of package handlers serve
+// (the abuse review, the locks and audit views, the browser login).
+// Register adds its routes under /ops to the Echo instance handlers.New
+// returns; it holds its forms to the same input rules as the routes
+// (handlers.Check...) and answers its errors with the same mapping
+// (handlers.ErrorOf), as HTML for a browser.
+package opsui
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
@@ -20,7 +28,47 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
+	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/metrics"
 )
+
+// UI is the page's routes and what they need: the configuration and
+// services of the JSON routes.
+type UI struct {
+	cfg      handlers.Config
+	deps     handlers.Deps
+	sessions Sessions
+	log      *zap.Logger
+}
+
+// Register adds the page's routes to e, which handlers.New built from the
+// same cfg and deps: the abuse review with deps.Flags, the locks and
+// audit views with deps.Operator; nothing without either. sessions, when
+// not nil, lets operators log in in a browser with an ops key
+// (auth.Sessions); without it the page takes only what deps.Auth takes
+// (a Bearer key, or open mode).
+func Register(e *echo.Echo, cfg handlers.Config, deps handlers.Deps, sessions Sessions) {
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = metrics.NewStandalone()
+	}
+	a := &UI{cfg: cfg, deps: deps, sessions: sessions, log: deps.Log}
+	authn := deps.Authn()
+	if deps.Flags != nil {
+		a.registerOps(e, authn)
+	}
+	if deps.Operator != nil {
+		a.registerOpsLocks(e, authn)
+	}
+}
+
+// opContext bounds the store work of one request, as the routes do.
+func (a *UI) opContext(c echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), a.cfg.RequestTimeout)
+}
 
 // The /ops/ page: server-rendered with html/template (which escapes every
 // user id), its stylesheet embedded, no script at all. Its forms post to
@@ -175,20 +223,20 @@ var opsMessages = map[string]opsFlash{
 // (pageAuth), which no other route accepts. The redirect and the
 // stylesheet are public: the login form needs the stylesheet, and both
 // are the same fixed bytes for everyone.
-func (a *API) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
-	page := []echo.MiddlewareFunc{a.pageAuth(authn), requireRole(leasegate.RoleOps)}
+func (a *UI) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
+	page := []echo.MiddlewareFunc{a.pageAuth(authn), handlers.RequireRole(leasegate.RoleOps)}
 	// The page's errors are HTML for browsers; this wraps the error
-	// handler New has set just before (problem+json for everyone else).
+	// handler handlers.New has set (problem+json for everyone else).
 	e.HTTPErrorHandler = a.pageErrors(e.HTTPErrorHandler)
 	e.GET("/ops", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, "/ops/")
 	})
 	e.GET("/ops/assets/ops.css", opsAsset("ops.css"))
-	e.GET("/ops/", wrap(a.opsPage, page...))
-	e.POST("/ops/clear", wrap(a.opsAction("clear"), page...))
-	e.POST("/ops/ban", wrap(a.opsAction("ban"), page...))
-	e.POST("/ops/unban", wrap(a.opsAction("unban"), page...))
-	if a.deps.Auth == nil || a.deps.Sessions != nil {
+	e.GET("/ops/", handlers.Wrap(a.opsPage, page...))
+	e.POST("/ops/clear", handlers.Wrap(a.opsAction("clear"), page...))
+	e.POST("/ops/ban", handlers.Wrap(a.opsAction("ban"), page...))
+	e.POST("/ops/unban", handlers.Wrap(a.opsAction("unban"), page...))
+	if a.deps.Auth == nil || a.sessions != nil {
 		e.GET("/ops/login", a.loginForm)
 		e.POST("/ops/login", a.loginSubmit)
 		e.POST("/ops/logout", a.logout)
@@ -227,7 +275,7 @@ func fromPage(r *http.Request) bool {
 }
 
 type errorView struct {
-	leasegate.Problem
+	api.Problem
 	Fields   []leasegate.FieldError
 	Back     string
 	BackText string
@@ -237,20 +285,20 @@ type errorView struct {
 // page in the page's style: what went wrong, the status code kept, and a
 // link back (to the login form for the login and logout forms, else to
 // the page). Everything else goes to next.
-func (a *API) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
+func (a *UI) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed || !fromPage(c.Request()) {
 			next(err, c)
 			return
 		}
-		e, unexpected := errorOf(err)
+		e, status, unexpected := handlers.ErrorOf(err)
 		if unexpected {
 			a.log.Error("request failed",
-				zap.String("request_id", requestID(c)),
+				zap.String("request_id", handlers.RequestID(c)),
 				zap.String("route", c.Path()),
 				zap.Error(err))
 		}
-		p := e.Problem()
+		p := api.ProblemOf(e, status)
 		v := errorView{Problem: p, Fields: p.Errors, Back: "/ops/", BackText: "Back to the ops page"}
 		switch c.Request().URL.Path {
 		case "/ops/login", "/ops/logout":
@@ -258,7 +306,7 @@ func (a *API) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 		}
 		h := c.Response().Header()
 		if e.RetryAfter > 0 {
-			h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e)))
+			h.Set("Retry-After", strconv.Itoa(handlers.RetryAfterSeconds(e)))
 		}
 		if e.Code == leasegate.CodeUnauthorized {
 			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
@@ -291,7 +339,7 @@ func pageHeaders(h http.Header) {
 
 // csrfToken returns the request's CSRF cookie value, setting a new one
 // when there is none or it is malformed.
-func (a *API) csrfToken(c echo.Context) string {
+func (a *UI) csrfToken(c echo.Context) string {
 	if ck, err := c.Cookie(csrfCookie); err == nil && validToken(ck.Value) {
 		return ck.Value
 	}
@@ -299,7 +347,7 @@ func (a *API) csrfToken(c echo.Context) string {
 }
 
 // newCSRFToken sets a fresh CSRF cookie and returns its value.
-func (a *API) newCSRFToken(c echo.Context) string {
+func (a *UI) newCSRFToken(c echo.Context) string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	tok := hex.EncodeToString(b[:])
@@ -322,27 +370,26 @@ func validToken(s string) bool {
 	return err == nil
 }
 
-func (a *API) opsPage(c echo.Context) error {
-	var ck checker
-	q := listQuery(c, &ck, "msg", "user", "user_id")
+func (a *UI) opsPage(c echo.Context) error {
+	q, err := handlers.CheckFlagQuery(c, "msg", "user", "user_id")
 	msg := c.QueryParam("msg")
 	user := c.QueryParam("user")
 	search := c.QueryParam("user_id")
-	if search != "" {
-		ck.userID(search)
+	if search != "" && err == nil {
+		err = handlers.CheckUserID(search)
 	}
-	if err := ck.err(); err != nil {
+	if err != nil {
 		// A hand-edited URL: show the first page rather than JSON.
 		return c.Redirect(http.StatusSeeOther, "/ops/?msg=invalid")
 	}
 	q.Limit = opsPageSize
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	tenant := tenantOf(c)
+	tenant := handlers.Principal(c).Tenant
 	v := opsView{
 		HasLocks: a.deps.Operator != nil,
 		Tenant:   tenant,
-		Operator: principal(c).Actor(),
+		Operator: handlers.Principal(c).Actor(),
 		Lock:     q.Lock,
 		CSRF:     a.csrfToken(c),
 		Session:  viaSession(c),
@@ -455,29 +502,29 @@ func opsURL(lock, cursor, msg, user string) string {
 // pageForm reads a form post of the page's (actions, login, logout):
 // same origin, a form body within the limit, and the CSRF token equal to
 // the cookie's. Anything else is a problem, and nothing is done.
-func (a *API) pageForm(c echo.Context) (url.Values, error) {
+func (a *UI) pageForm(c echo.Context) (url.Values, error) {
 	r := c.Request()
 	if err := crossOrigin.Check(r); err != nil {
-		return nil, problem(leasegate.CodeForbidden, "cross-origin form posts are refused")
+		return nil, leasegate.NewError(leasegate.CodeForbidden, "cross-origin form posts are refused")
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
 	if err != nil || mt != echo.MIMEApplicationForm {
-		return nil, problem(leasegate.CodeUnsupportedMedia,
+		return nil, leasegate.NewError(leasegate.CodeUnsupportedMedia,
 			"the ops page posts application/x-www-form-urlencoded")
 	}
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, a.cfg.BodyLimit)
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge(a.cfg.BodyLimit)
+			return nil, handlers.TooLarge(a.cfg.BodyLimit)
 		}
-		return nil, problem(leasegate.CodeMalformed, "malformed form")
+		return nil, leasegate.NewError(leasegate.CodeMalformed, "malformed form")
 	}
 	form := r.PostForm
 	ck, err := c.Cookie(csrfCookie)
 	tok := form.Get("csrf")
 	if err != nil || !validToken(ck.Value) || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(tok)) != 1 {
-		return nil, problem(leasegate.CodeForbidden,
+		return nil, leasegate.NewError(leasegate.CodeForbidden,
 			"missing or wrong CSRF token: reload the ops page and try again")
 	}
 	return form, nil
@@ -485,7 +532,7 @@ func (a *API) pageForm(c echo.Context) (url.Values, error) {
 
 // opsAction handles a form post of the page: checks origin and token,
 // validates, acts, and redirects back to the page (post/redirect/get).
-func (a *API) opsAction(action string) echo.HandlerFunc {
+func (a *UI) opsAction(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		form, err := a.pageForm(c)
 		if err != nil {
@@ -496,33 +543,30 @@ func (a *API) opsAction(action string) echo.HandlerFunc {
 		if lock != "" && !leasegate.UserLockName.MatchString(lock) {
 			lock = ""
 		}
-		var v checker
-		v.userID(user)
-		var seconds int64
+		invalid := handlers.CheckUserID(user)
+		var length time.Duration
 		var reason string
 		if action == "ban" {
-			seconds, err = strconv.ParseInt(form.Get("seconds"), 10, 64)
-			if err != nil || !isIntLiteral(form.Get("seconds")) || seconds < 1 || seconds > int64(leasegate.MaxBan/time.Second) {
-				v.fail("seconds", "must be a whole number of seconds up to a year")
-			}
 			reason = form.Get("reason")
-			v.banReason(reason)
+			var err error
+			length, err = handlers.CheckBan(form.Get("seconds"), reason)
+			invalid = errors.Join(invalid, err)
 		}
 		back := func(msg string) error {
 			return c.Redirect(http.StatusSeeOther, opsURL(lock, "", msg, user))
 		}
-		if v.err() != nil {
+		if invalid != nil {
 			return back("invalid")
 		}
 		ctx, cancel := a.opContext(c)
 		defer cancel()
-		svc, tenant, meta := a.deps.Flags, tenantOf(c), requestMeta(c)
+		svc, tenant, meta := a.deps.Flags, handlers.Principal(c).Tenant, handlers.RequestMeta(c)
 		var msg string
 		switch action {
 		case "clear":
 			err, msg = svc.ClearFlags(ctx, tenant, user, meta), "cleared"
 		case "ban":
-			_, err = svc.BanUser(ctx, tenant, user, time.Duration(seconds)*time.Second, reason, meta)
+			_, err = svc.BanUser(ctx, tenant, user, length, reason, meta)
 			msg = "banned"
 		case "unban":
 			err, msg = svc.Unban(ctx, tenant, user, meta), "unbanned"

@@ -1,4 +1,4 @@
-package handlers_test
+package opsui_test
 
 import (
 	"strings"
