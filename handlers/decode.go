@@ -222,6 +222,7 @@ func unquote(quoted []byte) (string, bool) {
 	return string(b), true
 }
 
+// TooLarge is the problem of a request body over limit bytes.
 func TooLarge(limit int64) *leasegate.Error {
 	return leasegate.NewError(leasegate.CodePayloadTooLarge,
 		fmt.Sprintf("request body is larger than %d bytes", limit))
