@@ -69,13 +69,13 @@ func TestImportGraph(t *testing.T) {
 		t.Errorf("the domain package imports %v, want nothing of the project", imps)
 	}
 	for pkg, imps := range graph {
-		// internal/testenv is test scaffolding: the gateway in process;
+		// internal/apptest is test scaffolding: the gateway in process;
 		// opsui is the HTML face of the same routes.
-		if slices.Contains(imps, "handlers") && pkg != "server" && !strings.HasPrefix(pkg, "cmd/") && pkg != "internal/testenv" && pkg != "opsui" {
+		if slices.Contains(imps, "handlers") && pkg != "server" && !strings.HasPrefix(pkg, "cmd/") && pkg != "internal/apptest" && pkg != "opsui" {
 			t.Errorf("%s imports handlers; only server, cmd and opsui may", pkg)
 		}
-		if slices.Contains(imps, "internal/testenv") {
-			t.Errorf("%s imports internal/testenv outside its tests", pkg)
+		if slices.Contains(imps, "internal/apptest") {
+			t.Errorf("%s imports internal/apptest outside its tests", pkg)
 		}
 	}
 	never := map[string][]string{
@@ -140,7 +140,7 @@ func TestAuthTestsDoNotBuildTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, imp := range append(pkg.TestImports, pkg.XTestImports...) {
-		for _, banned := range []string{"handlers", "server", "internal/testenv", "redislock", "abuse"} {
+		for _, banned := range []string{"handlers", "server", "internal/apptest", "redislock", "abuse"} {
 			if imp == module+"/"+banned {
 				t.Errorf("auth's tests import %s", banned)
 			}
@@ -180,5 +180,37 @@ func TestEveryFuzzTargetRunsInCI(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("found no fuzz targets")
+	}
+}
+
+// TestFixturesAreNamedAsFixtures: a package whose non-test files import
+// testing is test scaffolding, and is named as such (httptest, iotest):
+// its name ends in "test", so that nobody mistakes it for production code.
+func TestFixturesAreNamedAsFixtures(t *testing.T) {
+	n := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		if slices.Contains(pkg.Imports, "testing") {
+			n++
+			if !strings.HasSuffix(pkg.Name, "test") {
+				t.Errorf("package %s (%s) imports testing outside its tests: name it as a fixture (…test)", pkg.Name, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 5 {
+		t.Errorf("found %d fixture packages, want the internal ones (apptest, redistest, …)", n)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate"
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -22,9 +22,9 @@ var eachBackend = redistest.EachBackend
 // miniBackend is a miniredis with a frozen clock that Advance moves.
 var miniBackend = redistest.OnMini
 
-func newService(t *testing.T, b *redistest.Backend, pol Policies) (*Service, *logbuf.Buffer) {
+func newService(t *testing.T, b *redistest.Backend, pol Policies) (*Service, *logtest.Buffer) {
 	t.Helper()
-	lb := &logbuf.Buffer{}
+	lb := &logtest.Buffer{}
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.DebugLevel)
 	return New(b.RDB, Options{Prefix: "lgtest:", Policies: pol, Log: zap.New(core)}), lb
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -34,7 +34,7 @@ func TestFlagFiresAtOrAboveTheThresholdOncePerWindow(t *testing.T) {
 		}
 		// flaggedOnce checks that exactly the first result flagged now,
 		// that one abuse-log record and one flag record (times 1) exist.
-		flaggedOnce := func(t *testing.T, svc *Service, lb *logbuf.Buffer, user string, got []leasegate.UserLockResult, firstAttempt int64) {
+		flaggedOnce := func(t *testing.T, svc *Service, lb *logtest.Buffer, user string, got []leasegate.UserLockResult, firstAttempt int64) {
 			t.Helper()
 			for i, res := range got {
 				want := i == 0

@@ -11,13 +11,13 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/claim"
-	"github.com/leasegate/leasegate/internal/contract"
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/contracttest"
+	"github.com/leasegate/leasegate/internal/logtest"
 )
 
 func TestTenantsHaveTheirOwnClaims(t *testing.T) {
-	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
-		svc := claim.New(s.RDB, claim.Options{Prefix: contract.Prefix()})
+	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
+		svc := claim.New(s.RDB, claim.Options{Prefix: contracttest.Prefix()})
 		ctx := t.Context()
 		req := leasegate.ClaimRequest{Scope: "reward", Key: "user-1", Owner: "w1", TTL: time.Minute}
 		a, err := svc.Claim(ctx, "acme", req)
@@ -40,10 +40,10 @@ func TestTenantsHaveTheirOwnClaims(t *testing.T) {
 
 // A forced removal leaves a record naming the operator and the reason.
 func TestRemoveIsAudited(t *testing.T) {
-	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
-		var buf logbuf.Buffer
+	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
+		var buf logtest.Buffer
 		log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), &buf, zapcore.InfoLevel))
-		svc := claim.New(s.RDB, claim.Options{Prefix: contract.Prefix(), Audit: log})
+		svc := claim.New(s.RDB, claim.Options{Prefix: contracttest.Prefix(), Audit: log})
 		ctx := t.Context()
 		c, err := svc.Claim(ctx, "acme", leasegate.ClaimRequest{Scope: "reward", Key: "k", Owner: "w1", TTL: time.Minute})
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/client"
-	"github.com/leasegate/leasegate/internal/contract"
+	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/server"
 )
@@ -16,23 +16,23 @@ import (
 // that the in-process services keep (redislock, abuse, semaphore and
 // claim contract_test.go): the same assertions, over HTTP.
 func TestClientKeepsTheServiceContracts(t *testing.T) {
-	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
+	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		url := "redis://" + s.RDB.Options().Addr
 		t.Run("locks through a gateway", func(t *testing.T) {
-			contract.Locks(t, func(t *testing.T) contract.LockBackend {
-				return contract.LockBackend{Locks: contractGateway(t, url).Locks(), Advance: s.Advance, Outage: s.Outage}
+			contracttest.Locks(t, func(t *testing.T) contracttest.LockBackend {
+				return contracttest.LockBackend{Locks: contractGateway(t, url).Locks(), Advance: s.Advance, Outage: s.Outage}
 			})
 		})
 		t.Run("the operator side through a gateway", func(t *testing.T) {
-			contract.Operator(t, func(t *testing.T) contract.OperatorBackend {
+			contracttest.Operator(t, func(t *testing.T) contracttest.OperatorBackend {
 				c := contractGateway(t, url)
-				return contract.OperatorBackend{Locks: c.Locks(), Ops: c.Operator()}
+				return contracttest.OperatorBackend{Locks: c.Locks(), Ops: c.Operator()}
 			})
 		})
 		t.Run("user locks and flags through a gateway", func(t *testing.T) {
-			contract.Abuse(t, func(t *testing.T) contract.AbuseBackend {
+			contracttest.Abuse(t, func(t *testing.T) contracttest.AbuseBackend {
 				c := contractGateway(t, url)
-				return contract.AbuseBackend{
+				return contracttest.AbuseBackend{
 					UserLocks: c.UserLocks(), Flags: c.Flags(),
 					MaxAttempts: 3, Allowlisted: "vip",
 					Advance: s.Advance, Outage: s.Outage,
@@ -40,13 +40,13 @@ func TestClientKeepsTheServiceContracts(t *testing.T) {
 			})
 		})
 		t.Run("semaphores through a gateway", func(t *testing.T) {
-			contract.Semaphores(t, func(t *testing.T) contract.SemaphoreBackend {
-				return contract.SemaphoreBackend{Semaphores: contractGateway(t, url).Semaphores(), Advance: s.Advance, Outage: s.Outage}
+			contracttest.Semaphores(t, func(t *testing.T) contracttest.SemaphoreBackend {
+				return contracttest.SemaphoreBackend{Semaphores: contractGateway(t, url).Semaphores(), Advance: s.Advance, Outage: s.Outage}
 			})
 		})
 		t.Run("claims through a gateway", func(t *testing.T) {
-			contract.Claims(t, func(t *testing.T) contract.ClaimBackend {
-				return contract.ClaimBackend{Claims: contractGateway(t, url).Claims(), Advance: s.Advance, Outage: s.Outage}
+			contracttest.Claims(t, func(t *testing.T) contracttest.ClaimBackend {
+				return contracttest.ClaimBackend{Claims: contractGateway(t, url).Claims(), Advance: s.Advance, Outage: s.Outage}
 			})
 		})
 	})
@@ -59,7 +59,7 @@ func contractGateway(t *testing.T, url string) *client.Client {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.RedisURL = url
-	cfg.KeyPrefix = contract.Prefix()
+	cfg.KeyPrefix = contracttest.Prefix()
 	cfg.AbuseLog = io.Discard
 	cfg.AbusePolicies = abuse.DefaultPolicies()
 	cfg.AbusePolicies.Default.MaxAttempts = 3

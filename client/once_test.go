@@ -13,16 +13,16 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
-	"github.com/leasegate/leasegate/internal/contract"
+	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
 // onceGateway is a gateway on a miniredis whose clock moves only when the
 // test says (the returned Clock).
-func onceGateway(t *testing.T) (*client.Client, contract.Clock) {
+func onceGateway(t *testing.T) (*client.Client, contracttest.Clock) {
 	t.Helper()
 	b := redistest.OnMini(t)
-	clock := contract.FrozenMiniredis(b)
+	clock := contracttest.FrozenMiniredis(b)
 	return contractGateway(t, "redis://"+b.Mini.Addr()), clock
 }
 

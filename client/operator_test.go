@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 func TestListForceReleaseAuditAndWatch(t *testing.T) {
-	app := testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:", Wait: true})
+	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)
 	c := client.New(srv.URL)

@@ -14,7 +14,7 @@ import (
 // leasegate.LockService, leasegate.UserLockService and
 // leasegate.FlagRegistry, so code written against the domain runs the
 // same in process (redislock, abuse) and against a gateway. The contract
-// tests (internal/contract) hold both to the same behaviour.
+// tests (internal/contracttest) hold both to the same behaviour.
 //
 // The tenant rule: over HTTP the tenant is the API key's, decided by the
 // gateway. Every tenant argument must be ""; any other value is refused

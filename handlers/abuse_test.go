@@ -10,15 +10,15 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // newAbuseEnv is the routes with user locks under pol, the caller told
-// by the X-Test-* headers (testenv.HeaderAuth).
-func newAbuseEnv(t *testing.T, pol abuse.Policies) *testenv.App {
+// by the X-Test-* headers (apptest.HeaderAuth).
+func newAbuseEnv(t *testing.T, pol abuse.Policies) *apptest.App {
 	t.Helper()
-	return testenv.NewApp(t, redistest.OnMini(t), testenv.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
+	return apptest.NewApp(t, redistest.OnMini(t), apptest.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
 }
 
 func TestUserLockRoutes(t *testing.T) {
@@ -134,7 +134,7 @@ func TestAbuseLogRecordFromHTTP(t *testing.T) {
 		req := httptest.NewRequest("POST", "/user-locks/login/mallory", nil)
 		req.RemoteAddr = "192.0.2.10:4711"
 		req.Header.Set("X-Forwarded-For", "203.0.113.66")
-		reqID = testenv.Serve(env.E, req).Want(t, 200).Header.Get(echo.HeaderXRequestID)
+		reqID = apptest.Serve(env.E, req).Want(t, 200).Header.Get(echo.HeaderXRequestID)
 	}
 	recs := env.AbuseLog.Events(t, "flagged")
 	if len(recs) != 1 {
@@ -309,9 +309,9 @@ func TestOpsReviewRoutes(t *testing.T) {
 func TestConcurrentUserLockRequests(t *testing.T) {
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 	const n = 200
-	got := make([]*testenv.Answer, n)
+	got := make([]*apptest.Answer, n)
 	redistest.Burst(n, func(i int) {
-		got[i] = testenv.Serve(env.E, httptest.NewRequest("POST", "/user-locks/burst/u-http", nil))
+		got[i] = apptest.Serve(env.E, httptest.NewRequest("POST", "/user-locks/burst/u-http", nil))
 	})
 	seen := map[float64]int{}
 	acquired := 0

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 )
 
 func TestUnknownFieldsAreNamed(t *testing.T) {
@@ -75,7 +75,7 @@ func TestBodiesOverTheLimitAreTooLarge(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/locks/r", io.NopCloser(strings.NewReader(big)))
 		req.ContentLength = -1
 		req.Header.Set("Content-Type", "application/json")
-		testenv.Serve(h.E, req).Problem(t, http.StatusRequestEntityTooLarge, "payload-too-large")
+		apptest.Serve(h.E, req).Problem(t, http.StatusRequestEntityTooLarge, "payload-too-large")
 	})
 	t.Run("exactly at the limit is read", func(t *testing.T) {
 		body := `{"owner":"svc-a","ttl_seconds":30}`
@@ -96,7 +96,7 @@ func TestAnUnreadableBodyIsABadRequest(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/locks/r", iotest.ErrReader(io.ErrUnexpectedEOF))
 	req.ContentLength = -1
 	req.Header.Set("Content-Type", "application/json")
-	testenv.Serve(h.E, req).Problem(t, http.StatusBadRequest, "malformed-request")
+	apptest.Serve(h.E, req).Problem(t, http.StatusBadRequest, "malformed-request")
 }
 
 func TestNonJSONContentTypesAreUnsupported(t *testing.T) {

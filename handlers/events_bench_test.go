@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // BenchmarkEventStreamMemory opens b.N event streams on one resource and
@@ -20,11 +20,11 @@ import (
 //	go test -run '^$' -bench EventStreamMemory -benchtime 500x ./handlers/
 func BenchmarkEventStreamMemory(b *testing.B) {
 	// The production poll (1 s), not the tests' 20 ms.
-	app := testenv.NewApp(b, redistest.OnRedis(b), testenv.Options{Prefix: "lg:", Wait: true, WatchPoll: time.Second})
+	app := apptest.NewApp(b, redistest.OnRedis(b), apptest.Options{Prefix: "lg:", Wait: true, WatchPoll: time.Second})
 	srv := httptest.NewServer(app.E)
 	b.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	mem := testenv.StartMem()
+	mem := apptest.StartMem()
 	conns := make([]net.Conn, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -51,5 +51,5 @@ func BenchmarkEventStreamMemory(b *testing.B) {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	testenv.WaitFor(b, "every watcher has gone", func() bool { return app.Waiter.Watched() == 0 })
+	apptest.WaitFor(b, "every watcher has gone", func() bool { return app.Waiter.Watched() == 0 })
 }

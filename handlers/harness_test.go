@@ -5,29 +5,29 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // epoch is the miniredis clock's start, so timestamps are exact.
 var epoch = redistest.Epoch
 
-// harness is the gateway's lock routes (testenv.App) with the lock
+// harness is the gateway's lock routes (apptest.App) with the lock
 // helpers of these tests.
-type harness struct{ *testenv.App }
+type harness struct{ *apptest.App }
 
 // newHarness runs the routes on a miniredis whose clock the test moves,
 // with the request log captured.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	return &harness{testenv.NewApp(t, redistest.OnMini(t), testenv.Options{Prefix: "lg:"})}
+	return &harness{apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:"})}
 }
 
 // newRealHarness runs the routes on a real redis-server (its clock is not
 // the test's: Advance and Mini are unusable).
 func newRealHarness(t *testing.T) *harness {
 	t.Helper()
-	return &harness{testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:"})}
+	return &harness{apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:"})}
 }
 
 func (h *harness) acquire(t *testing.T, resource, owner string, ttlSeconds int) lockJSON {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
 	// Every script answers "surprise", a reply no script documents, as a
 	// script edited without its decoder would.
-	h := testenv.NewApp(t, nil, testenv.Options{
+	h := apptest.NewApp(t, nil, apptest.Options{
 		Locks: redislock.NewService(redislock.New(redistest.ReplyScripter{Reply: "surprise"}, redislock.Options{}), nil, 0),
 	})
 	logs := h.Log

@@ -21,8 +21,8 @@ import (
 
 	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/auth"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -179,7 +179,7 @@ var specRoutes = []specCase{
 // ops key of specTenant, so the spec's security, 401 and 403 answers and
 // the ops page's login are the production ones.
 type specGateway struct {
-	*testenv.App
+	*apptest.App
 	locks  *redislock.Locker // the lock engine in the test keys' tenant
 	doc    *openapi3.T
 	router routers.Router
@@ -223,7 +223,7 @@ func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
 
 func newSpecGatewayOn(t *testing.T, b *redistest.Backend) *specGateway {
 	t.Helper()
-	app := testenv.NewApp(t, b, testenv.Options{
+	app := apptest.NewApp(t, b, apptest.Options{
 		Prefix: "spec:", UserLocks: true, Sessions: true, Primitives: true,
 		Keys: []string{
 			"spec-client:client:" + specTenant + ":" + auth.HashKey(keyClient),
@@ -324,7 +324,7 @@ func (g *specGateway) run(t *testing.T, c specCase, token *int64) {
 	if c.redisDown {
 		defer g.outage(t)()
 	}
-	res := testenv.Serve(g.E, g.newRequest(t, c, target, body)).Response
+	res := apptest.Serve(g.E, g.newRequest(t, c, target, body)).Response
 	defer g.keepCookies(res)
 	got, err := io.ReadAll(res.Body)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/keyspace"
 )
 
@@ -40,13 +40,13 @@ type auditListJSON struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// as is the X-Test-* headers of testenv.HeaderAuth.
+// as is the X-Test-* headers of apptest.HeaderAuth.
 func as(tenant, role, operator string) []string {
 	return []string{"X-Test-Tenant", tenant, "X-Test-Role", role, "X-Test-Operator", operator}
 }
 
 func TestOperatorRoutesAreTenantIsolatedAndRefuseClientKeys(t *testing.T) {
-	app := testenv.NewApp(t, redistest.OnMini(t), testenv.Options{Prefix: "lg:", HeaderAuth: true, UserLocks: true})
+	app := apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:", HeaderAuth: true, UserLocks: true})
 	acme, globex := as("acme", "ops", "oncall"), as("globex", "ops", "night")
 	app.Do(t, "POST", "/locks/checkin-1", `{"owner":"w1","ttl_seconds":60}`, acme...).Want(t, 200)
 	app.Do(t, "POST", "/locks/checkin-2", `{"owner":"w2","ttl_seconds":60}`, globex...).Want(t, 200)
@@ -108,7 +108,7 @@ func TestOperatorRoutesAreTenantIsolatedAndRefuseClientKeys(t *testing.T) {
 }
 
 func TestTheAuditActorIsOpenInOpenMode(t *testing.T) {
-	app := testenv.NewApp(t, redistest.OnMini(t), testenv.Options{Prefix: "lg:"})
+	app := apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:"})
 	app.Do(t, "POST", "/locks/r", `{"owner":"w1","ttl_seconds":60}`).Want(t, 200)
 	app.Do(t, "DELETE", "/locks/r?force=true&reason=stuck", "").Want(t, 200)
 	var trail auditListJSON
@@ -119,12 +119,12 @@ func TestTheAuditActorIsOpenInOpenMode(t *testing.T) {
 }
 
 func TestForceReleaseIsCountedByClassNeverByResource(t *testing.T) {
-	app := testenv.NewApp(t, redistest.OnMini(t), testenv.Options{Prefix: "lg:"})
+	app := apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:"})
 	app.Metrics.SetLockClasses([]string{"checkin:"})
 	app.Do(t, "POST", "/locks/checkin:user-42", `{"owner":"w1","ttl_seconds":60}`).Want(t, 200)
 	app.Do(t, "POST", "/locks/checkin:user-42", `{"owner":"w2","ttl_seconds":60}`).Want(t, 200)
 	app.Do(t, "DELETE", "/locks/checkin:user-42?force=true&reason=stuck", "").Want(t, 200)
-	out := testenv.Do(t, app.Metrics.Handler(), "GET", "/metrics", "")
+	out := apptest.Do(t, app.Metrics.Handler(), "GET", "/metrics", "")
 	body := string(out.Raw)
 	for _, want := range []string{
 		`leasegate_lock_force_releases_total{class="checkin:"} 1`,
@@ -201,7 +201,7 @@ func (s *sse) event(t *testing.T) (string, map[string]any) {
 func TestLockEventsFollowALease(t *testing.T) {
 	cfg := handlers.DefaultConfig()
 	cfg.EventsHeartbeat = 30 * time.Millisecond
-	app := testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:", Wait: true, Config: &cfg})
+	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true, Config: &cfg})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -254,7 +254,7 @@ func TestLockEventsFollowALease(t *testing.T) {
 // point; each leaves nothing behind (goroutines, registrations, its entry
 // among the resource's waiters).
 func TestLockEventStreamsEndWithTheirClients(t *testing.T) {
-	app := testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:", Wait: true})
+	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)
 	waiters := keyspace.Space{Prefix: "lg:"}.Resource("", "hot").Waiters()
@@ -278,18 +278,18 @@ func TestLockEventStreamsEndWithTheirClients(t *testing.T) {
 		for _, c := range cancels {
 			c()
 		}
-		testenv.WaitFor(t, "every watcher has gone", func() bool { return app.Waiter.Watched() == 0 })
-		testenv.WaitFor(t, "the waiters key is gone", func() bool {
+		apptest.WaitFor(t, "every watcher has gone", func() bool { return app.Waiter.Watched() == 0 })
+		apptest.WaitFor(t, "the waiters key is gone", func() bool {
 			return app.Backend.RDB.Exists(context.Background(), waiters).Val() == 0
 		})
 	}
 	http.DefaultClient.CloseIdleConnections()
 	srv.CloseClientConnections()
-	testenv.WaitFor(t, "the goroutines are back", func() bool { return runtime.NumGoroutine() <= before+2 })
+	apptest.WaitFor(t, "the goroutines are back", func() bool { return runtime.NumGoroutine() <= before+2 })
 }
 
 func TestLockEventsAreTenantIsolated(t *testing.T) {
-	app := testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:", Wait: true, HeaderAuth: true})
+	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true, HeaderAuth: true})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)
 	app.Do(t, "POST", "/locks/shared-name", `{"owner":"globex-worker","ttl_seconds":60}`, as("globex", "client", "app")...).Want(t, 200)

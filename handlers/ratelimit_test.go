@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // Every answer of POST /user-locks/{name}/{user_id} carries the IETF
@@ -18,9 +18,9 @@ func TestUserLockAnswersCarryRateLimitHeaders(t *testing.T) {
 	pol := abuse.DefaultPolicies()
 	pol.Locks["login"] = abuse.Policy{MaxAttempts: 3, BanAfterFlags: 1, BanFor: 90 * time.Second, Factor: 1}
 	b := redistest.OnMini(t)
-	env := testenv.NewApp(t, b, testenv.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
+	env := apptest.NewApp(t, b, apptest.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
 
-	want := func(t *testing.T, a *testenv.Answer, policy, limit string) {
+	want := func(t *testing.T, a *apptest.Answer, policy, limit string) {
 		t.Helper()
 		a.HeaderIs(t, "RateLimit-Policy", policy)
 		a.HeaderIs(t, "RateLimit", limit)

@@ -7,23 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // waitAPI is the routes on miniredis with a subscribed Waiter.
-type waitAPI struct{ *testenv.App }
+type waitAPI struct{ *apptest.App }
 
 func newWaitAPI(t *testing.T) waitAPI {
 	t.Helper()
-	return waitAPI{testenv.NewApp(t, redistest.OnMini(t), testenv.Options{Prefix: "hw:", Wait: true})}
+	return waitAPI{apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "hw:", Wait: true})}
 }
 
 // post sends a JSON body with ctx; it does not fail the test, so it may
 // run in a goroutine.
-func (a waitAPI) post(ctx context.Context, path, body string) *testenv.Answer {
-	return testenv.Serve(a.E, testenv.Request(http.MethodPost, path, body).WithContext(ctx))
+func (a waitAPI) post(ctx context.Context, path, body string) *apptest.Answer {
+	return apptest.Serve(a.E, apptest.Request(http.MethodPost, path, body).WithContext(ctx))
 }
 
 func (a waitAPI) queued(resource string, n int) func() bool {
@@ -34,11 +34,11 @@ func TestAcquireWithWait(t *testing.T) {
 	t.Run("acquires when the holder releases", func(t *testing.T) {
 		a := newWaitAPI(t)
 		a.post(context.Background(), "/locks/job", `{"owner":"a","ttl_seconds":60}`).Want(t, http.StatusOK)
-		done := make(chan *testenv.Answer, 1)
+		done := make(chan *apptest.Answer, 1)
 		go func() {
 			done <- a.post(context.Background(), "/locks/job", `{"owner":"b","ttl_seconds":60,"wait_ms":10000}`)
 		}()
-		testenv.WaitFor(t, "waiter queued", a.queued("job", 1))
+		apptest.WaitFor(t, "waiter queued", a.queued("job", 1))
 		if got := testutil.ToFloat64(a.Metrics.Waiters); got != 1 {
 			t.Errorf("got waiters gauge %v, want 1", got)
 		}
@@ -94,9 +94,9 @@ func TestAcquireWithWait(t *testing.T) {
 		a := newWaitAPI(t)
 		a.post(context.Background(), "/locks/job", `{"owner":"a","ttl_seconds":60}`).Want(t, http.StatusOK)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan *testenv.Answer, 1)
+		done := make(chan *apptest.Answer, 1)
 		go func() { done <- a.post(ctx, "/locks/job", `{"owner":"b","ttl_seconds":60,"wait_ms":30000}`) }()
-		testenv.WaitFor(t, "waiter queued", a.queued("job", 1))
+		apptest.WaitFor(t, "waiter queued", a.queued("job", 1))
 		cancel()
 		select {
 		case resp := <-done:

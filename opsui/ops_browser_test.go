@@ -16,7 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 )
 
 // chromium finds Debian's chromium: skipped when missing, a failure under
@@ -98,7 +98,7 @@ var (
 
 // seedFlags flags six users (two banned) a minute and a half apart, so
 // the page has rows in a known order.
-func seedFlags(t *testing.T, env *testenv.App, e *echo.Echo) {
+func seedFlags(t *testing.T, env *apptest.App, e *echo.Echo) {
 	t.Helper()
 	now := epoch
 	for i, u := range []string{"scraper-17", "alice@example.com", longUser, "bot-4711", "u-clear-me"} {
@@ -117,9 +117,9 @@ func seedFlags(t *testing.T, env *testenv.App, e *echo.Echo) {
 		now = now.Add(90 * time.Second)
 		env.Backend.SetTime(now)
 	}
-	testenv.Do(t, e, "POST", "/abuse/bans/bot-4711", `{"seconds": 3600, "reason": "credential stuffing"}`,
+	apptest.Do(t, e, "POST", "/abuse/bans/bot-4711", `{"seconds": 3600, "reason": "credential stuffing"}`,
 		"Authorization", "Bearer "+loginOpsKey).Want(t, 201)
-	testenv.Do(t, e, "POST", "/abuse/bans/"+longUser, `{"seconds": 86400, "reason": "`+longReason+`"}`,
+	apptest.Do(t, e, "POST", "/abuse/bans/"+longUser, `{"seconds": 86400, "reason": "`+longReason+`"}`,
 		"Authorization", "Bearer "+loginOpsKey).Want(t, 201)
 }
 

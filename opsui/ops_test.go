@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/abuse"
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 )
 
-func flagUser(t *testing.T, env *testenv.App, lock, user string) {
+func flagUser(t *testing.T, env *apptest.App, lock, user string) {
 	t.Helper()
 	for i := 0; i < 2; i++ {
 		env.Do(t, "POST", "/user-locks/"+lock+"/"+url.PathEscape(user), "").Want(t, 200)
@@ -19,9 +19,9 @@ func flagUser(t *testing.T, env *testenv.App, lock, user string) {
 }
 
 // opsGet loads the page and returns the body and the CSRF cookie.
-func opsGet(t *testing.T, env *testenv.App, target string) (*http.Response, string, *http.Cookie) {
+func opsGet(t *testing.T, env *apptest.App, target string) (*http.Response, string, *http.Cookie) {
 	t.Helper()
-	res := testenv.Serve(env.E, httptest.NewRequest("GET", target, nil))
+	res := apptest.Serve(env.E, httptest.NewRequest("GET", target, nil))
 	var ck *http.Cookie
 	for _, c := range res.Cookies() {
 		if c.Name == csrfName {
@@ -31,7 +31,7 @@ func opsGet(t *testing.T, env *testenv.App, target string) (*http.Response, stri
 	return res.Response, string(res.Raw), ck
 }
 
-func opsPost(t *testing.T, env *testenv.App, path string, form url.Values, ck *http.Cookie, hdr ...string) *http.Response {
+func opsPost(t *testing.T, env *apptest.App, path string, form url.Values, ck *http.Cookie, hdr ...string) *http.Response {
 	t.Helper()
 	req := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -41,7 +41,7 @@ func opsPost(t *testing.T, env *testenv.App, path string, form url.Values, ck *h
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	return testenv.Serve(env.E, req).Response
+	return apptest.Serve(env.E, req).Response
 }
 
 func TestOpsPage(t *testing.T) {
@@ -104,7 +104,7 @@ func TestOpsPage(t *testing.T) {
 		req := httptest.NewRequest("POST", "/ops/clear", strings.NewReader(`{}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.AddCookie(ck)
-		if got := testenv.Serve(env.E, req).StatusCode; got != 415 {
+		if got := apptest.Serve(env.E, req).StatusCode; got != 415 {
 			t.Errorf("got %d, want 415", got)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 )
 
 // browserAccept is what Chromium sends with a navigation or a form post.
@@ -88,8 +88,8 @@ func TestOpsPageErrorsAreHTMLForBrowsers(t *testing.T) {
 		}
 	})
 	t.Run("the JSON API keeps problem+json even for a browser's Accept", func(t *testing.T) {
-		testenv.Do(t, env.E, "GET", "/abuse/flagged", "", "Accept", browserAccept,
+		apptest.Do(t, env.E, "GET", "/abuse/flagged", "", "Accept", browserAccept,
 			"Authorization", "Bearer "+loginClientKey).Problem(t, 403, "forbidden")
-		testenv.Do(t, env.E, "GET", "/abuse/flagged/u-1", "", "Accept", browserAccept).Problem(t, 401, "unauthorized")
+		apptest.Do(t, env.E, "GET", "/abuse/flagged/u-1", "", "Accept", browserAccept).Problem(t, 401, "unauthorized")
 	})
 }

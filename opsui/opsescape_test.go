@@ -9,13 +9,13 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 )
 
 // userCells returns the text of every user cell of the page, in order.
 var userCell = regexp.MustCompile(`<td class="user"><code>(.*?)</code></td>`)
 
-func opsPageAs(t *testing.T, env *testenv.App, target string) string {
+func opsPageAs(t *testing.T, env *apptest.App, target string) string {
 	t.Helper()
 	req := httptest.NewRequest("GET", target, nil)
 	req.Header.Set("Authorization", "Bearer "+loginOpsKey)

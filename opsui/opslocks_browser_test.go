@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 )
 
 // TestOpsLocksViewInChromium drives the Locks and Audit views in headless
@@ -27,9 +27,9 @@ func TestOpsLocksViewInChromium(t *testing.T) {
 	env.Metrics.Activity().Sample(time.Now())
 	ops := []string{"Authorization", "Bearer " + loginOpsKey}
 	for _, r := range []string{"checkin%3Auser-1", "checkin%3Auser-2", "payments%3Aorder-9", "reports%2Fnightly"} {
-		testenv.Do(t, e, "POST", "/locks/"+r, `{"owner":"worker-`+r[len(r)-1:]+`","ttl_seconds":600}`, ops...).Want(t, 200)
+		apptest.Do(t, e, "POST", "/locks/"+r, `{"owner":"worker-`+r[len(r)-1:]+`","ttl_seconds":600}`, ops...).Want(t, 200)
 	}
-	testenv.Do(t, e, "POST", "/locks/checkin%3Auser-1", `{"owner":"someone-else","ttl_seconds":60}`, ops...).Want(t, 200)
+	apptest.Do(t, e, "POST", "/locks/checkin%3Auser-1", `{"owner":"someone-else","ttl_seconds":60}`, ops...).Want(t, 200)
 	base, step := openTab(t, bctx, e)
 	if err := chromedp.Do(step(),
 		chromedp.EmulateViewport(1280, 800),

@@ -20,8 +20,8 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 const (
@@ -44,18 +44,18 @@ func loginEntries() []string {
 // newLoginEnv is a gateway with API keys (the real auth.Keyring, the
 // ops-page logins of auth.NewSessions) and user locks flagging at the
 // second attempt, on miniredis, with the abuse log captured.
-func newLoginEnv(t *testing.T, cfg handlers.Config) *testenv.App {
+func newLoginEnv(t *testing.T, cfg handlers.Config) *apptest.App {
 	t.Helper()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 2
-	return testenv.NewApp(t, redistest.OnMini(t), testenv.Options{
+	return apptest.NewApp(t, redistest.OnMini(t), apptest.Options{
 		Config: &cfg, UserLocks: true, Policies: pol, Keys: loginEntries(), Sessions: true,
 	})
 }
 
 // sessionSecret sets the ops-page session secret of an Instance.
-func sessionSecret(secret string) func(*testenv.Options) {
-	return func(o *testenv.Options) { o.SessionSecret = secret }
+func sessionSecret(secret string) func(*apptest.Options) {
+	return func(o *apptest.Options) { o.SessionSecret = secret }
 }
 
 // browser is a cookie jar for one user agent, enough for these tests.
@@ -91,7 +91,7 @@ func (b *browser) do(method, target string, form url.Values, hdr ...string) (*ht
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	res := testenv.Serve(b.e, req)
+	res := apptest.Serve(b.e, req)
 	for _, c := range res.Cookies() {
 		if c.MaxAge < 0 {
 			delete(b.cookies, c.Name)
@@ -185,7 +185,7 @@ func apiCall(t *testing.T, e *echo.Echo, method, target, key string, cookies ...
 	for _, c := range cookies {
 		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 	}
-	return testenv.Serve(e, req).StatusCode
+	return apptest.Serve(e, req).StatusCode
 }
 
 func TestOpsLogin(t *testing.T) {
@@ -363,7 +363,7 @@ func TestOpsLogin(t *testing.T) {
 	})
 
 	t.Run("another gateway with the same keys accepts the session", func(t *testing.T) {
-		other := newBrowser(t, env.Instance(t, testenv.Keyring(t, loginEntries()...), nil))
+		other := newBrowser(t, env.Instance(t, apptest.Keyring(t, loginEntries()...), nil))
 		other.cookies = b.cookies
 		if res, _ := other.do("GET", "/ops/", nil); res.StatusCode != 200 {
 			t.Errorf("got %d, want 200", res.StatusCode)
@@ -508,7 +508,7 @@ func TestOpsSessionEndsWithItsKey(t *testing.T) {
 			if res, _ := b.do("GET", "/ops/", nil); res.StatusCode != 200 {
 				t.Fatalf("before the reload: got %d, want 200", res.StatusCode)
 			}
-			if err := env.Ring.Replace(testenv.Keys(t, tc.entries...)); err != nil {
+			if err := env.Ring.Replace(apptest.Keys(t, tc.entries...)); err != nil {
 				t.Fatal(err)
 			}
 			res, _ := b.do("GET", "/ops/", nil)
@@ -532,7 +532,7 @@ func TestOpsSessionCookieIsSecure(t *testing.T) {
 		cfg := handlers.DefaultConfig()
 		cfg.OpsSecureCookies = true
 		env := newLoginEnv(t, cfg)
-		b := newBrowser(t, env.Instance(t, env.Ring, func(o *testenv.Options) { o.SessionTTL = 30 * time.Minute }))
+		b := newBrowser(t, env.Instance(t, env.Ring, func(o *apptest.Options) { o.SessionTTL = 30 * time.Minute }))
 		ck := b.mustLogin()
 		if !ck.Secure || ck.MaxAge != 1800 {
 			t.Errorf("got %+v, want Secure with Max-Age 1800", ck)

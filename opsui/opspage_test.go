@@ -8,8 +8,8 @@ import (
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // The page finds a user by exact id: the user's flags, ban and actions;
@@ -20,7 +20,7 @@ func TestOpsPageFindsAUser(t *testing.T) {
 	flagInTenant(t, env.E, "alice-2")
 	flagInTenant(t, env.E, `<b>bob</b>`)
 	// A ban with no flags: found all the same.
-	testenv.Do(t, env.E, "POST", "/abuse/bans/carol", `{"seconds": 600, "reason": "chargebacks"}`,
+	apptest.Do(t, env.E, "POST", "/abuse/bans/carol", `{"seconds": 600, "reason": "chargebacks"}`,
 		"Authorization", "Bearer "+loginOpsKey).Want(t, 201)
 
 	find := func(t *testing.T, id string) string {
@@ -91,13 +91,13 @@ func TestOpsPageShowsBanReasonAndAuthor(t *testing.T) {
 	pol.Default.BanAfterFlags = 1
 	pol.Default.BanFor = time.Hour
 	b := redistest.OnMini(t)
-	env := testenv.NewApp(t, b, testenv.Options{UserLocks: true, Policies: pol, Keys: loginEntries(), Sessions: true})
+	env := apptest.NewApp(t, b, apptest.Options{UserLocks: true, Policies: pol, Keys: loginEntries(), Sessions: true})
 
 	flagInTenant(t, env.E, "policy-banned") // the first flagged window bans
 	flagInTenant(t, env.E, "op-banned")
 	// An operator's ban replaces the policy's.
 	b.SetTime(epoch.Add(time.Minute))
-	testenv.Do(t, env.E, "POST", "/abuse/bans/op-banned", `{"seconds": 600, "reason": "<i>resold</i> \u202egpj.exe"}`,
+	apptest.Do(t, env.E, "POST", "/abuse/bans/op-banned", `{"seconds": 600, "reason": "<i>resold</i> \u202egpj.exe"}`,
 		"Authorization", "Bearer "+loginOpsKey).Want(t, 201)
 
 	body := opsPageAs(t, env, "/ops/")

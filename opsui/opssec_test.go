@@ -12,7 +12,7 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/opsui"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -24,7 +24,7 @@ import (
 // failures, ended sessions) in env's Redis, as server.New wires it.
 // The client address is the X-Test-Remote header, when set, as if a
 // trusted proxy had said so.
-func secGateway(t *testing.T, env *testenv.App) *echo.Echo {
+func secGateway(t *testing.T, env *apptest.App) *echo.Echo {
 	t.Helper()
 	svc := abuse.New(env.Backend.RDB, abuse.Options{})
 	deps := handlers.Deps{

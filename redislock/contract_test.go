@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/contract"
+	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -13,13 +13,13 @@ import (
 // on a real redis-server.
 func TestServiceKeepsTheLockContract(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		contract.Locks(t, func(t *testing.T) contract.LockBackend {
+		contracttest.Locks(t, func(t *testing.T) contracttest.LockBackend {
 			t.Helper()
 			prefix := uniquePrefix(t)
 			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
 			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
-			b := contract.LockBackend{Locks: redislock.NewService(l.Locker, w, 0), Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
+			b := contracttest.LockBackend{Locks: redislock.NewService(l.Locker, w, 0), Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
 			if e.Mini != nil {
 				b.Outage = func(t *testing.T) {
 					e.Mini.SetError("LOADING redis is loading")
@@ -38,14 +38,14 @@ func TestOperatorKeepsTheOperatorContract(t *testing.T) {
 		if e.Mini != nil {
 			e.RealClock() // watchers' timers follow real time
 		}
-		contract.Operator(t, func(t *testing.T) contract.OperatorBackend {
+		contracttest.Operator(t, func(t *testing.T) contracttest.OperatorBackend {
 			t.Helper()
 			prefix := uniquePrefix(t)
 			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
 			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
 			o := redislock.NewOperator(e.RDB, l.Locker, w, redislock.OperatorOptions{WatchPoll: 20 * time.Millisecond})
-			return contract.OperatorBackend{Locks: redislock.NewService(l.Locker, w, 0), Ops: o}
+			return contracttest.OperatorBackend{Locks: redislock.NewService(l.Locker, w, 0), Ops: o}
 		})
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -32,7 +32,7 @@ func (s *switchSubscriber) Subscribe(ctx context.Context, channels ...string) *r
 }
 
 // records are the log records at level whose message contains snippet.
-func records(t *testing.T, lb *logbuf.Buffer, level, snippet string) int {
+func records(t *testing.T, lb *logtest.Buffer, level, snippet string) int {
 	t.Helper()
 	n := 0
 	for _, r := range lb.Records(t) {
@@ -55,7 +55,7 @@ func TestAnOutageOfTheSubscriptionIsLoggedOnceNotPerRetry(t *testing.T) {
 		dead: redis.NewClient(&redis.Options{Addr: redistest.FreeAddr(t), MaxRetries: -1, DialerRetries: 1}),
 	}
 	t.Cleanup(func() { _ = sub.live.Close(); _ = sub.dead.Close() })
-	lb := &logbuf.Buffer{}
+	lb := &logtest.Buffer{}
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.DebugLevel))
 	w := redislock.NewWaiter(sub, redislock.WaiterOptions{Channel: "lgtest:released", Log: log})
 	t.Cleanup(w.Close)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
-	"github.com/leasegate/leasegate/internal/contract"
+	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -44,7 +44,7 @@ func TestNPermitsAreNeverExceededUnderConcurrentAcquirersWithCrashes(t *testing.
 			ttl       = 300 * time.Millisecond
 		)
 		rdb := b.RDB
-		svc := newService(t, contract.Store{RDB: rdb})
+		svc := newService(t, contracttest.Store{RDB: rdb})
 		ctx := context.Background()
 
 		var mu sync.Mutex
@@ -130,7 +130,7 @@ func checkHistory(t *testing.T, h []interval, limit int) {
 }
 
 func TestTenantsHaveTheirOwnSemaphores(t *testing.T) {
-	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
+	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		svc := newService(t, s)
 		ctx := t.Context()
 		req := leasegate.SemaphoreRequest{Name: "pay", Owner: "w1", TTL: time.Minute, Limit: 1}
@@ -153,7 +153,7 @@ func TestTenantsHaveTheirOwnSemaphores(t *testing.T) {
 }
 
 func TestAcquireRefusesALimitOrTTLOutOfRange(t *testing.T) {
-	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
+	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		svc := newService(t, s)
 		for _, req := range []leasegate.SemaphoreRequest{
 			{Name: "x", Owner: "o", TTL: time.Second, Limit: 0},

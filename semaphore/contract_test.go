@@ -3,7 +3,7 @@ package semaphore_test
 import (
 	"testing"
 
-	"github.com/leasegate/leasegate/internal/contract"
+	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/semaphore"
 )
@@ -12,18 +12,18 @@ import (
 // HTTP (client/contract_test.go), on miniredis and on a real
 // redis-server.
 func TestServiceKeepsTheSemaphoreContract(t *testing.T) {
-	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
-		contract.Semaphores(t, func(t *testing.T) contract.SemaphoreBackend {
-			return contract.SemaphoreBackend{Semaphores: newService(t, s), Advance: s.Advance, Outage: s.Outage}
+	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
+		contracttest.Semaphores(t, func(t *testing.T) contracttest.SemaphoreBackend {
+			return contracttest.SemaphoreBackend{Semaphores: newService(t, s), Advance: s.Advance, Outage: s.Outage}
 		})
 	})
 }
 
 // newService is a Service under a prefix of its own, with a Waiter on its
 // release channel.
-func newService(t *testing.T, s contract.Store) *semaphore.Service {
+func newService(t *testing.T, s contracttest.Store) *semaphore.Service {
 	t.Helper()
-	prefix := contract.Prefix()
+	prefix := contracttest.Prefix()
 	w := redislock.NewWaiter(s.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 	t.Cleanup(w.Close)
 	return semaphore.New(s.RDB, w, semaphore.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})

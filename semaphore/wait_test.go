@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
-	"github.com/leasegate/leasegate/internal/contract"
+	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -13,7 +13,7 @@ import (
 // release is ever published, so only the expiry hint wakes it.
 func TestAWaitingAcquireGetsTheSlotOfAnExpiredPermit(t *testing.T) {
 	rs := redistest.Start(t)
-	svc := newService(t, contract.Store{RDB: rs.Client(t)})
+	svc := newService(t, contracttest.Store{RDB: rs.Client(t)})
 	ctx := t.Context()
 	crashed, err := svc.Acquire(ctx, "", leasegate.SemaphoreRequest{Name: "exp", Owner: "crashed", TTL: time.Second, Limit: 1})
 	if err != nil || !crashed.Acquired {
@@ -34,7 +34,7 @@ func TestAWaitingAcquireGetsTheSlotOfAnExpiredPermit(t *testing.T) {
 // Several waiters on a semaphore with several slots all get one when the
 // holders release, each woken in turn (the hand-off of the FIFO queue).
 func TestWaitersShareTheSlotsReleasedAtOnce(t *testing.T) {
-	contract.ForEachStore(t, func(t *testing.T, s contract.Store) {
+	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		svc := newService(t, s)
 		ctx := t.Context()
 		req := func(owner string, wait time.Duration) leasegate.SemaphoreRequest {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/leasegate/leasegate/internal/testenv"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -21,7 +21,7 @@ func TestRedisACLRunsUserLocksAndTheOpsReview(t *testing.T) {
 	s := newServer(t, cfg)
 
 	for i := range 5 {
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/user-locks/login/acl-user", "").StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/user-locks/login/acl-user", "").StatusCode; code != http.StatusOK {
 			t.Fatalf("attempt %d: got %d, want 200", i+1, code)
 		}
 	}
@@ -38,7 +38,7 @@ func TestRedisACLRunsUserLocksAndTheOpsReview(t *testing.T) {
 		{http.MethodDelete, "/user-locks/login/acl-user", "", http.StatusNoContent},
 	}
 	for _, st := range steps {
-		if code := testenv.Do(t, s.Handler(), st.method, st.path, st.body).StatusCode; code != st.want {
+		if code := apptest.Do(t, s.Handler(), st.method, st.path, st.body).StatusCode; code != st.want {
 			t.Errorf("%s %s as the ACL user: got %d, want %d", st.method, st.path, code, st.want)
 		}
 	}

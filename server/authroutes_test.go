@@ -10,8 +10,8 @@ import (
 
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // Plain keys of the test keyring (the keyring itself holds only hashes):
@@ -25,9 +25,9 @@ const (
 // authApp is the gateway's routes on b behind an auth.Keyring of the
 // test keys, with cfg (nil: handlers.DefaultConfig()) and, if userLocks,
 // the user locks and the ops review.
-func authApp(t *testing.T, b *redistest.Backend, cfg *handlers.Config, userLocks bool) *testenv.App {
+func authApp(t *testing.T, b *redistest.Backend, cfg *handlers.Config, userLocks bool) *apptest.App {
 	t.Helper()
-	return testenv.NewApp(t, b, testenv.Options{
+	return apptest.NewApp(t, b, apptest.Options{
 		Config: cfg, Prefix: "lg:", UserLocks: userLocks,
 		Keys: []string{
 			"client-a:client:a:" + auth.HashKey(keyClientA),
@@ -37,7 +37,7 @@ func authApp(t *testing.T, b *redistest.Backend, cfg *handlers.Config, userLocks
 	})
 }
 
-// authz is an Authorization header for testenv.Do: v is the whole value,
+// authz is an Authorization header for apptest.Do: v is the whole value,
 // "" sends none.
 func authz(v string) []string {
 	if v == "" {
@@ -73,7 +73,7 @@ func TestUnauthenticatedRequestsGetOneIdentical401(t *testing.T) {
 				if strings.HasPrefix(target, "/locks/") {
 					method, body = http.MethodPost, `{"owner":"svc","ttl_seconds":30}`
 				}
-				r := testenv.Do(t, e, method, target, body, authz(tc.auth)...)
+				r := apptest.Do(t, e, method, target, body, authz(tc.auth)...)
 				r.Problem(t, http.StatusUnauthorized, "unauthorized")
 				r.HeaderIs(t, "WWW-Authenticate", "Bearer")
 				if first == nil {
@@ -88,7 +88,7 @@ func TestUnauthenticatedRequestsGetOneIdentical401(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, "/locks/pay-42", nil)
 		req.Header.Add("Authorization", "Bearer "+keyClientA)
 		req.Header.Add("Authorization", "Bearer "+keyClientB)
-		if r := testenv.Serve(e, req); r.StatusCode != http.StatusUnauthorized || !bytes.Equal(r.Raw, first) {
+		if r := apptest.Serve(e, req); r.StatusCode != http.StatusUnauthorized || !bytes.Equal(r.Raw, first) {
 			t.Errorf("got %d %s, want 401 with the common body", r.StatusCode, r.Raw)
 		}
 	})
@@ -102,28 +102,28 @@ func TestUnauthenticatedRequestsGetOneIdentical401(t *testing.T) {
 func TestAuthenticatedRequests(t *testing.T) {
 	e := authApp(t, redistest.OnMini(t), nil, false).E
 	t.Run("a client key may take a lock", func(t *testing.T) {
-		r := testenv.Do(t, e, http.MethodPost, "/locks/job", `{"owner":"svc","ttl_seconds":30}`, authz("Bearer "+keyClientA)...)
+		r := apptest.Do(t, e, http.MethodPost, "/locks/job", `{"owner":"svc","ttl_seconds":30}`, authz("Bearer "+keyClientA)...)
 		if r.StatusCode != http.StatusOK || !bytes.Contains(r.Raw, []byte(`"acquired":true`)) {
 			t.Errorf("got %d %s, want 200 acquired", r.StatusCode, r.Raw)
 		}
 	})
 	t.Run("the scheme name is case-insensitive", func(t *testing.T) {
-		r := testenv.Do(t, e, http.MethodGet, "/locks/job", "", authz("bearer "+keyClientA)...)
+		r := apptest.Do(t, e, http.MethodGet, "/locks/job", "", authz("bearer "+keyClientA)...)
 		if r.StatusCode != http.StatusOK {
 			t.Errorf("got %d %s, want 200", r.StatusCode, r.Raw)
 		}
 	})
 	t.Run("an ops key may use client routes in its tenant", func(t *testing.T) {
-		r := testenv.Do(t, e, http.MethodGet, "/locks/job", "", authz("Bearer "+keyOpsA)...)
+		r := apptest.Do(t, e, http.MethodGet, "/locks/job", "", authz("Bearer "+keyOpsA)...)
 		if r.StatusCode != http.StatusOK {
 			t.Errorf("got %d %s, want 200 (ops-a is in tenant a, like client-a)", r.StatusCode, r.Raw)
 		}
 	})
 	t.Run("a client key on /metrics is forbidden", func(t *testing.T) {
-		testenv.Do(t, e, http.MethodGet, "/metrics", "", authz("Bearer "+keyClientA)...).Problem(t, http.StatusForbidden, "forbidden")
+		apptest.Do(t, e, http.MethodGet, "/metrics", "", authz("Bearer "+keyClientA)...).Problem(t, http.StatusForbidden, "forbidden")
 	})
 	t.Run("an ops key may read /metrics", func(t *testing.T) {
-		r := testenv.Do(t, e, http.MethodGet, "/metrics", "", authz("Bearer "+keyOpsA)...)
+		r := apptest.Do(t, e, http.MethodGet, "/metrics", "", authz("Bearer "+keyOpsA)...)
 		if r.StatusCode != http.StatusOK || !bytes.Contains(r.Raw, []byte("leasegate_http_request_duration_seconds")) {
 			t.Errorf("got %d, want 200 with leasegate metrics", r.StatusCode)
 		}
@@ -131,7 +131,7 @@ func TestAuthenticatedRequests(t *testing.T) {
 	for _, path := range []string{"/healthz", "/readyz"} {
 		for _, auth := range []string{"", "Bearer not-a-key-of-anyone-here", "Basic Zm9vOmJhcg=="} {
 			t.Run(path+" needs no key (Authorization "+quoted(auth)+")", func(t *testing.T) {
-				r := testenv.Do(t, e, http.MethodGet, path, "", authz(auth)...)
+				r := apptest.Do(t, e, http.MethodGet, path, "", authz(auth)...)
 				if r.StatusCode != http.StatusOK {
 					t.Errorf("got %d %s, want 200", r.StatusCode, r.Raw)
 				}
@@ -152,12 +152,12 @@ func TestMetricsAuthNone(t *testing.T) {
 	cfg.MetricsPublic = true
 	e := authApp(t, redistest.OnMini(t), &cfg, false).E
 	t.Run("/metrics needs no key", func(t *testing.T) {
-		if r := testenv.Do(t, e, http.MethodGet, "/metrics", ""); r.StatusCode != http.StatusOK {
+		if r := apptest.Do(t, e, http.MethodGet, "/metrics", ""); r.StatusCode != http.StatusOK {
 			t.Errorf("got %d %s, want 200", r.StatusCode, r.Raw)
 		}
 	})
 	t.Run("locks still need a key", func(t *testing.T) {
-		if r := testenv.Do(t, e, http.MethodGet, "/locks/x", ""); r.StatusCode != http.StatusUnauthorized {
+		if r := apptest.Do(t, e, http.MethodGet, "/locks/x", ""); r.StatusCode != http.StatusUnauthorized {
 			t.Errorf("got %d %s, want 401", r.StatusCode, r.Raw)
 		}
 	})
@@ -192,7 +192,7 @@ func TestEveryRouteButHealthNeedsAKey(t *testing.T) {
 			continue
 		}
 		t.Run(rt.Method+" "+rt.Path+" without a key is 401", func(t *testing.T) {
-			r := testenv.Do(t, e, rt.Method, path, "")
+			r := apptest.Do(t, e, rt.Method, path, "")
 			if r.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("got %d %s, want 401", r.StatusCode, r.Raw)
 			}
@@ -204,21 +204,21 @@ func TestEveryRouteButHealthNeedsAKey(t *testing.T) {
 		})
 		if opsOnly(rt.Path) {
 			t.Run(rt.Method+" "+rt.Path+" with a client key is 403", func(t *testing.T) {
-				r := testenv.Do(t, e, rt.Method, path, "", authz("Bearer "+keyClientA)...)
+				r := apptest.Do(t, e, rt.Method, path, "", authz("Bearer "+keyClientA)...)
 				if r.StatusCode != http.StatusForbidden {
 					t.Errorf("got %d %s, want 403", r.StatusCode, r.Raw)
 				}
 			})
 		} else {
 			t.Run(rt.Method+" "+rt.Path+" with a client key passes authentication", func(t *testing.T) {
-				req := testenv.Request(rt.Method, path, "", authz("Bearer "+keyClientA)...)
+				req := apptest.Request(rt.Method, path, "", authz("Bearer "+keyClientA)...)
 				if strings.HasSuffix(rt.Path, "/events") {
 					// A stream ends with its client: this one has gone.
 					ctx, cancel := context.WithCancel(req.Context())
 					cancel()
 					req = req.WithContext(ctx)
 				}
-				r := testenv.Serve(e, req)
+				r := apptest.Serve(e, req)
 				if r.StatusCode == http.StatusUnauthorized || r.StatusCode == http.StatusForbidden {
 					t.Errorf("got %d %s, want the route's own answer", r.StatusCode, r.Raw)
 				}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/apptest"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/server"
 )
@@ -35,7 +35,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	if got := metric(t, s, node); got != 1 {
 		t.Fatalf("%s before the outage: got %v, want 1", node, got)
 	}
-	if code := testenv.Do(t, h, http.MethodPost, "/locks/r", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, h, http.MethodPost, "/locks/r", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
 		t.Fatalf("POST /locks/r: got %d, want 200", code)
 	}
 
@@ -50,7 +50,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	for i := 0; i < waiters; i++ {
 		go func() {
-			code := testenv.Do(t, h, http.MethodPost, "/locks/r", `{"owner":"w","ttl_seconds":60,"wait_ms":20000}`).StatusCode
+			code := apptest.Do(t, h, http.MethodPost, "/locks/r", `{"owner":"w","ttl_seconds":60,"wait_ms":20000}`).StatusCode
 			mu.Lock()
 			defer mu.Unlock()
 			answers <- answer{code, time.Since(killed)}
@@ -79,7 +79,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	failedBefore := len(records(t, lb, "request failed"))
 	start := time.Now()
 	for i := 0; i < 20; i++ {
-		ans := testenv.Do(t, h, http.MethodGet, "/locks/r", "")
+		ans := apptest.Do(t, h, http.MethodGet, "/locks/r", "")
 		ans.Problem(t, http.StatusServiceUnavailable, "unavailable")
 		if ans.Header.Get("Retry-After") == "" {
 			t.Errorf("call %d: 503 without Retry-After", i)
@@ -91,7 +91,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	if got := len(records(t, lb, "request failed")); got != failedBefore {
 		t.Errorf("20 refused calls wrote %d 'request failed' lines, want none: the outage is logged once", got-failedBefore)
 	}
-	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
+	if code := apptest.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
 		t.Errorf("GET /readyz with Redis down: got %d, want 503", code)
 	}
 	if got := metric(t, s, node); got != 0 {
@@ -101,10 +101,10 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	srv.Restart()
 	back := time.Now()
 	redistest.Eventually(t, 5*time.Second, "a grant once Redis is back", func() bool {
-		return testenv.Do(t, h, http.MethodPost, "/locks/after", `{"owner":"a","ttl_seconds":60}`).StatusCode == http.StatusOK
+		return apptest.Do(t, h, http.MethodPost, "/locks/after", `{"owner":"a","ttl_seconds":60}`).StatusCode == http.StatusOK
 	})
 	t.Logf("first grant %v after Redis was back", time.Since(back))
-	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 		t.Errorf("GET /readyz with Redis back: got %d, want 200", code)
 	}
 	if got := metric(t, s, node); got != 1 {
@@ -149,7 +149,7 @@ func TestTheOutageGraceBoundsTheFirstCall(t *testing.T) {
 				t.Fatalf("server.New: %v", err)
 			}
 			h := s.Handler()
-			if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+			if code := apptest.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 				t.Fatalf("GET /readyz: got %d, want 200", code)
 			}
 			srv.Pause()
@@ -157,12 +157,12 @@ func TestTheOutageGraceBoundsTheFirstCall(t *testing.T) {
 			window := max(tc.grace, server.MinReplyWindow)
 			const slack = 750 * time.Millisecond
 			start := time.Now()
-			testenv.Do(t, h, http.MethodGet, "/locks/r", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
+			apptest.Do(t, h, http.MethodGet, "/locks/r", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
 			if took := time.Since(start); took < window || took > window+slack {
 				t.Errorf("first call answered after %v, want from %v to %v", took, window, window+slack)
 			}
 			start = time.Now()
-			testenv.Do(t, h, http.MethodGet, "/locks/r", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
+			apptest.Do(t, h, http.MethodGet, "/locks/r", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
 			if took := time.Since(start); took >= window {
 				t.Errorf("second call answered after %v, want at once (under %v)", took, window)
 			}
@@ -194,7 +194,7 @@ func TestADeadClusterMasterAnswersOnlyForItsSlots(t *testing.T) {
 	onMaster := map[string]string{}
 	for i := 0; i < 30; i++ {
 		res := fmt.Sprintf("r-%d", i)
-		if code := testenv.Do(t, h, http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, h, http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
 			t.Fatalf("POST /locks/%s: got %d, want 200", res, code)
 		}
 		lock, _ := keys.LockKeys("", res)
@@ -221,7 +221,7 @@ func TestADeadClusterMasterAnswersOnlyForItsSlots(t *testing.T) {
 	for _, round := range []string{"first", "second"} {
 		start := time.Now()
 		for res, addr := range onMaster {
-			code := testenv.Do(t, h, http.MethodGet, "/locks/"+res, "").StatusCode
+			code := apptest.Do(t, h, http.MethodGet, "/locks/"+res, "").StatusCode
 			want := http.StatusOK
 			if addr == dead.Addr() {
 				want = http.StatusServiceUnavailable
@@ -235,7 +235,7 @@ func TestADeadClusterMasterAnswersOnlyForItsSlots(t *testing.T) {
 			t.Errorf("second round of %d calls took %v, want well under 1 s each", len(onMaster), time.Since(start))
 		}
 	}
-	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 		t.Errorf("GET /readyz with two of three masters up: got %d, want 200", code)
 	}
 	if got := metric(t, s, `leasegate_redis_up{node="`+dead.Addr()+`"}`); got != 0 {
@@ -262,28 +262,28 @@ func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T
 	cfg.Redis.SentinelAddrs = sn.Addrs()
 	s := newServer(t, cfg)
 	h := s.Handler()
-	if code := testenv.Do(t, h, http.MethodPost, "/locks/before", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, h, http.MethodPost, "/locks/before", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
 		t.Fatalf("POST /locks/before: got %d, want 200", code)
 	}
 	sn.Primary.Kill()
 
 	// The first call meets the dead primary (a reset or refused
 	// connection); every call after it is answered at once.
-	testenv.Do(t, h, http.MethodGet, "/locks/before", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
+	apptest.Do(t, h, http.MethodGet, "/locks/before", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
 	start := time.Now()
 	for i := 0; i < 20; i++ {
-		testenv.Do(t, h, http.MethodGet, "/locks/before", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
+		apptest.Do(t, h, http.MethodGet, "/locks/before", "").Problem(t, http.StatusServiceUnavailable, "unavailable")
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("20 calls with the primary known down took %v, want at once", took)
 	}
-	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
+	if code := apptest.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
 		t.Errorf("GET /readyz with the primary down: got %d, want 503", code)
 	}
 
 	// Sentinel promotes the replica after down-after-milliseconds (2 s).
 	redistest.Eventually(t, 30*time.Second, "a grant from the new primary", func() bool {
-		return testenv.Do(t, h, http.MethodPost, "/locks/after", `{"owner":"a","ttl_seconds":60}`).StatusCode == http.StatusOK
+		return apptest.Do(t, h, http.MethodPost, "/locks/after", `{"owner":"a","ttl_seconds":60}`).StatusCode == http.StatusOK
 	})
 	// The old primary is dead: the grant is the promoted replica's. (Which
 	// master the first Sentinel names may lag the one the gateway asked.)
@@ -291,7 +291,7 @@ func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T
 	if n, err := sn.Replica.Client(t).Exists(context.Background(), lock).Result(); err != nil || n != 1 {
 		t.Errorf("EXISTS %s on the promoted replica: got %d, %v; want 1", lock, n, err)
 	}
-	if code := testenv.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 		t.Errorf("GET /readyz after the failover: got %d, want 200", code)
 	}
 	if got := metric(t, s, `leasegate_redis_up{node="master"}`); got != 1 {
@@ -300,7 +300,7 @@ func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T
 }
 
 // records are the log records whose message starts with prefix.
-func records(t *testing.T, lb *logbuf.Buffer, prefix string) []map[string]any {
+func records(t *testing.T, lb *logtest.Buffer, prefix string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, r := range lb.Records(t) {

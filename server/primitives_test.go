@@ -11,7 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -20,7 +20,7 @@ import (
 // the operator and the reason.
 func TestServerWiresSemaphoresAndClaims(t *testing.T) {
 	cfg := server.DefaultConfig()
-	audit := &logbuf.Buffer{}
+	audit := &logtest.Buffer{}
 	cfg.AbuseLog = audit
 	s := gatewaytest.Start(t, cfg, nil)
 	base := gatewaytest.URL(s)

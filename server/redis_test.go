@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -198,10 +198,10 @@ func TestRedisTLS(t *testing.T) {
 		cfg.RedisURL = srv.URL()
 		cfg.Redis.TLSCA = ca.CertFile
 		s := newServer(t, cfg)
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 			t.Fatalf("GET /readyz: got %d, want 200", code)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/tls-1", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/tls-1", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
 			t.Fatalf("POST /locks/tls-1: got %d, want 200", code)
 		}
 	})
@@ -220,7 +220,7 @@ func TestInsecureSkipVerify(t *testing.T) {
 		t.Fatalf("server.New: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 		t.Fatalf("GET /readyz without the CA but skipping verification: got %d, want 200", code)
 	}
 	if n := logs.FilterMessageSnippet("NOT checked").Len(); n != 1 {
@@ -247,7 +247,7 @@ func TestMinReplicasOverHTTP(t *testing.T) {
 		t.Fatalf("POST /locks/mr-1: got %d Retry-After=%q %s, want 503 unavailable with Retry-After",
 			res.StatusCode, res.Header.Get("Retry-After"), rec.Body.String())
 	}
-	if code := testenv.Do(t, s.Handler(), http.MethodGet, "/locks/mr-1", "").StatusCode; code != http.StatusNotFound {
+	if code := apptest.Do(t, s.Handler(), http.MethodGet, "/locks/mr-1", "").StatusCode; code != http.StatusNotFound {
 		t.Fatalf("GET /locks/mr-1 after the refused grant: got %d, want 404", code)
 	}
 }
@@ -274,13 +274,13 @@ func TestRedisACL(t *testing.T) {
 		cfg.Addr = "127.0.0.1:0"
 		cfg.RedisURL = "redis://leasegate:s3cret@" + srv.Addr()
 		s := newServer(t, cfg)
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/acl-1", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/acl-1", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
 			t.Fatalf("POST /locks/acl-1: got %d, want 200", code)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/acl-1/renew", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/acl-1/renew", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
 			t.Fatalf("renew: got %d, want 200", code)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodDelete, "/locks/acl-1?owner=a", "").StatusCode; code != http.StatusNoContent {
+		if code := apptest.Do(t, s.Handler(), http.MethodDelete, "/locks/acl-1?owner=a", "").StatusCode; code != http.StatusNoContent {
 			t.Fatalf("DELETE: got %d, want 204", code)
 		}
 	})
@@ -300,7 +300,7 @@ func TestRedisACL(t *testing.T) {
 		cfg.KeyPrefix = "other:"
 		cfg.Addr = "127.0.0.1:0"
 		s := newServer(t, cfg)
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/acl-2", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusServiceUnavailable {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/acl-2", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusServiceUnavailable {
 			t.Fatalf("POST with prefix other: got %d, want 503", code)
 		}
 	})
@@ -324,10 +324,10 @@ func TestRedisClusterThroughConfig(t *testing.T) {
 		t.Fatalf("client: got %T, want *redis.ClusterClient", s.Redis())
 	}
 	for _, res := range []string{"c-1", "%7Bc%7D", "c-3", "c-4", "c-5", "c-6"} {
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
 			t.Fatalf("POST /locks/%s: got %d, want 200", res, code)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/locks/"+res, "").StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodGet, "/locks/"+res, "").StatusCode; code != http.StatusOK {
 			t.Fatalf("GET /locks/%s: got %d, want 200", res, code)
 		}
 	}
@@ -353,7 +353,7 @@ func TestRedisMetricsOnClusterWithMinReplicas(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			// No replicas: each grant is undone and answered 503, after
 			// its pipeline (script + WAIT) ran.
-			if code := testenv.Do(t, s.Handler(), http.MethodPost, fmt.Sprintf("/locks/mr-%d", i), `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusServiceUnavailable {
+			if code := apptest.Do(t, s.Handler(), http.MethodPost, fmt.Sprintf("/locks/mr-%d", i), `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusServiceUnavailable {
 				t.Fatalf("POST /locks/mr-%d: got %d, want 503 (not replicated)", i, code)
 			}
 		}

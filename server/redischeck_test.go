@@ -11,22 +11,22 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/apptest"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
 // capture is a logger whose JSON lines a test reads back.
-func capture(t *testing.T) (*zap.Logger, *logbuf.Buffer) {
+func capture(t *testing.T) (*zap.Logger, *logtest.Buffer) {
 	t.Helper()
-	lb := &logbuf.Buffer{}
+	lb := &logtest.Buffer{}
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.DebugLevel)
 	return zap.New(core), lb
 }
 
 // warnings are the warn-level records whose message contains snippet.
-func warnings(t *testing.T, lb *logbuf.Buffer, snippet string) []map[string]any {
+func warnings(t *testing.T, lb *logtest.Buffer, snippet string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, r := range lb.Records(t) {
@@ -108,11 +108,11 @@ func TestARedisThatMayEvictLockKeysIsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("server.New with AllowEviction: %v", err)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/evict-1", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/evict-1", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
 			t.Errorf("POST /locks/evict-1: got %d, want 200", code)
 		}
 		for range 3 {
-			if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+			if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 				t.Errorf("GET /readyz: got %d, want 200", code)
 			}
 		}
@@ -129,7 +129,7 @@ func TestARedisThatMayEvictLockKeysIsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("server.New: %v", err)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 			t.Errorf("GET /readyz: got %d, want 200", code)
 		}
 		if got := warnings(t, lb, "evict"); len(got) != 0 {
@@ -148,18 +148,18 @@ func TestARedisThatMayEvictLockKeysIsRefused(t *testing.T) {
 		if got := warnings(t, lb, "evict"); len(got) != 0 {
 			t.Errorf("got eviction warnings %v, want none", got)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/evict-2", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/evict-2", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
 			t.Errorf("POST /locks/evict-2: got %d, want 200", code)
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 			t.Errorf("GET /readyz on noeviction: got %d, want 200", code)
 		}
 		configSet(t, admin, "maxmemory-policy", "volatile-lru")
-		if p := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").Problem(t, http.StatusServiceUnavailable, "unavailable"); !strings.Contains(p.Detail, "noeviction") {
+		if p := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").Problem(t, http.StatusServiceUnavailable, "unavailable"); !strings.Contains(p.Detail, "noeviction") {
 			t.Errorf("GET /readyz on volatile-lru: got detail %q, want it to say why (evicting policy) and how to fix it", p.Detail)
 		}
 		configSet(t, admin, "maxmemory-policy", "noeviction")
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 			t.Errorf("GET /readyz back on noeviction: got %d, want 200", code)
 		}
 	})
@@ -192,11 +192,11 @@ func TestAnUncheckableRedisPolicyIsAWarningNotARefusal(t *testing.T) {
 			t.Fatalf("server.New as a user without CONFIG and INFO: got %v, want it to start", err)
 		}
 		for range 3 {
-			if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+			if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 				t.Errorf("GET /readyz: got %d, want 200", code)
 			}
 		}
-		if code := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/acl-evict", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/acl-evict", `{"owner":"a","ttl_seconds":30}`).StatusCode; code != http.StatusOK {
 			t.Errorf("POST /locks/acl-evict: got %d, want 200", code)
 		}
 		got := warnings(t, lb, "could not check")
@@ -233,7 +233,7 @@ func TestARedisWithoutAOFIsAWarning(t *testing.T) {
 				t.Fatalf("server.New: %v", err)
 			}
 			for range 2 {
-				testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "")
+				apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "")
 			}
 			got := warnings(t, lb, "appendonly no")
 			if len(got) != tc.want {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/server"
 )
@@ -62,18 +62,18 @@ func TestShardedWakeUpsWithTwoGateways(t *testing.T) {
 func handOff(t *testing.T, s *server.Server, resource string, registered func() bool) {
 	t.Helper()
 	h := s.Handler()
-	testenv.Do(t, h, http.MethodPost, "/locks/"+resource, `{"owner":"holder","ttl_seconds":60}`).Want(t, http.StatusOK)
-	got := make(chan *testenv.Answer, 1)
+	apptest.Do(t, h, http.MethodPost, "/locks/"+resource, `{"owner":"holder","ttl_seconds":60}`).Want(t, http.StatusOK)
+	got := make(chan *apptest.Answer, 1)
 	go func() {
-		got <- testenv.Serve(h, testenv.Request(http.MethodPost, "/locks/"+resource, `{"owner":"waiter","ttl_seconds":60,"wait_ms":20000}`))
+		got <- apptest.Serve(h, apptest.Request(http.MethodPost, "/locks/"+resource, `{"owner":"waiter","ttl_seconds":60,"wait_ms":20000}`))
 	}()
-	testenv.WaitFor(t, "the waiter queued", func() bool {
+	apptest.WaitFor(t, "the waiter queued", func() bool {
 		if !registered() {
 			return false
 		}
 		return metric(t, s, "leasegate_release_shard_channels") == 1
 	})
-	testenv.Do(t, h, http.MethodDelete, "/locks/"+resource+"?owner=holder", "").Want(t, http.StatusNoContent)
+	apptest.Do(t, h, http.MethodDelete, "/locks/"+resource+"?owner=holder", "").Want(t, http.StatusNoContent)
 	select {
 	case ans := <-got:
 		if m := ans.Want(t, http.StatusOK).Map(t); m["acquired"] != true {
@@ -84,7 +84,7 @@ func handOff(t *testing.T, s *server.Server, resource string, registered func() 
 		// the release message could have woken the waiter this soon.
 		t.Fatalf("%s: the waiter was not woken by the release", resource)
 	}
-	testenv.Do(t, h, http.MethodDelete, "/locks/"+resource+"?owner=waiter", "").Want(t, http.StatusNoContent)
+	apptest.Do(t, h, http.MethodDelete, "/locks/"+resource+"?owner=waiter", "").Want(t, http.StatusNoContent)
 }
 
 // publishCalls sums PUBLISH and SPUBLISH calls (from the scripts too) over

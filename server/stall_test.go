@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -37,11 +37,11 @@ func TestAStalledRedisIsAnsweredWithinTheGrace(t *testing.T) {
 		return c
 	}
 	plain, waiting := newServer(t, cfg()), newServer(t, cfg())
-	if code := testenv.Do(t, plain.Handler(), http.MethodPost, "/locks/held", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, plain.Handler(), http.MethodPost, "/locks/held", `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
 		t.Fatalf("POST /locks/held: got %d, want 200", code)
 	}
 	for _, s := range []*server.Server{plain, waiting} {
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
+		if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusOK {
 			t.Fatalf("GET /readyz before the stall: got %d, want 200", code)
 		}
 	}
@@ -72,7 +72,7 @@ func TestAStalledRedisIsAnsweredWithinTheGrace(t *testing.T) {
 		if took >= grace {
 			t.Errorf("answered after %v, want at once (under the grace %v)", took, grace)
 		}
-		if code := testenv.Do(t, plain.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
+		if code := apptest.Do(t, plain.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
 			t.Errorf("GET /readyz with the node known down: got %d, want 503", code)
 		}
 	})
@@ -93,9 +93,9 @@ func TestAStalledRedisIsAnsweredWithinTheGrace(t *testing.T) {
 
 	srv.Resume()
 	redistest.Eventually(t, 5*time.Second, "ready again after the stall", func() bool {
-		return testenv.Do(t, plain.Handler(), http.MethodGet, "/readyz", "").StatusCode == http.StatusOK
+		return apptest.Do(t, plain.Handler(), http.MethodGet, "/readyz", "").StatusCode == http.StatusOK
 	})
-	if code := testenv.Do(t, plain.Handler(), http.MethodGet, "/locks/held", "").StatusCode; code != http.StatusOK {
+	if code := apptest.Do(t, plain.Handler(), http.MethodGet, "/locks/held", "").StatusCode; code != http.StatusOK {
 		t.Errorf("GET /locks/held after the stall: got %d, want 200", code)
 	}
 }

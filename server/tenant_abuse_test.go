@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 type attemptBody struct {
@@ -28,7 +28,7 @@ func testUserLockTenantIsolation(t *testing.T, h *echo.Echo) {
 			lockPath := "/user-locks/login/" + url.PathEscape(user)
 			attempt := func(auth string) attemptBody {
 				t.Helper()
-				r := testenv.Do(t, h, http.MethodPost, lockPath, `{"ttl_seconds":60}`, authz(auth)...)
+				r := apptest.Do(t, h, http.MethodPost, lockPath, `{"ttl_seconds":60}`, authz(auth)...)
 				var got attemptBody
 				if r.StatusCode != http.StatusOK || json.Unmarshal(r.Raw, &got) != nil {
 					t.Fatalf("attempt: got %d %s, want 200", r.StatusCode, r.Raw)
@@ -41,20 +41,20 @@ func testUserLockTenantIsolation(t *testing.T, h *echo.Echo) {
 				}
 			}
 			// b's user is now flagged in b; a sees nothing of it.
-			if r := testenv.Do(t, h, http.MethodGet, "/abuse/flagged/"+url.PathEscape(user), "", authz(opsA)...); r.StatusCode != http.StatusNotFound {
+			if r := apptest.Do(t, h, http.MethodGet, "/abuse/flagged/"+url.PathEscape(user), "", authz(opsA)...); r.StatusCode != http.StatusNotFound {
 				t.Errorf("a ops show: got %d %s, want 404", r.StatusCode, r.Raw)
 			}
-			r := testenv.Do(t, h, http.MethodGet, "/abuse/flagged?lock=login", "", authz(opsA)...)
+			r := apptest.Do(t, h, http.MethodGet, "/abuse/flagged?lock=login", "", authz(opsA)...)
 			var list struct {
 				Items []json.RawMessage `json:"items"`
 			}
 			if r.StatusCode != http.StatusOK || json.Unmarshal(r.Raw, &list) != nil || len(list.Items) != 0 {
 				t.Errorf("a ops list: got %d %s, want 200 with no items", r.StatusCode, r.Raw)
 			}
-			if r := testenv.Do(t, h, http.MethodDelete, "/abuse/flagged/"+url.PathEscape(user), "", authz(opsA)...); r.StatusCode != http.StatusNotFound {
+			if r := apptest.Do(t, h, http.MethodDelete, "/abuse/flagged/"+url.PathEscape(user), "", authz(opsA)...); r.StatusCode != http.StatusNotFound {
 				t.Errorf("a ops clear: got %d %s, want 404", r.StatusCode, r.Raw)
 			}
-			if r := testenv.Do(t, h, http.MethodDelete, lockPath, "", authz(clientA)...); r.StatusCode != http.StatusNotFound {
+			if r := apptest.Do(t, h, http.MethodDelete, lockPath, "", authz(clientA)...); r.StatusCode != http.StatusNotFound {
 				t.Errorf("a clears the user lock: got %d %s, want 404 (b's counter is not a's)", r.StatusCode, r.Raw)
 			}
 			// a's own counter starts at 1 and b's goes on from 5.
@@ -64,10 +64,10 @@ func testUserLockTenantIsolation(t *testing.T, h *echo.Echo) {
 			if got := attempt(clientB); got.Attempts != 6 || got.Acquired {
 				t.Errorf("b's sixth attempt: got %+v, want attempts 6 (untouched by a)", got)
 			}
-			if r := testenv.Do(t, h, http.MethodDelete, lockPath, "", authz(clientA)...); r.StatusCode != http.StatusNoContent {
+			if r := apptest.Do(t, h, http.MethodDelete, lockPath, "", authz(clientA)...); r.StatusCode != http.StatusNoContent {
 				t.Errorf("a clears its own user lock: got %d %s, want 204", r.StatusCode, r.Raw)
 			}
-			if r := testenv.Do(t, h, http.MethodDelete, lockPath, "", authz(clientB)...); r.StatusCode != http.StatusNoContent {
+			if r := apptest.Do(t, h, http.MethodDelete, lockPath, "", authz(clientB)...); r.StatusCode != http.StatusNoContent {
 				t.Errorf("b clears its user lock: got %d %s, want 204", r.StatusCode, r.Raw)
 			}
 		})

@@ -9,8 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -44,7 +44,7 @@ type lockBody struct {
 	} `json:"lock"`
 }
 
-func decodeLock(t *testing.T, r *testenv.Answer) lockBody {
+func decodeLock(t *testing.T, r *apptest.Answer) lockBody {
 	t.Helper()
 	var b lockBody
 	if err := json.Unmarshal(r.Raw, &b); err != nil {
@@ -66,42 +66,42 @@ func testTenantIsolation(t *testing.T, e *echo.Echo, keys func() []string) {
 	for _, name := range collidingNames {
 		path := "/locks/" + url.PathEscape(name)
 		t.Run("tenant a cannot see or touch tenant b's lock on "+quoted(name), func(t *testing.T) {
-			r := testenv.Do(t, e, http.MethodPost, path, `{"owner":"svc","ttl_seconds":60}`, authz(b)...)
+			r := apptest.Do(t, e, http.MethodPost, path, `{"owner":"svc","ttl_seconds":60}`, authz(b)...)
 			held := decodeLock(t, r)
 			if r.StatusCode != http.StatusOK || !held.Acquired || held.Lock.Resource != name {
 				t.Fatalf("b acquire: got %d %s, want 200 acquired on %q", r.StatusCode, r.Raw, name)
 			}
 
-			if r := testenv.Do(t, e, http.MethodGet, path, "", authz(a)...); r.StatusCode != http.StatusNotFound {
+			if r := apptest.Do(t, e, http.MethodGet, path, "", authz(a)...); r.StatusCode != http.StatusNotFound {
 				t.Errorf("a status: got %d %s, want 404", r.StatusCode, r.Raw)
 			}
-			if r := testenv.Do(t, e, http.MethodDelete, path+"?owner=svc", "", authz(a)...); r.StatusCode != http.StatusNotFound {
+			if r := apptest.Do(t, e, http.MethodDelete, path+"?owner=svc", "", authz(a)...); r.StatusCode != http.StatusNotFound {
 				t.Errorf("a release with b's owner: got %d %s, want 404", r.StatusCode, r.Raw)
 			}
 			tok := `{"owner":"svc","ttl_seconds":600,"token":` + jsonInt(held.Lock.Token) + `}`
-			if r := testenv.Do(t, e, http.MethodPost, path+"/renew", tok, authz(a)...); r.StatusCode != http.StatusNotFound {
+			if r := apptest.Do(t, e, http.MethodPost, path+"/renew", tok, authz(a)...); r.StatusCode != http.StatusNotFound {
 				t.Errorf("a renew with b's owner and token: got %d %s, want 404", r.StatusCode, r.Raw)
 			}
-			r = testenv.Do(t, e, http.MethodPost, path, `{"owner":"svc","ttl_seconds":5}`, authz(a)...)
+			r = apptest.Do(t, e, http.MethodPost, path, `{"owner":"svc","ttl_seconds":5}`, authz(a)...)
 			mine := decodeLock(t, r)
 			if r.StatusCode != http.StatusOK || !mine.Acquired {
 				t.Errorf("a acquire: got %d %s, want 200 acquired (no contention with b)", r.StatusCode, r.Raw)
 			}
 
-			r = testenv.Do(t, e, http.MethodGet, path, "", authz(b)...)
+			r = apptest.Do(t, e, http.MethodGet, path, "", authz(b)...)
 			still := decodeLock(t, r)
 			if r.StatusCode != http.StatusOK || still.Lock.Token != held.Lock.Token || still.Lock.ExpiresAt != held.Lock.ExpiresAt || still.Lock.Owner != "svc" {
 				t.Errorf("b status after a's calls: got %d %s, want b's lock unchanged (token %d, expires %s)",
 					r.StatusCode, r.Raw, held.Lock.Token, held.Lock.ExpiresAt)
 			}
 
-			if r := testenv.Do(t, e, http.MethodDelete, path+"?owner=svc", "", authz(a)...); r.StatusCode != http.StatusNoContent {
+			if r := apptest.Do(t, e, http.MethodDelete, path+"?owner=svc", "", authz(a)...); r.StatusCode != http.StatusNoContent {
 				t.Errorf("a releases its own lock: got %d %s, want 204", r.StatusCode, r.Raw)
 			}
-			if r := testenv.Do(t, e, http.MethodGet, path, "", authz(b)...); r.StatusCode != http.StatusOK {
+			if r := apptest.Do(t, e, http.MethodGet, path, "", authz(b)...); r.StatusCode != http.StatusOK {
 				t.Errorf("b status after a released its own: got %d %s, want 200", r.StatusCode, r.Raw)
 			}
-			if r := testenv.Do(t, e, http.MethodDelete, path+"?owner=svc", "", authz(b)...); r.StatusCode != http.StatusNoContent {
+			if r := apptest.Do(t, e, http.MethodDelete, path+"?owner=svc", "", authz(b)...); r.StatusCode != http.StatusNoContent {
 				t.Errorf("b releases: got %d %s, want 204", r.StatusCode, r.Raw)
 			}
 		})

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -40,7 +40,7 @@ func TestAGatewayStartsWhenRedisIsUnreachable(t *testing.T) {
 	// the release subscription used to fail and log four or five times.
 	end := time.Now().Add(1500 * time.Millisecond)
 	for time.Now().Before(end) {
-		if code := testenv.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
+		if code := apptest.Do(t, s.Handler(), http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
 			t.Fatalf("GET /readyz without Redis: got %d, want 503", code)
 		}
 	}

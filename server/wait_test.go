@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -45,7 +45,7 @@ func TestShutdownAnswersWaiters(t *testing.T) {
 			answers <- v
 		}()
 	}
-	testenv.WaitFor(t, "3 waiters in /metrics", func() bool {
+	apptest.WaitFor(t, "3 waiters in /metrics", func() bool {
 		return strings.Contains(metricsText(t, base), "leasegate_lock_waiters 3")
 	})
 

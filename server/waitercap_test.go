@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -21,7 +21,7 @@ func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
 	s := gatewaytest.Start(t, cfg, nil)
 	base := gatewaytest.URL(s)
 
-	testenv.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":60}`).Want(t, http.StatusOK)
+	apptest.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":60}`).Want(t, http.StatusOK)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -31,12 +31,12 @@ func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	testenv.WaitFor(t, "one waiter in /metrics", func() bool {
+	apptest.WaitFor(t, "one waiter in /metrics", func() bool {
 		return strings.Contains(metricsText(t, base), "leasegate_lock_waiters 1")
 	})
 
 	start := time.Now()
-	a := testenv.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"w2","ttl_seconds":60,"wait_ms":25000}`)
+	a := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"w2","ttl_seconds":60,"wait_ms":25000}`)
 	p := a.Problem(t, http.StatusServiceUnavailable, "unavailable")
 	a.HeaderIs(t, "Retry-After", "1")
 	if !strings.Contains(p.Detail, "max-waiters") {
@@ -45,5 +45,5 @@ func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("answered after %v, want at once (not after the wait)", d)
 	}
-	testenv.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"w3","ttl_seconds":60}`).Want(t, http.StatusOK)
+	apptest.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"w3","ttl_seconds":60}`).Want(t, http.StatusOK)
 }

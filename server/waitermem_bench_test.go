@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkWaitingAcquireMemory(b *testing.B) {
 	cfg.AbuseLog = io.Discard
 	s := gatewaytest.Start(b, cfg, nil)
 	base := gatewaytest.URL(s)
-	testenv.Do(b, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":300}`).Want(b, http.StatusOK)
+	apptest.Do(b, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"holder","ttl_seconds":300}`).Want(b, http.StatusOK)
 	waiters := func(n int) func() bool {
 		want := "leasegate_lock_waiters " + strconv.Itoa(n) + "\n"
 		return func() bool {
@@ -50,13 +50,13 @@ func BenchmarkWaitingAcquireMemory(b *testing.B) {
 		}
 	}
 
-	mem := testenv.StartMem()
+	mem := apptest.StartMem()
 	conns := make([]net.Conn, 0, b.N)
 	defer func() {
 		for _, c := range conns {
 			_ = c.Close()
 		}
-		testenv.WaitFor(b, "every waiter has gone", waiters(0))
+		apptest.WaitFor(b, "every waiter has gone", waiters(0))
 	}()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -72,7 +72,7 @@ func BenchmarkWaitingAcquireMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	testenv.WaitFor(b, "every acquire waiting", waiters(b.N))
+	apptest.WaitFor(b, "every acquire waiting", waiters(b.N))
 	mem.Report(b, "waiter")
 	if dir := os.Getenv("LEASEGATE_WAITER_PROFILES"); dir != "" {
 		for name, debug := range map[string]int{"heap.pprof": 0, "goroutine.txt": 1} {

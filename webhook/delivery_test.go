@@ -10,8 +10,8 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 	"github.com/leasegate/leasegate/internal/webhooktest"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/metrics"
@@ -164,7 +164,7 @@ func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
 	}
 	rcv.WaitRequests(t, 3, "three tries")
 	ks := keyspace.Space{Prefix: "lgtest:"}
-	testenv.WaitFor(t, "the event is dead-lettered", func() bool {
+	apptest.WaitFor(t, "the event is dead-lettered", func() bool {
 		n, err := b.RDB.XLen(context.Background(), ks.DeadLetters()).Result()
 		return err == nil && n == 1
 	})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
 )
@@ -37,12 +37,12 @@ func startLockTestGateway(t *testing.T) *lockTestGateway {
 
 type lockRun struct {
 	code           int
-	stdout, stderr *logbuf.Buffer
+	stdout, stderr *logtest.Buffer
 }
 
 // runCommand runs `leasegate <command>` with args in the background.
 func runCommand(ctx context.Context, env map[string]string, command string, args ...string) (*lockRun, <-chan struct{}) {
-	r := &lockRun{stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}}
+	r := &lockRun{stdout: &logtest.Buffer{}, stderr: &logtest.Buffer{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

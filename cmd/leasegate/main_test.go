@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
@@ -290,7 +290,7 @@ func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
 	addr := redistest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout logbuf.Buffer
+	var stdout logtest.Buffer
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {

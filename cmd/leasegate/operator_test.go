@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/internal/testenv"
 )
 
 // lineWaiter hands the command's output to the test a line at a time.
@@ -28,7 +28,7 @@ func (w *lineWaiter) Write(p []byte) (int, error) {
 }
 
 func TestWatchAndAuditCommands(t *testing.T) {
-	app := testenv.NewApp(t, redistest.OnRedis(t), testenv.Options{Prefix: "lg:", Wait: true})
+	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)
 	env := func(k string) string {

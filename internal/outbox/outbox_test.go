@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/outbox"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
@@ -61,7 +61,7 @@ func TestAFailedSecondStepIsLoggedAndCounted(t *testing.T) {
 	// Nothing listens on the port: every Cluster call fails at once.
 	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{redistest.FreeAddr(t)}})
 	t.Cleanup(func() { _ = rc.Close() })
-	lb := &logbuf.Buffer{}
+	lb := &logtest.Buffer{}
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), lb, zapcore.DebugLevel))
 	failed := 0
 	w := outbox.New(rc, keyspace.Space{}, outbox.Options{On: true, Log: log, Failed: func() { failed++ }})

@@ -15,7 +15,7 @@ import (
 // OnMini (miniredis, a clock the test moves) or OnRedis (a redis-server
 // process from Start). It lives here, below every package of the
 // project, so that any package's own tests can use it (abuse's internal
-// tests included); internal/testenv builds the gateway on it.
+// tests included); internal/apptest builds the gateway on it.
 
 // Epoch is where a miniredis clock starts, so timestamps are exact.
 var Epoch = time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)

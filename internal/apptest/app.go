@@ -1,4 +1,4 @@
-package testenv
+package apptest
 
 import (
 	"cmp"
@@ -18,7 +18,7 @@ import (
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/internal/logbuf"
+	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/opsui"
@@ -86,8 +86,8 @@ type App struct {
 	Ring    *auth.Keyring
 	Metrics *metrics.Metrics
 	// Log is the request log (debug and up); AbuseLog the abuse log.
-	Log      *logbuf.Buffer
-	AbuseLog *logbuf.Buffer
+	Log      *logtest.Buffer
+	AbuseLog *logtest.Buffer
 	opts     Options
 }
 
@@ -95,7 +95,7 @@ type App struct {
 // handlers.New.
 func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	t.Helper()
-	a := &App{Backend: b, Metrics: metrics.NewStandalone(), Log: &logbuf.Buffer{}, AbuseLog: &logbuf.Buffer{}, opts: o}
+	a := &App{Backend: b, Metrics: metrics.NewStandalone(), Log: &logtest.Buffer{}, AbuseLog: &logtest.Buffer{}, opts: o}
 	if len(o.Keys) > 0 {
 		a.Ring = Keyring(t, o.Keys...)
 	}

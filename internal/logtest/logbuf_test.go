@@ -1,4 +1,4 @@
-package logbuf
+package logtest
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
-// Package logbuf is a bytes buffer that many goroutines may write to while
+// Package logtest is a bytes buffer that many goroutines may write to while
 // a test reads it: the place tests capture a gateway's log, an abuse log
 // or a child process's output.
-package logbuf
+package logtest
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package testenv is the test fixture of the gateway in process: the
+// Package apptest is the test fixture of the gateway in process: the
 // domain services wired on a Redis backend (redislock.NewService,
 // abuse.Service, auth.Keyring and auth.Sessions), the Echo app of
 // handlers.New (NewApp, App.Instance for a second gateway on the same
@@ -21,4 +21,4 @@
 // not, so auth never depends on handlers, not even in tests.
 // internal/gatewaytest, above it, runs the whole server on a socket for
 // the client, the CLI and load tests.
-package testenv
+package apptest

@@ -1,4 +1,4 @@
-// Package contract is the behaviour every implementation of the domain's
+// Package contracttest is the behaviour every implementation of the domain's
 // service interfaces promises, as one test suite: Locks for
 // leasegate.LockService, UserLocks for leasegate.UserLockService and
 // Flags for leasegate.FlagRegistry. The same assertions run on the
@@ -13,7 +13,7 @@
 //
 // The suite uses tenant "" throughout (over HTTP the API key decides the
 // tenant; see client.Client.Locks).
-package contract
+package contracttest
 
 import (
 	"errors"
