@@ -1,5 +1,12 @@
-// Package bench measures the gateway's lock cycle side by side with the
-// go-redis floor, in one run, on one Redis, at one concurrency.
+// Package bench is leasegate's load and benchmark tool, with two entry
+// points that share one latency histogram, one loopback rule and one
+// report style:
+//
+//   - Run (`leasegate bench`) measures the gateway's lock cycle side by
+//     side with the go-redis floor, in one run, on one Redis, at one
+//     concurrency.
+//   - Load (`leasegate load`, load.go) drives a running gateway over HTTP
+//     with a bounded load and checks fencing.
 //
 // A cycle is "take a lock on a free resource, then release it". The floor
 // does it directly with go-redis (SET key owner NX PX ttl, then EVALSHA of
@@ -11,8 +18,9 @@
 // the rounds and the gateway/floor ratio of each round's own pair, so a
 // noisy machine slows both sides of a ratio alike.
 //
-// `leasegate bench` (cmd/leasegate) parses flags into a Config and calls
-// Run. docs/benchmarks.md records its figures.
+// `leasegate bench` and `leasegate load` (cmd/leasegate) parse flags into
+// a Config or LoadConfig and call Run or Load. docs/benchmarks.md records
+// their figures.
 package bench
 
 import (

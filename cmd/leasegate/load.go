@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/leasegate/leasegate/loadgen"
+	"github.com/leasegate/leasegate/bench"
 )
 
 const loadUsage = `Usage: leasegate load [flags]
@@ -33,17 +33,17 @@ succeeded; 2 usage.
 Flags:
 `
 
-// cmdLoad runs `leasegate load`: flags into a loadgen.Config, the run,
+// cmdLoad runs `leasegate load`: flags into a bench.LoadConfig, the run,
 // the report on stdout and the exit status.
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	cfg := loadgen.DefaultConfig()
+	cfg := bench.DefaultLoadConfig()
 	var jsonOut bool
 	fs := loadFlagSet(&cfg, &jsonOut)
 	if err := parseCommand(fs, loadUsage, args, getenv, stderr, func() error { return cfg.Validate() }); err != nil {
 		return err
 	}
 
-	rep, err := loadgen.Run(ctx, cfg)
+	rep, err := bench.Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -68,11 +68,11 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 // loadFlagSet binds the flags of `leasegate load` to cfg and jsonOut, with
 // cfg's values as defaults (docs/configuration.md lists them; a test keeps
 // the two equal).
-func loadFlagSet(cfg *loadgen.Config, jsonOut *bool) *flag.FlagSet {
+func loadFlagSet(cfg *bench.LoadConfig, jsonOut *bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("leasegate load", flag.ContinueOnError)
 	fs.StringVar(&cfg.URL, "url", cfg.URL, "gateway base URL (loopback only unless --allow-remote)")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key (sent as Authorization: Bearer)")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run, at most "+loadgen.MaxDuration.String())
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run, at most "+bench.MaxDuration.String())
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "stop after exactly this many requests (0: run for --duration)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "workers sending requests at the same time")
 	fs.IntVar(&cfg.Resources, "resources", cfg.Resources, "distinct resource names (user ids for user-lock); 1: all workers contend on one lock (0: one per worker, 1 for contended)")

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
-	"github.com/leasegate/leasegate/loadgen"
 )
 
 // The load generator's logic (request bound, duration, fencing check,
-// histogram) is tested in package loadgen; these tests cover the command:
+// histogram) is tested in package bench; these tests cover the command:
 // flags and environment, output, exit status.
 
 // runLoadJSON runs `leasegate load --json args...` and decodes the report.
-func runLoadJSON(t *testing.T, env map[string]string, args ...string) (cliResult, loadgen.Report) {
+func runLoadJSON(t *testing.T, env map[string]string, args ...string) (cliResult, bench.LoadReport) {
 	t.Helper()
 	r := runCLI(t, env, append([]string{"load", "--json"}, args...)...)
-	var rep loadgen.Report
+	var rep bench.LoadReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("exit %d, stdout %q, stderr %q: not a JSON report: %v", r.code, r.stdout, r.stderr, err)
 	}
@@ -29,9 +29,9 @@ func runLoadJSON(t *testing.T, env map[string]string, args ...string) (cliResult
 }
 
 // parseLoad parses load's flags as cmdLoad does, without running.
-func parseLoad(t *testing.T, args []string, kv map[string]string) (loadgen.Config, bool) {
+func parseLoad(t *testing.T, args []string, kv map[string]string) (bench.LoadConfig, bool) {
 	t.Helper()
-	cfg := loadgen.DefaultConfig()
+	cfg := bench.DefaultLoadConfig()
 	var jsonOut bool
 	if err := parseFlags(loadFlagSet(&cfg, &jsonOut), args, env(kv), io.Discard); err != nil {
 		t.Fatalf("parse %q with %v: %v", args, kv, err)
@@ -42,10 +42,10 @@ func parseLoad(t *testing.T, args []string, kv map[string]string) (loadgen.Confi
 func TestLoadFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 	t.Run("defaults when nothing is set", func(t *testing.T) {
 		cfg, jsonOut := parseLoad(t, nil, nil)
-		if cfg != loadgen.DefaultConfig() || jsonOut {
-			t.Errorf("got %+v json %v, want the defaults %+v json false", cfg, jsonOut, loadgen.DefaultConfig())
+		if cfg != bench.DefaultLoadConfig() || jsonOut {
+			t.Errorf("got %+v json %v, want the defaults %+v json false", cfg, jsonOut, bench.DefaultLoadConfig())
 		}
-		if cfg.Scenario != loadgen.AcquireRelease {
+		if cfg.Scenario != bench.AcquireRelease {
 			t.Errorf("got scenario %q, want acquire-release", cfg.Scenario)
 		}
 	})
@@ -62,9 +62,9 @@ func TestLoadFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_JSON":         "true",
 			"LEASEGATE_ALLOW_REMOTE": "true",
 		})
-		want := loadgen.Config{
+		want := bench.LoadConfig{
 			URL: "http://127.0.0.1:9", APIKey: "k", Duration: 300 * time.Millisecond, Requests: 40,
-			Concurrency: 2, Resources: 3, Scenario: loadgen.Contended, TTL: 3 * time.Second, AllowRemote: true,
+			Concurrency: 2, Resources: 3, Scenario: bench.Contended, TTL: 3 * time.Second, AllowRemote: true,
 		}
 		if cfg != want || !jsonOut {
 			t.Errorf("got %+v json %v, want %+v json true", cfg, jsonOut, want)
@@ -139,7 +139,7 @@ func TestLoadUsage(t *testing.T) {
 // of docs/configuration.md equal to the flags: every flag has one row with
 // its environment variable and default, and every row names a real flag.
 func TestConfigurationDocListsEveryLoadFlag(t *testing.T) {
-	cfg := loadgen.DefaultConfig()
+	cfg := bench.DefaultLoadConfig()
 	var jsonOut bool
 	fs := loadFlagSet(&cfg, &jsonOut)
 	rows := readFlagTable(t, configDoc, "## `leasegate load`")

@@ -1,15 +1,16 @@
-// Package loadgen drives a running gateway over HTTP with a bounded load
-// and sums it up: requests, errors by status and problem type,
-// throughput, latency percentiles per operation, acquired and contended
-// counts, and a fencing check (no two owners ever believed they held the
-// same resource; each new holder's token is above the previous one's).
+// Load (`leasegate load`) drives a running gateway over HTTP with a
+// bounded load and sums it up: requests, errors by status and problem
+// type, throughput, latency percentiles per operation, acquired and
+// contended counts, and a fencing check (no two owners ever believed they
+// held the same resource; each new holder's token is above the previous
+// one's).
 //
-// A run stops by itself, after Config.Duration or after exactly
-// Config.Requests requests, and loads only a gateway on a loopback
-// address unless Config.AllowRemote. It talks to the gateway through the
-// client package only. `leasegate load` is its command line
-// (docs/benchmarks.md, docs/configuration.md).
-package loadgen
+// A run stops by itself, after LoadConfig.Duration or after exactly
+// LoadConfig.Requests requests, and loads only a gateway on a loopback
+// address unless LoadConfig.AllowRemote. It talks to the gateway through
+// the client package only (docs/benchmarks.md, docs/configuration.md).
+
+package bench
 
 import (
 	"context"
@@ -29,11 +30,11 @@ import (
 	"github.com/leasegate/leasegate/client"
 )
 
-// Limits of a run: it is bounded and stops by itself.
+// Limits of a load run besides MaxDuration: it is bounded and stops by
+// itself.
 const (
-	MaxDuration    = 5 * time.Minute
-	MaxConcurrency = 1024
-	MaxResources   = 1 << 20
+	MaxLoadConcurrency = 1024
+	MaxResources       = 1 << 20
 )
 
 const (
@@ -59,10 +60,10 @@ const (
 	UserLock Scenario = "user-lock"
 )
 
-// Config is one run. Each field is a flag of `leasegate load` (--url,
+// LoadConfig is one run. Each field is a flag of `leasegate load` (--url,
 // --api-key, ...; docs/configuration.md), and Validate's errors name the
 // fields by those flags, which is how a user meets them.
-type Config struct {
+type LoadConfig struct {
 	URL         string        // gateway base URL
 	APIKey      string        // sent as Authorization: Bearer; empty: none
 	Duration    time.Duration // how long to run, at most MaxDuration
@@ -76,9 +77,9 @@ type Config struct {
 	AllowRemote bool          // allow a gateway that is not on a loopback address
 }
 
-// DefaultConfig is the configuration of `leasegate load` without flags.
-func DefaultConfig() Config {
-	return Config{
+// DefaultLoadConfig is the configuration of `leasegate load` without flags.
+func DefaultLoadConfig() LoadConfig {
+	return LoadConfig{
 		URL:         "http://127.0.0.1:8080",
 		Duration:    10 * time.Second,
 		Concurrency: 8,
@@ -89,7 +90,7 @@ func DefaultConfig() Config {
 
 // Validate reports the first setting that is out of bounds, or a URL that
 // is not on a loopback address unless AllowRemote.
-func (c Config) Validate() error {
+func (c LoadConfig) Validate() error {
 	switch c.Scenario {
 	case AcquireRelease, Contended, UserLock:
 	default:
@@ -101,8 +102,8 @@ func (c Config) Validate() error {
 	if c.Requests < 0 {
 		return errors.New("--requests must not be negative")
 	}
-	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
-		return fmt.Errorf("--concurrency %d: want 1 to %d", c.Concurrency, MaxConcurrency)
+	if c.Concurrency < 1 || c.Concurrency > MaxLoadConcurrency {
+		return fmt.Errorf("--concurrency %d: want 1 to %d", c.Concurrency, MaxLoadConcurrency)
 	}
 	if c.Resources < 0 || c.Resources > MaxResources {
 		return fmt.Errorf("--resources %d: want 0 to %d", c.Resources, MaxResources)
@@ -117,7 +118,7 @@ func (c Config) Validate() error {
 }
 
 // resources is Resources with its default applied.
-func (c Config) resources() int {
+func (c LoadConfig) resources() int {
 	switch {
 	case c.Resources > 0:
 		return c.Resources
@@ -210,7 +211,7 @@ func errorKind(err error) string {
 }
 
 type run struct {
-	cfg     Config
+	cfg     LoadConfig
 	c       *client.Client
 	runID   string
 	budget  *budget
@@ -222,7 +223,7 @@ type run struct {
 // at the end are let finish, so a won lease is always released. The only
 // error is an invalid cfg; failed requests and fencing violations are
 // counted in the report.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Load(ctx context.Context, cfg LoadConfig) (*LoadReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package loadgen_test
+package bench_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
-	"github.com/leasegate/leasegate/loadgen"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -73,16 +73,16 @@ func (p *countingProxy) count() int {
 }
 
 // run runs cfg and fails the test if Run refuses it.
-func run(t *testing.T, cfg loadgen.Config) *loadgen.Report {
+func run(t *testing.T, cfg bench.LoadConfig) *bench.LoadReport {
 	t.Helper()
-	rep, err := loadgen.Run(context.Background(), cfg)
+	rep, err := bench.Load(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Run(%+v): %v", cfg, err)
 	}
 	return rep
 }
 
-func checkSumsAddUp(t *testing.T, rep *loadgen.Report) {
+func checkSumsAddUp(t *testing.T, rep *bench.LoadReport) {
 	t.Helper()
 	if rep.Requests != rep.Successes+rep.Errors {
 		t.Errorf("got requests %d, want successes %d + errors %d", rep.Requests, rep.Successes, rep.Errors)
@@ -102,22 +102,22 @@ func checkSumsAddUp(t *testing.T, rep *loadgen.Report) {
 	}
 }
 
-func TestRunHonoursTheRequestBoundExactly(t *testing.T) {
+func TestLoadHonoursTheRequestBoundExactly(t *testing.T) {
 	gw := startGateway(t, "")
 	for _, tc := range []struct {
-		scenario                         loadgen.Scenario
+		scenario                         bench.Scenario
 		concurrency, resources, requests int
 	}{
 		// One resource for four workers: acquires are contended, so
 		// iterations give back their release slot and the last slot
 		// can be odd.
-		{loadgen.AcquireRelease, 4, 1, 37},
-		{loadgen.Contended, 4, 2, 41},
-		{loadgen.UserLock, 3, 2, 25},
+		{bench.AcquireRelease, 4, 1, 37},
+		{bench.Contended, 4, 2, 41},
+		{bench.UserLock, 3, 2, 25},
 	} {
 		t.Run(string(tc.scenario)+" sends exactly Requests requests, every fifth failing", func(t *testing.T) {
 			proxy, target := newCountingProxy(t, gw, 5)
-			cfg := loadgen.DefaultConfig()
+			cfg := bench.DefaultLoadConfig()
 			cfg.URL, cfg.Scenario, cfg.Requests, cfg.Duration = target, tc.scenario, tc.requests, 5*time.Minute
 			cfg.Concurrency, cfg.Resources = tc.concurrency, tc.resources
 			rep := run(t, cfg)
@@ -138,7 +138,7 @@ func TestRunHonoursTheRequestBoundExactly(t *testing.T) {
 			if rep.Fencing != nil && rep.Fencing.Violations != 0 {
 				t.Errorf("got %d fencing violations (%v), want none", rep.Fencing.Violations, rep.Fencing.Examples)
 			}
-			if tc.scenario == loadgen.UserLock {
+			if tc.scenario == bench.UserLock {
 				if ul := rep.UserLocks; ul == nil || ul.Acquired+ul.Repeated != rep.Successes {
 					t.Errorf("got user locks %+v, want acquired+repeated = %d successes", ul, rep.Successes)
 				}
@@ -149,12 +149,12 @@ func TestRunHonoursTheRequestBoundExactly(t *testing.T) {
 	}
 }
 
-func TestRunStopsByItselfAfterTheDuration(t *testing.T) {
+func TestLoadStopsByItselfAfterTheDuration(t *testing.T) {
 	gw := startGateway(t, "")
-	cfg := loadgen.DefaultConfig()
+	cfg := bench.DefaultLoadConfig()
 	cfg.URL, cfg.Duration, cfg.Concurrency = gw, 300*time.Millisecond, 2
 	rep := run(t, cfg)
-	if rep.StoppedBy != "duration" || rep.Requests == 0 || rep.Scenario != loadgen.AcquireRelease {
+	if rep.StoppedBy != "duration" || rep.Requests == 0 || rep.Scenario != bench.AcquireRelease {
 		t.Errorf("got %s run stopped by %q after %d requests, want an acquire-release run stopped by duration", rep.Scenario, rep.StoppedBy, rep.Requests)
 	}
 	checkSumsAddUp(t, rep)
@@ -166,10 +166,10 @@ func TestRunStopsByItselfAfterTheDuration(t *testing.T) {
 	}
 }
 
-func TestRunContendedOnARealRedisHasNoFencingViolations(t *testing.T) {
+func TestLoadContendedOnARealRedisHasNoFencingViolations(t *testing.T) {
 	srv := redistest.Start(t)
-	cfg := loadgen.DefaultConfig()
-	cfg.URL, cfg.Scenario, cfg.Concurrency, cfg.Resources = startGateway(t, srv.URL()), loadgen.Contended, 8, 2
+	cfg := bench.DefaultLoadConfig()
+	cfg.URL, cfg.Scenario, cfg.Concurrency, cfg.Resources = startGateway(t, srv.URL()), bench.Contended, 8, 2
 	cfg.Requests, cfg.TTL = 400, 5*time.Second
 	rep := run(t, cfg)
 	checkSumsAddUp(t, rep)
@@ -181,11 +181,11 @@ func TestRunContendedOnARealRedisHasNoFencingViolations(t *testing.T) {
 	}
 }
 
-func TestRunFencingCheckFailsOnAGatewayThatReusesATokenForTwoOwners(t *testing.T) {
+func TestLoadFencingCheckFailsOnAGatewayThatReusesATokenForTwoOwners(t *testing.T) {
 	for _, c := range []int{1, 4} {
 		t.Run(fmt.Sprintf("with %d workers", c), func(t *testing.T) {
-			cfg := loadgen.DefaultConfig()
-			cfg.URL, cfg.Scenario, cfg.Concurrency, cfg.Requests = gatewaytest.StartTokenReuser(t), loadgen.Contended, c, 20
+			cfg := bench.DefaultLoadConfig()
+			cfg.URL, cfg.Scenario, cfg.Concurrency, cfg.Requests = gatewaytest.StartTokenReuser(t), bench.Contended, c, 20
 			rep := run(t, cfg)
 			if rep.Fencing == nil || rep.Fencing.Violations == 0 || len(rep.Fencing.Examples) == 0 {
 				t.Fatalf("got fencing %+v, want violations with examples", rep.Fencing)
@@ -198,35 +198,35 @@ func TestRunFencingCheckFailsOnAGatewayThatReusesATokenForTwoOwners(t *testing.T
 	}
 }
 
-func TestValidate(t *testing.T) {
-	for name, edit := range map[string]func(*loadgen.Config){
-		"a non-loopback IP is refused":      func(c *loadgen.Config) { c.URL = "http://192.0.2.10:8080" },
-		"a host name is refused":            func(c *loadgen.Config) { c.URL = "http://gateway.example.com" },
-		"an unspecified address is refused": func(c *loadgen.Config) { c.URL = "http://0.0.0.0:8080" },
-		"a non-HTTP URL is refused":         func(c *loadgen.Config) { c.URL = "ftp://127.0.0.1/" },
-		"a duration above 5m is refused":    func(c *loadgen.Config) { c.Duration = 6 * time.Minute },
-		"a zero duration is refused":        func(c *loadgen.Config) { c.Duration = 0 },
-		"a TTL in milliseconds is refused":  func(c *loadgen.Config) { c.TTL = 1500 * time.Millisecond },
-		"an unknown scenario is refused":    func(c *loadgen.Config) { c.Scenario = "chaos" },
-		"zero workers are refused":          func(c *loadgen.Config) { c.Concurrency = 0 },
-		"negative requests are refused":     func(c *loadgen.Config) { c.Requests = -1 },
-		"negative resources are refused":    func(c *loadgen.Config) { c.Resources = -1 },
+func TestLoadConfigValidate(t *testing.T) {
+	for name, edit := range map[string]func(*bench.LoadConfig){
+		"a non-loopback IP is refused":      func(c *bench.LoadConfig) { c.URL = "http://192.0.2.10:8080" },
+		"a host name is refused":            func(c *bench.LoadConfig) { c.URL = "http://gateway.example.com" },
+		"an unspecified address is refused": func(c *bench.LoadConfig) { c.URL = "http://0.0.0.0:8080" },
+		"a non-HTTP URL is refused":         func(c *bench.LoadConfig) { c.URL = "ftp://127.0.0.1/" },
+		"a duration above 5m is refused":    func(c *bench.LoadConfig) { c.Duration = 6 * time.Minute },
+		"a zero duration is refused":        func(c *bench.LoadConfig) { c.Duration = 0 },
+		"a TTL in milliseconds is refused":  func(c *bench.LoadConfig) { c.TTL = 1500 * time.Millisecond },
+		"an unknown scenario is refused":    func(c *bench.LoadConfig) { c.Scenario = "chaos" },
+		"zero workers are refused":          func(c *bench.LoadConfig) { c.Concurrency = 0 },
+		"negative requests are refused":     func(c *bench.LoadConfig) { c.Requests = -1 },
+		"negative resources are refused":    func(c *bench.LoadConfig) { c.Resources = -1 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			proxy, target := newCountingProxy(t, "http://127.0.0.1:1", 0)
-			cfg := loadgen.DefaultConfig()
+			cfg := bench.DefaultLoadConfig()
 			cfg.URL = target
 			edit(&cfg)
 			if err := cfg.Validate(); err == nil {
 				t.Errorf("got %+v accepted, want refused", cfg)
 			}
-			if rep, err := loadgen.Run(context.Background(), cfg); err == nil || rep != nil || proxy.count() != 0 {
+			if rep, err := bench.Load(context.Background(), cfg); err == nil || rep != nil || proxy.count() != 0 {
 				t.Errorf("got Run report %v, error %v, %d requests sent, want the error and no request", rep, err, proxy.count())
 			}
 		})
 	}
 	t.Run("the refusal of a remote gateway says why", func(t *testing.T) {
-		cfg := loadgen.DefaultConfig()
+		cfg := bench.DefaultLoadConfig()
 		cfg.URL = "http://10.1.2.3:8080"
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "not a loopback address") || !strings.Contains(err.Error(), "--allow-remote") {
 			t.Errorf("got %v, want an error naming loopback and --allow-remote", err)
@@ -238,7 +238,7 @@ func TestValidate(t *testing.T) {
 	})
 	for _, u := range []string{"http://127.0.0.1:8080", "http://127.9.9.9", "http://localhost:1", "http://LOCALHOST.:1", "https://[::1]:8443"} {
 		t.Run(u+" is loopback", func(t *testing.T) {
-			cfg := loadgen.DefaultConfig()
+			cfg := bench.DefaultLoadConfig()
 			cfg.URL = u
 			if err := cfg.Validate(); err != nil {
 				t.Errorf("got %v, want accepted", err)

@@ -1,4 +1,4 @@
-package loadgen
+package bench
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// Report sums up a run. `leasegate load` prints it with Print, or with
+// LoadReport sums up a load run. `leasegate load` prints it with Print, or with
 // --json as JSON.
-type Report struct {
+type LoadReport struct {
 	Scenario    Scenario `json:"scenario"`
 	URL         string   `json:"url"`
 	Concurrency int      `json:"concurrency"`
@@ -62,10 +62,8 @@ type FencingStats struct {
 	Examples   []string `json:"examples,omitempty"`
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func (r *run) summarize(stats []*workerStats, elapsed time.Duration, stoppedBy string) *Report {
-	s := &Report{
+func (r *run) summarize(stats []*workerStats, elapsed time.Duration, stoppedBy string) *LoadReport {
+	s := &LoadReport{
 		Scenario: r.cfg.Scenario, URL: r.cfg.URL, Concurrency: r.cfg.Concurrency,
 		Resources: r.cfg.Resources, TTLSeconds: int64(r.cfg.TTL / time.Second),
 		StoppedBy: stoppedBy, ElapsedSec: elapsed.Seconds(),
@@ -118,7 +116,7 @@ func (r *run) summarize(stats []*workerStats, elapsed time.Duration, stoppedBy s
 
 // Print writes the report as `leasegate load` shows it: a few lines of
 // totals, a table of latencies per operation, the fencing check.
-func (s *Report) Print(w io.Writer) {
+func (s *LoadReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "leasegate load: %s, %d workers, %d resources, ttl %ds, %s\n",
 		s.Scenario, s.Concurrency, s.Resources, s.TTLSeconds, s.URL)
 	fmt.Fprintf(w, "stopped by %s after %.2fs\n\n", s.StoppedBy, s.ElapsedSec)
