@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -73,21 +72,20 @@ func (h *handoffClock) released(i int) {
 	h.releases[k] = t
 }
 
-// takeLatencies returns, sorted, the release-to-next-grant times noted
+// takeLatencies returns the release-to-next-grant times noted
 // since the last call, and forgets them. A next grant seen before the
 // release's own answer (both answers can leave in the same instant)
 // counts as 0.
-func (h *handoffClock) takeLatencies() []time.Duration {
+func (h *handoffClock) takeLatencies() *histogram {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []time.Duration
+	out := &histogram{}
 	for k := 1; k < len(h.grants); k++ {
 		if k-1 < len(h.releases) && !h.releases[k-1].IsZero() {
-			out = append(out, max(h.grants[k].Sub(h.releases[k-1]), 0))
+			out.record(h.grants[k].Sub(h.releases[k-1])) // record counts a negative as 0
 		}
 	}
 	h.grants, h.releases = nil, nil
-	slices.Sort(out)
 	return out
 }
 

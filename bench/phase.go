@@ -6,7 +6,6 @@ import (
 	"io"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +38,8 @@ func cycleOf(ctx context.Context, c cycler, i int) error {
 // ownLatencies is a cycler that measures the latency it reports itself
 // (a hand-off's release-to-next-holder) instead of each cycle's time.
 type ownLatencies interface {
-	// takeLatencies returns, sorted, the latencies since the last call.
-	takeLatencies() []time.Duration
+	// takeLatencies returns the latencies since the last call.
+	takeLatencies() *histogram
 }
 
 // runPhase warms c up, then runs cfg.Concurrency workers doing cycles for
@@ -95,8 +94,8 @@ func runPhase(ctx context.Context, stats *redis.Client, cfg Config, c cycler, pr
 	}
 	n := float64(res.cycles)
 	p.CyclesPerSec = n / res.elapsed.Seconds()
-	p.P50ms = ms(quantile(res.latencies, 0.50))
-	p.P99ms = ms(quantile(res.latencies, 0.99))
+	p.P50ms = ms(res.latencies.quantile(0.50))
+	p.P99ms = ms(res.latencies.quantile(0.99))
 	d := after.sub(before)
 	p.RedisCPUus = us(d.cpu) / n
 	p.RedisCalls = map[string]float64{}
@@ -121,7 +120,7 @@ type driveResult struct {
 	cycles, errors int64
 	firstError     string
 	elapsed        time.Duration
-	latencies      []time.Duration
+	latencies      *histogram
 }
 
 // drive runs n workers doing cycles until d has passed (or ctx ends). A
@@ -134,13 +133,13 @@ func drive(ctx context.Context, n int, d time.Duration, c cycler) driveResult {
 		res      driveResult
 		firstErr error
 	)
-	lats := make([][]time.Duration, n)
+	lats := make([]histogram, n)
 	start := time.Now()
 	for i := range n {
 		wg.Add(1)
 		go pprof.Do(ctx, pprof.Labels("role", "driver", "phase", c.name()), func(ctx context.Context) {
 			defer wg.Done()
-			l := make([]time.Duration, 0, 1024)
+			var l histogram
 			var errs int64
 			var first error
 			for !stop.Load() && ctx.Err() == nil {
@@ -152,7 +151,7 @@ func drive(ctx context.Context, n int, d time.Duration, c cycler) driveResult {
 					}
 					continue
 				}
-				l = append(l, time.Since(t0))
+				l.record(time.Since(t0))
 			}
 			lats[i] = l
 			mu.Lock()
@@ -172,25 +171,15 @@ func drive(ctx context.Context, n int, d time.Duration, c cycler) driveResult {
 	stop.Store(true)
 	wg.Wait()
 	res.elapsed = time.Since(start)
-	for _, l := range lats {
-		res.cycles += int64(len(l))
-		res.latencies = append(res.latencies, l...)
+	res.latencies = &histogram{}
+	for i := range lats {
+		res.latencies.merge(&lats[i])
 	}
-	slices.Sort(res.latencies)
+	res.cycles = res.latencies.n
 	if firstErr != nil {
 		res.firstError = firstErr.Error()
 	}
 	return res
-}
-
-// quantile of sorted latencies (nearest rank).
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return sorted[i]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
