@@ -147,7 +147,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("ttl must be whole seconds, at least 1s, got %v", c.TTL))
 	}
 	if c.RedisURL != "" {
-		if err := checkLoopbackRedis(c.RedisURL); err != nil {
+		if err := checkLoopback("-redis-url", c.RedisURL); err != nil {
 			errs = append(errs, err)
 		}
 	} else if c.RedisServer == "" {

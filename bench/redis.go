@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,22 +121,28 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// checkLoopbackRedis refuses a Redis URL whose host is not a loopback
-// address: the benchmark loads the server it talks to.
-func checkLoopbackRedis(raw string) error {
+// checkLoopback refuses a URL whose host is not on this machine: both
+// tools load what they talk to (Run its Redis, Load its gateway), so they
+// talk only to a loopback address (127.0.0.0/8, ::1, localhost). Host
+// names other than localhost are not resolved: they are refused. setting
+// names the flag in the errors; schemes, when given, are the only ones
+// accepted.
+func checkLoopback(setting, raw string, schemes ...string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("bench: redis-url: %w", err)
+		return fmt.Errorf("%s %q: %w", setting, raw, err)
+	}
+	if len(schemes) > 0 && !slices.Contains(schemes, u.Scheme) {
+		return fmt.Errorf("%s %q: want a %s:// URL", setting, raw, strings.Join(schemes, ":// or "))
 	}
 	host := u.Hostname()
-	if host == "localhost" {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return nil
 	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("bench: redis-url host %q is not a loopback address", host)
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%s %q: host %q is not a loopback address (127.0.0.0/8, ::1, localhost)", setting, raw, host)
 }
 
 // redisStats is what INFO says about the server's work so far.
