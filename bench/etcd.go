@@ -355,7 +355,8 @@ func (e *EtcdResult) print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "\netcd %s (%s), concurrency.Mutex, same clients and times, median of %d round(s):\n", e.Version, where, len(e.Rounds))
-	fmt.Fprintf(w, "%-13s %10s %8s %8s %14s %10s %7s\n", "phase", "ops/s", "p50 ms", "p99 ms", "gateway/etcd", "proc cpu", "errors")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "phase\tops/s\tp50 ms\tp99 ms\tgateway/etcd\tproc cpu\terrors\t")
 	ratio := func(x float64) string {
 		if x == 0 {
 			return "-"
@@ -367,9 +368,10 @@ func (e *EtcdResult) print(w io.Writer) {
 		ph    EtcdPhase
 		ratio float64
 	}{{"etcd lock", e.Lock, e.LockRatio}, {"etcd handoff", e.Handoff, e.HandoffRatio}} {
-		fmt.Fprintf(w, "%-13s %10.0f %8.2f %8.2f %14s %8.1fµs %7d\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%s\t%.1fµs\t%d\t\n",
 			p.name, p.ph.OpsPerSec, p.ph.P50ms, p.ph.P99ms, ratio(p.ratio), p.ph.ProcessCPUus, p.ph.Errors+p.ph.Violations)
 	}
+	_ = tw.Flush()
 	fmt.Fprintln(w, "lock: ops = cycles (Lock+Unlock of a mutex per client, one shared session), p50/p99 of a cycle;")
 	fmt.Fprintln(w, "handoff: ops = hand-offs (all clients on one mutex, a session each), p50/p99 from Unlock returning")
 	fmt.Fprintf(w, "to the next Lock returning; from the Unlock call: p50 %.2f ms, p99 %.2f ms; %d of %d next holders\n",

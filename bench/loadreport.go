@@ -140,7 +140,7 @@ func (s *LoadReport) Print(w io.Writer) {
 	_ = tw.Flush()
 
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw = newTable(w)
 	fmt.Fprintln(tw, "operation\tcount\tmean ms\tp50 ms\tp90 ms\tp99 ms\tmax ms\t")
 	for op := operation(0); op < numOps; op++ {
 		o, ok := s.Operations[op.String()]

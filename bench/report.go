@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 )
 
@@ -141,14 +143,14 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "leasegate bench: %d clients, %v per phase, %d round(s), median shown\n", r.Concurrency, r.Duration, len(r.Rounds))
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %d CPUs, redis-server %s\n\n", r.GoVersion, r.GOMAXPROCS, r.NumCPU, r.RedisVersion)
-	fmt.Fprintf(w, "%-8s %10s %8s %8s %8s %10s %10s %10s %10s %9s %9s %7s\n",
-		"phase", "cycles/s", "p50 ms", "p99 ms", "ratio", "redis cpu", "redis cmd", "redis cmds", "proc cpu", "allocs", "bytes", "errors")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "phase\tcycles/s\tp50 ms\tp99 ms\tratio\tredis cpu\tredis cmd\tredis cmds\tproc cpu\tallocs\tbytes\terrors\t")
 	row := func(p Phase, ratio float64) {
 		var calls float64
 		for _, n := range p.RedisCalls {
 			calls += n
 		}
-		fmt.Fprintf(w, "%-8s %10.0f %8.2f %8.2f %8.2f %8.1fµs %8.1fµs %10.1f %8.1fµs %9.0f %9.0f %7d\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.1fµs\t%.1fµs\t%.1f\t%.1fµs\t%.0f\t%.0f\t%d\t\n",
 			p.Name, p.CyclesPerSec, p.P50ms, p.P99ms, ratio, p.RedisCPUus, p.RedisCmdUs, calls, p.ProcessCPUus, p.AllocsPerCycle, p.BytesPerCycle, p.Errors)
 	}
 	row(r.Floor, 1)
@@ -156,6 +158,7 @@ func (r *Report) Print(w io.Writer) {
 	for _, p := range r.Phases {
 		row(p, p.Ratio)
 	}
+	_ = tw.Flush()
 	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
 	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
 	printPhases(w, r)
@@ -188,6 +191,26 @@ func (r *Report) Print(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
+}
+
+// newTable is the one table style of the text reports (Run's phases, the
+// etcd phases, the waiters' memory, Load's operations): columns two
+// spaces apart, aligned right. End every cell, the last one too, with \t.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+}
+
+// WriteReport writes rep (a *Report or a *LoadReport) as `leasegate
+// bench` and `leasegate load` show it: its text (Print), or with asJSON
+// the report as indented JSON.
+func WriteReport(w io.Writer, rep interface{ Print(io.Writer) }, asJSON bool) error {
+	if !asJSON {
+		rep.Print(w)
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
 
 func formatCalls(calls map[string]float64) string {

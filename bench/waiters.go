@@ -524,14 +524,16 @@ func (r *Report) printWaiters(w io.Writer) {
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %d CPUs, redis-server %s; open files: driver %d, gateway %s\n",
 		r.GoVersion, r.GOMAXPROCS, r.NumCPU, r.RedisVersion, wr.NoFile, wr.GatewayNoFile)
 	fmt.Fprintf(w, "gateway: leasegate %s\n\n", strings.Join(wr.GatewayArgs, " "))
-	fmt.Fprintf(w, "%-22s %12s %12s %12s %12s %11s %8s\n", "gateway", "VmRSS", "VmHWM", "heap inuse", "stack inuse", "goroutines", "waiters")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "gateway\tVmRSS\tVmHWM\theap inuse\tstack inuse\tgoroutines\twaiters\t")
 	for _, row := range []struct {
 		name string
 		m    GatewayMemory
 	}{{"before", wr.Before}, {"with every waiter", wr.At}, {"after", wr.After}} {
-		fmt.Fprintf(w, "%-22s %12s %12s %12s %12s %11.0f %8.0f\n", row.name, mib(float64(row.m.RSS)), mib(float64(row.m.HWM)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t\n", row.name, mib(float64(row.m.RSS)), mib(float64(row.m.HWM)),
 			mib(row.m.HeapInuse), mib(row.m.StackInuse), row.m.Goroutines, row.m.Waiters)
 	}
+	_ = tw.Flush()
 	fmt.Fprintf(w, "\nper waiter: %.1f KiB RSS, %.1f KiB heap, %.1f KiB stacks, %.2f goroutines\n",
 		wr.RSSPerWaiter/1024, wr.HeapPerWaiter/1024, wr.StackPerWaiter/1024, wr.GoroutinesPerWaiter)
 	fmt.Fprintf(w, "setup %.2f s (connections opened until the gateway's gauge reads %d waiters); drain %.2f s (%.0f hand-offs/s)\n",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -116,14 +115,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if rep == nil {
 		return err
 	}
-	if jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(rep); jerr != nil {
-			return errors.Join(err, jerr)
-		}
-	} else {
-		rep.Print(stdout)
+	if werr := bench.WriteReport(stdout, rep, jsonOut); werr != nil {
+		return errors.Join(err, werr)
 	}
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -47,14 +46,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	if err != nil {
 		return err
 	}
-	if jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		rep.Print(stdout)
+	if err := bench.WriteReport(stdout, rep, jsonOut); err != nil {
+		return err
 	}
 	switch {
 	case rep.Fencing != nil && rep.Fencing.Violations > 0:
