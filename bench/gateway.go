@@ -46,18 +46,25 @@ func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
 	g := &gateway{srv: s, served: make(chan error, 1)}
 	go func() { g.served <- s.Serve() }()
 
-	g.hc = &http.Client{
-		Timeout: time.Minute,
-		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-			MaxIdleConns:        cfg.Concurrency,
-			MaxIdleConnsPerHost: cfg.Concurrency,
-			IdleConnTimeout:     time.Minute,
-		},
-	}
+	g.hc = keepAliveClient(cfg.Concurrency, time.Minute)
 	g.urls = workerURLs("http://"+s.Addr()+"/locks/bench-"+runID+"-", cfg.Concurrency)
 	g.acquires, g.releases = ownerBodies(cfg, "")
 	return g, nil
+}
+
+// keepAliveClient is the HTTP client of the drivers, Run's gateway phases
+// and Load's workers alike: no proxy, one kept-alive connection per
+// worker, each request bounded by timeout.
+func keepAliveClient(workers int, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConns:        workers,
+			MaxIdleConnsPerHost: workers,
+			IdleConnTimeout:     time.Minute,
+		},
+	}
 }
 
 // benchOwner is worker i's owner.

@@ -19,8 +19,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -211,16 +209,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadReport, error) {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 
-	hc := &http.Client{
-		Timeout: requestTimeout,
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        cfg.Concurrency,
-			MaxIdleConnsPerHost: cfg.Concurrency,
-			IdleConnTimeout:     30 * time.Second,
-		},
-	}
+	hc := keepAliveClient(cfg.Concurrency, requestTimeout)
 	defer hc.CloseIdleConnections()
 	opts := []client.Option{client.WithHTTPClient(hc), client.WithRetryPolicy(client.RetryPolicy{Attempts: 1})}
 	if cfg.APIKey != "" {
