@@ -74,6 +74,10 @@ func TestImportGraph(t *testing.T) {
 		if slices.Contains(imps, "handlers") && pkg != "server" && !strings.HasPrefix(pkg, "cmd/") && pkg != "internal/apptest" && pkg != "opsui" {
 			t.Errorf("%s imports handlers; only server, cmd and opsui may", pkg)
 		}
+		// bench is the load and benchmark tool: a top, like cmd.
+		if slices.Contains(imps, "bench") && !strings.HasPrefix(pkg, "cmd/") {
+			t.Errorf("%s imports bench; only cmd may", pkg)
+		}
 		if slices.Contains(imps, "internal/apptest") {
 			t.Errorf("%s imports internal/apptest outside its tests", pkg)
 		}
