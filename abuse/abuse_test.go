@@ -14,6 +14,7 @@ import (
 )
 
 func TestAttemptPortsThePHPLockClass(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(5))
@@ -103,6 +104,7 @@ func TestAttemptPortsThePHPLockClass(t *testing.T) {
 }
 
 func TestCounterAlwaysHasATTL(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(3))
@@ -173,6 +175,7 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 }
 
 func TestConcurrentAttemptsCountExactlyOnce(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, lb := newService(t, b, policies(5))
@@ -236,6 +239,7 @@ func TestConcurrentAttemptsCountExactlyOnce(t *testing.T) {
 }
 
 func TestAbuseLogKeepsHostileUserIDsInOneRecord(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, lb := newService(t, b, policies(1))
@@ -267,6 +271,7 @@ func TestAbuseLogKeepsHostileUserIDsInOneRecord(t *testing.T) {
 }
 
 func TestBans(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		pol := policies(2)
@@ -386,6 +391,7 @@ func TestBans(t *testing.T) {
 }
 
 func TestFlaggedRegistry(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, lb := newService(t, b, policies(2))
@@ -518,6 +524,7 @@ func TestFlaggedRegistry(t *testing.T) {
 
 // Ties need a frozen clock, so this runs on miniredis only.
 func TestListBreaksTiesWithoutRepeatsOrGaps(t *testing.T) {
+	t.Parallel()
 	b := miniBackend(t)
 	ctx := context.Background()
 	svc, _ := newService(t, b, policies(1))
@@ -551,6 +558,7 @@ func TestListBreaksTiesWithoutRepeatsOrGaps(t *testing.T) {
 
 // The outage is simulated with miniredis SetError.
 func TestRedisFailureNeverAcquires(t *testing.T) {
+	t.Parallel()
 	b := miniBackend(t)
 	svc, _ := newService(t, b, policies(5))
 	b.Mini.SetError("LOADING redis is loading")

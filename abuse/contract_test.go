@@ -10,6 +10,7 @@ import (
 // client keeps over HTTP (client/contract_test.go), on miniredis and on a
 // real redis-server.
 func TestServiceKeepsTheUserLockAndRegistryContracts(t *testing.T) {
+	t.Parallel()
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		contracttest.Abuse(t, func(t *testing.T) contracttest.AbuseBackend {
 			return contractBackend(t, s)

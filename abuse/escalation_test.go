@@ -14,6 +14,7 @@ import (
 // record for the flag retention. Operator bans neither count nor
 // escalate. Time moves with miniredis (Advance), so minutes take none.
 func TestAutomaticBansEscalate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := miniBackend(t)
 	pol := DefaultPolicies()
@@ -107,6 +108,7 @@ func TestAutomaticBansEscalate(t *testing.T) {
 }
 
 func TestBanLength(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		p    Policy

@@ -14,6 +14,7 @@ import (
 // flagged, at most leasegate.MaxEvidence, packed in one field: memory per
 // (lock, user) is bounded however hard a client hammers.
 func TestFlagEvidenceKeepsTheLastAttemptsOfTheWindow(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(5))

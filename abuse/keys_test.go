@@ -13,6 +13,7 @@ import (
 // The service stores under package keyspace's keys (pinned there, byte
 // for byte) with its prefix, and under no others.
 func TestServiceStoresOnlyUnderTheKeyspaceKeys(t *testing.T) {
+	t.Parallel()
 	b := miniBackend(t)
 	ctx := context.Background()
 	svc, _ := newService(t, b, policies(2))

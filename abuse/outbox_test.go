@@ -14,6 +14,7 @@ import (
 // Every flag, ban, unban and clear is an outbox entry written in the same
 // script or MULTI as the change; refused or empty actions write none.
 func TestOutboxGetsOneEventPerChange(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc := newOutboxService(b.RDB, Policy{MaxAttempts: 2, BanAfterFlags: 1, BanFor: time.Minute, Factor: 2})
@@ -69,6 +70,7 @@ func TestOutboxGetsOneEventPerChange(t *testing.T) {
 // On Redis Cluster the outbox has its own slot: the scripts run without
 // it (no CROSSSLOT error) and the events are added in a second step.
 func TestOutboxOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	rdb := cl.Client(t)
 	ctx := context.Background()

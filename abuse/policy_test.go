@@ -7,6 +7,7 @@ import (
 )
 
 func TestParsePolicies(t *testing.T) {
+	t.Parallel()
 	base := DefaultPolicies()
 	base.Default.MaxAttempts = 7
 

@@ -89,6 +89,7 @@ func listed(t *testing.T, svc *Service, tenant, lock, user string) bool {
 // entry (its record expired or was cleared) must stay listed: the pruning
 // may remove only the entry it saw, not the fresh one written meanwhile.
 func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(2))
@@ -125,6 +126,7 @@ func TestListPruningNeverHidesAFreshFlag(t *testing.T) {
 // removal of their index entries must stay listed: the clear removes only
 // the entries of the records it deleted.
 func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		svc, _ := newService(t, b, policies(2))
@@ -163,6 +165,7 @@ func TestClearNeverHidesAFlagRecordedMeanwhile(t *testing.T) {
 // nothing, so it goes with its last flag record instead of staying in
 // Redis for ever (one per name a client ever used).
 func TestFlagIndexesExpireWithTheirFlags(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		pol := policies(1)

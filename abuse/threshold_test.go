@@ -15,6 +15,7 @@ import (
 // carried over from the PHP class above the threshold, or a threshold
 // lowered by a policy change mid-window, must still flag, once.
 func TestFlagFiresAtOrAboveTheThresholdOncePerWindow(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 

@@ -19,6 +19,7 @@ import (
 // the two from drifting apart: a code added to the domain fails here
 // until it has a sentinel or is said not to reach clients.
 func TestEveryDomainCodeHasASentinelOrIsNotSurfaced(t *testing.T) {
+	t.Parallel()
 	for _, c := range api.Codes() {
 		_, hasSentinel := codeErrors[c]
 		if hasSentinel == notSurfaced[c] {
@@ -64,6 +65,7 @@ func problemServer(t *testing.T) *Client {
 }
 
 func TestEveryProblemIsReadByItsCode(t *testing.T) {
+	t.Parallel()
 	c := problemServer(t)
 	for _, code := range api.Codes() {
 		t.Run(string(code), func(t *testing.T) {
@@ -91,6 +93,7 @@ func TestEveryProblemIsReadByItsCode(t *testing.T) {
 }
 
 func TestAnAnswerThatIsNoProblemGetsTheCodeOfItsStatus(t *testing.T) {
+	t.Parallel()
 	c := problemServer(t)
 	want := map[int]leasegate.Code{
 		http.StatusBadGateway:                  leasegate.CodeUnavailable,
@@ -130,6 +133,7 @@ func known(c leasegate.Code) bool {
 // answer matches the domain's sentinel of the route that was called, as
 // well as the code's own.
 func TestTheRoutesAnswerWithTheDomainsSentinels(t *testing.T) {
+	t.Parallel()
 	var code leasegate.Code
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", api.ProblemContentType)

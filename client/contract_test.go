@@ -16,6 +16,7 @@ import (
 // that the in-process services keep (redislock, abuse, semaphore and
 // claim contract_test.go): the same assertions, over HTTP.
 func TestClientKeepsTheServiceContracts(t *testing.T) {
+	t.Parallel()
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		url := "redis://" + s.RDB.Options().Addr
 		t.Run("locks through a gateway", func(t *testing.T) {

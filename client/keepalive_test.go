@@ -10,6 +10,7 @@ import (
 )
 
 func TestKeepAliveKeepsAOneSecondLeaseForFiveSeconds(t *testing.T) {
+	t.Parallel()
 	g := newMiniGateway(t)
 	c, lease := g.acquire(t, "job", time.Second)
 	ctx := context.Background()
@@ -51,6 +52,7 @@ func TestKeepAliveKeepsAOneSecondLeaseForFiveSeconds(t *testing.T) {
 }
 
 func TestKeepAliveSignalsLossWhenTheLeaseIsTaken(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		take  func(g *lockGateway)
@@ -87,6 +89,7 @@ func TestKeepAliveSignalsLossWhenTheLeaseIsTaken(t *testing.T) {
 }
 
 func TestKeepAliveSignalsLossBeforeExpiryWhenRedisDies(t *testing.T) {
+	t.Parallel()
 	g := newRealGateway(t)
 	c, lease := g.acquire(t, "job", time.Second)
 	ctx := context.Background()
@@ -127,6 +130,7 @@ func TestKeepAliveSignalsLossBeforeExpiryWhenRedisDies(t *testing.T) {
 // gateway (one renewal) instead of declaring it lost without trying; the
 // CLI does exactly this (Acquire WithWait, then KeepAlive).
 func TestKeepAliveKeepsALeaseThatWasWaitedForLongerThanItsTTL(t *testing.T) {
+	t.Parallel()
 	g := newMiniGateway(t)
 	c := g.client()
 	ctx := context.Background()

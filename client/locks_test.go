@@ -17,6 +17,7 @@ import (
 // the lock contract, run through c.Locks() in contract_test.go; this is
 // what only the Client's own methods add.
 func TestALeaseKeepsItsTTLAndTheSentinelsName404And403(t *testing.T) {
+	t.Parallel()
 	g := newMiniGateway(t)
 	c := g.client()
 	ctx := context.Background()
@@ -64,6 +65,7 @@ func TestALeaseKeepsItsTTLAndTheSentinelsName404And403(t *testing.T) {
 }
 
 func TestAcquireRejectsTTLThatIsNotWholeSeconds(t *testing.T) {
+	t.Parallel()
 	c := client.New("http://127.0.0.1:1")
 	for _, ttl := range []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond} {
 		if _, err := c.Acquire(context.Background(), "r", ttl); !errors.Is(err, client.ErrValidation) {
@@ -94,6 +96,7 @@ func (f *flakyGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	fast := client.WithRetryPolicy(client.RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond})
 
 	t.Run("acquire is retried after 503 and succeeds", func(t *testing.T) {
@@ -196,6 +199,7 @@ func lateAnswer(w http.ResponseWriter) {
 }
 
 func TestLostAnswersAreRetriedSafely(t *testing.T) {
+	t.Parallel()
 	fast := client.WithRetryPolicy(client.RetryPolicy{Attempts: 3, Base: time.Millisecond, Max: 5 * time.Millisecond})
 	g := newMiniGateway(t)
 	direct := g.client()

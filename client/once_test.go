@@ -27,6 +27,7 @@ func onceGateway(t *testing.T) (*client.Client, contracttest.Clock) {
 }
 
 func TestOnceRunsFnExactlyOnceForAHundredConcurrentCallers(t *testing.T) {
+	t.Parallel()
 	for _, store := range []string{"miniredis", "a real redis-server"} {
 		t.Run("on "+store, func(t *testing.T) {
 			var c *client.Client
@@ -76,6 +77,7 @@ func TestOnceRunsFnExactlyOnceForAHundredConcurrentCallers(t *testing.T) {
 }
 
 func TestAWorkerKilledMidFnLetsAnotherRunAfterTheLeaseExpires(t *testing.T) {
+	t.Parallel()
 	c, clock := onceGateway(t)
 	ctx := t.Context()
 	// The killed worker: it claimed and never completed, renewed or
@@ -109,6 +111,7 @@ func TestAWorkerKilledMidFnLetsAnotherRunAfterTheLeaseExpires(t *testing.T) {
 }
 
 func TestOnceAbandonsWhenFnFailsSoTheNextCallerRunsAtOnce(t *testing.T) {
+	t.Parallel()
 	c, _ := onceGateway(t)
 	boom := errors.New("provider down")
 	_, err := c.Once(t.Context(), "reward", "r1", func(context.Context) (json.RawMessage, error) { return nil, boom })
@@ -122,6 +125,7 @@ func TestOnceAbandonsWhenFnFailsSoTheNextCallerRunsAtOnce(t *testing.T) {
 }
 
 func TestOnceResultsKeepTheirBytes(t *testing.T) {
+	t.Parallel()
 	c, _ := onceGateway(t)
 	want := json.RawMessage("{\"b\": 1,\n  \"a\" : \"caf\\u00e9\", \"n\": 1.50e3}")
 	for i := range 2 {
@@ -137,6 +141,7 @@ func TestOnceResultsKeepTheirBytes(t *testing.T) {
 }
 
 func TestOnceKeepsTheLeaseAliveWhileFnRuns(t *testing.T) {
+	t.Parallel()
 	c := realGatewayClient(t)
 	// fn runs for longer than the claim's 1 s lease; KeepAlive renews it,
 	// so a second caller meanwhile is told claim-in-progress.

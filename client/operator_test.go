@@ -13,6 +13,7 @@ import (
 )
 
 func TestListForceReleaseAuditAndWatch(t *testing.T) {
+	t.Parallel()
 	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseRateLimit(t *testing.T) {
+	t.Parallel()
 	h := func(policy, limit string) http.Header {
 		out := http.Header{}
 		if policy != "" {

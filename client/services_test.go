@@ -18,6 +18,7 @@ import (
 // (contract_test.go); these are the parts that only HTTP has.
 
 func TestServicesRefuseATenantBeforeSendingAnything(t *testing.T) {
+	t.Parallel()
 	var count countingHandler
 	count.next = http.NotFoundHandler()
 	hs := httptest.NewServer(&count)
@@ -39,6 +40,7 @@ func TestServicesRefuseATenantBeforeSendingAnything(t *testing.T) {
 }
 
 func TestServicesAnswerErrUnavailableWithoutAnAnswer(t *testing.T) {
+	t.Parallel()
 	hs := httptest.NewServer(http.NotFoundHandler())
 	hs.Close() // nothing listens there now
 	c := client.New(hs.URL, client.WithRetryPolicy(client.RetryPolicy{Attempts: 1}))
@@ -56,6 +58,7 @@ func TestServicesAnswerErrUnavailableWithoutAnAnswer(t *testing.T) {
 }
 
 func TestServiceErrorsAreStillTheClientsErrors(t *testing.T) {
+	t.Parallel()
 	c := contractGateway(t, "redis://"+miniredis.RunT(t).Addr())
 	ctx := context.Background()
 	_, err := c.Locks().Status(ctx, "", "never")
@@ -75,6 +78,7 @@ func TestServiceErrorsAreStillTheClientsErrors(t *testing.T) {
 }
 
 func TestARateLimitIsNoBan(t *testing.T) {
+	t.Parallel()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "3")
 		http.Error(w, "slow down", http.StatusTooManyRequests)

@@ -151,6 +151,7 @@ func runSuite(t *testing.T, phpunit, suite string, env []string) {
 // (Debian's php-symfony-lock and php-laravel-framework) with the default
 // transport.
 func TestPHPUnit(t *testing.T) {
+	t.Parallel()
 	tool(t, "php", "php-cli")
 	phpunit := tool(t, "phpunit", "phpunit")
 	url := startGateway(t, "test", "")
@@ -195,6 +196,7 @@ func TestPHPUnit(t *testing.T) {
 // TestStoreBenchmarkRuns runs bench/store_bench.php for a few cycles, so
 // the script behind docs/benchmarks.md's PHP figures keeps working.
 func TestStoreBenchmarkRuns(t *testing.T) {
+	t.Parallel()
 	php := tool(t, "php", "php-cli")
 	url := startGateway(t, "bench", "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

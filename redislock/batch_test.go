@@ -28,6 +28,7 @@ func newBatcher(t *testing.T, addr string) *redislock.Batcher {
 }
 
 func TestBatcherGivesEachCallerItsOwnAnswer(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: uniquePrefix(t)}))
@@ -78,6 +79,7 @@ func TestBatcherGivesEachCallerItsOwnAnswer(t *testing.T) {
 }
 
 func TestBatcherLoadsTheScriptWhenRedisHasNone(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		if err := e.RDB.ScriptFlush(ctx).Err(); err != nil {
@@ -91,6 +93,7 @@ func TestBatcherLoadsTheScriptWhenRedisHasNone(t *testing.T) {
 }
 
 func TestBatcherFailedPipelineIsUnavailableNeverAGrant(t *testing.T) {
+	t.Parallel()
 	// A "Redis" that reads the pipeline and drops the connection.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -124,6 +127,7 @@ func TestBatcherFailedPipelineIsUnavailableNeverAGrant(t *testing.T) {
 }
 
 func TestBatcherNeverSendsACallWhoseContextEnded(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: prefix}))
@@ -141,6 +145,7 @@ func TestBatcherNeverSendsACallWhoseContextEnded(t *testing.T) {
 }
 
 func TestBatcherRefusesAClientThatRetries(t *testing.T) {
+	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = rdb.Close() })
 	if _, err := redislock.NewBatcher(rdb, redislock.BatchOptions{}); err == nil {
@@ -149,6 +154,7 @@ func TestBatcherRefusesAClientThatRetries(t *testing.T) {
 }
 
 func TestBatcherAfterCloseFailsUnsent(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		b := newBatcher(t, e.RDB.Options().Addr)
 		b.Close()

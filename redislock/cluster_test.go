@@ -35,6 +35,7 @@ func masterOf(t *testing.T, rc *redis.ClusterClient, key string) string {
 }
 
 func TestLocksOnRealCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
@@ -129,6 +130,7 @@ func TestLocksOnRealCluster(t *testing.T) {
 // TestListingOnRealCluster: on Cluster the index is written in a second
 // step (another slot), and the listing still shows every live lease.
 func TestListingOnRealCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)

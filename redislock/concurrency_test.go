@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -74,6 +75,7 @@ func bigPool(t *testing.T, e *engine) *redis.Client {
 }
 
 func TestConcurrentAcquiresOfAFreeResourceHaveOneWinner(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		l := newLocker(t, bigPool(t, e), redislock.Options{})
 		checkOneWinner(t, l, "free", race(t, l, "free", 100))
@@ -81,6 +83,7 @@ func TestConcurrentAcquiresOfAFreeResourceHaveOneWinner(t *testing.T) {
 }
 
 func TestConcurrentTakeoversOfAnExpiredLeaseHaveOneWinner(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		for _, unreaped := range []bool{false, true} {
 			name := "once Redis has reaped the key"
@@ -113,18 +116,11 @@ func TestConcurrentTakeoversOfAnExpiredLeaseHaveOneWinner(t *testing.T) {
 // signal that expiry has happened on the server's clock.
 func waitNotHeld(t *testing.T, l *locker, resource string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	redistest.Eventually(t, 10*time.Second, fmt.Sprintf("lease on %q gone", resource), func() bool {
 		_, err := l.Status(context.Background(), resource)
-		if errors.Is(err, leasegate.ErrLockNotHeld) {
-			return
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, leasegate.ErrLockNotHeld) {
 			t.Fatalf("Status: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lease on %q still held after 10s", resource)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return errors.Is(err, leasegate.ErrLockNotHeld)
+	})
 }

@@ -12,6 +12,7 @@ import (
 // Go client keeps over HTTP (client/contract_test.go), on miniredis and
 // on a real redis-server.
 func TestServiceKeepsTheLockContract(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		contracttest.Locks(t, func(t *testing.T) contracttest.LockBackend {
 			t.Helper()
@@ -34,6 +35,7 @@ func TestServiceKeepsTheLockContract(t *testing.T) {
 // The operator side (listing, forced releases, events) keeps the contract
 // the Go client keeps over HTTP.
 func TestOperatorKeepsTheOperatorContract(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		if e.Mini != nil {
 			e.RealClock() // watchers' timers follow real time

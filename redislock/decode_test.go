@@ -13,6 +13,7 @@ import (
 type reply = []interface{}
 
 func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
+	t.Parallel()
 	good := "1 7 1000 2000 1000 svc-a"
 	t.Run("the documented reply decodes", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
@@ -78,6 +79,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 }
 
 func TestDecodeHeld(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		reply interface{}
@@ -126,6 +128,7 @@ func TestDecodeHeld(t *testing.T) {
 }
 
 func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
+	t.Parallel()
 	// A release answers 1 + the hold time in milliseconds.
 	for reply, want := range map[int64]leasegate.ReleaseResult{1: leasegate.Released, 2: leasegate.Released,
 		1 << 40: leasegate.Released, 0: leasegate.NotFound, -1: leasegate.Forbidden} {
@@ -148,6 +151,7 @@ func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 }
 
 func TestReleaseReportsTheHoldTime(t *testing.T) {
+	t.Parallel()
 	var got time.Duration
 	l := New(redistest.ReplyScripter{Reply: int64(1501)}, Options{OnRelease: func(_, _ string, held time.Duration) { got = held }})
 	if r, err := l.release(context.Background(), "", "r", "o", 0); err != nil || r != leasegate.Released {
@@ -159,6 +163,7 @@ func TestReleaseReportsTheHoldTime(t *testing.T) {
 }
 
 func TestReleaseResultString(t *testing.T) {
+	t.Parallel()
 	for r, want := range map[leasegate.ReleaseResult]string{
 		leasegate.Released: "released", leasegate.NotFound: "not_found", leasegate.Forbidden: "forbidden", 0: "ReleaseResult(0)", 9: "ReleaseResult(9)",
 	} {

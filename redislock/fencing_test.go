@@ -29,6 +29,7 @@ func (inc *increasing) add(step string, tok int64) {
 }
 
 func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		inc := &increasing{t: t}
@@ -52,6 +53,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 }
 
 func TestFencingTokensAreAtLeastTheRedisClockInMicroseconds(t *testing.T) {
+	t.Parallel()
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{})
 	lk := mustAcquire(t, l, "r", "svc-a", ttl)
@@ -66,6 +68,7 @@ func TestFencingTokensAreAtLeastTheRedisClockInMicroseconds(t *testing.T) {
 }
 
 func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t *testing.T) {
+	t.Parallel()
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
@@ -77,6 +80,7 @@ func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t
 }
 
 func TestFencingTokensStayAboveEarlierOnesAfterTheTombstoneExpires(t *testing.T) {
+	t.Parallel()
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Minute})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
@@ -98,6 +102,7 @@ func TestFencingTokensStayAboveEarlierOnesAfterTheTombstoneExpires(t *testing.T)
 // the only floor is the Redis clock; if that clock has stepped back by more
 // than the time since the last token, a token can repeat or fall.
 func TestFencingLimitATokenCanFallWhenTheClockStepsBackAfterTheFenceKeyIsGone(t *testing.T) {
+	t.Parallel()
 	e := newMiniEngine(t)
 	l := newLocker(t, e.RDB, redislock.Options{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
@@ -112,6 +117,7 @@ func TestFencingLimitATokenCanFallWhenTheClockStepsBackAfterTheFenceKeyIsGone(t 
 }
 
 func TestFencingTokensSurviveARedisRestartWithAOF(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	rdb := srv.Client(t)
 	prefix := uniquePrefix(t)
@@ -140,6 +146,7 @@ func TestFencingTokensSurviveARedisRestartWithAOF(t *testing.T) {
 }
 
 func TestFencingTokensStayAboveEarlierOnesAfterARedisRestartWithoutPersistence(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := uniquePrefix(t)

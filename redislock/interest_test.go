@@ -32,6 +32,7 @@ func firstMessage(t *testing.T, e *engine, ch string, act func()) string {
 }
 
 func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
@@ -82,6 +83,7 @@ func registerWaiter(t *testing.T, l *locker, resource, id string, ttl time.Durat
 }
 
 func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
@@ -110,6 +112,7 @@ func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *t
 // holder lease far longer than the wait: a wake-up lost between the
 // registration and the release leaves the waiter timed out.
 func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		ch := prefix + "released"

@@ -10,6 +10,7 @@ import (
 // The engine stores under package keyspace's keys (pinned there, byte for
 // byte), in the Locker's tenant, and announces a release with the lock key.
 func TestLockerUsesTheKeyspaceLayout(t *testing.T) {
+	t.Parallel()
 	for _, prefix := range []string{"", "lg:", "other:"} {
 		for _, tenant := range []string{"", "acme", "a;r=b"} {
 			for _, resource := range []string{"daily-report", "{a}", "a:fence", "user:u"} {

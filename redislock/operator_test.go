@@ -43,6 +43,7 @@ func names(items []leasegate.HeldLock) []string {
 }
 
 func TestListShowsLiveLeasesInResourceOrderByPrefix(t *testing.T) {
+	t.Parallel()
 	for mode, secondStep := range []bool{false, true} {
 		forEachEngine(t, func(t *testing.T, e *engine) {
 			l := newLocker(t, e.RDB, redislock.Options{})
@@ -81,6 +82,7 @@ func TestListShowsLiveLeasesInResourceOrderByPrefix(t *testing.T) {
 // a listed lease is never expired, and every lease held throughout is on
 // exactly one page.
 func TestListUnderChurn(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		l := newLocker(t, e.RDB, redislock.Options{})
@@ -136,6 +138,7 @@ func TestListUnderChurn(t *testing.T) {
 // An ended lease's key stays (as the fence), so "stale" must come from
 // expires_at, not from the key.
 func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
@@ -167,6 +170,7 @@ func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
 }
 
 func TestForceRelease(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		l := newLocker(t, e.RDB, redislock.Options{})
@@ -214,6 +218,7 @@ func TestForceRelease(t *testing.T) {
 // TestForceReleaseRacingARenew: whatever the interleaving, a renew never
 // revives a force-released lease, and a later acquire gets a larger token.
 func TestForceReleaseRacingARenew(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		l := newLocker(t, e.RDB, redislock.Options{})
@@ -265,6 +270,7 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 // TestListCountsWaitingAcquiresNotWatchers: the waiters come from the resource's waiters hash, fleet-wide, as the sum of
 // its numeric values; an event watcher's entry there is not a waiter.
 func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
@@ -310,6 +316,7 @@ func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
 // Redis) as 5, once each head has tried again (every PollInterval
 // without a subscription).
 func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx, cancel := context.WithCancel(context.Background())
 		prefix := uniquePrefix(t)
@@ -365,6 +372,7 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 // step cannot add a new grant (here the index key holds a string), the
 // lease is still granted and OnIndexFailure is told, once per grant.
 func TestAFailedIndexSecondStepIsReportedAndTheGrantStands(t *testing.T) {
+	t.Parallel()
 	e := newMiniEngine(t)
 	var failed atomic.Int64
 	prefix := uniquePrefix(t)

@@ -95,6 +95,7 @@ func checkForceReleaseEvent(t *testing.T, x redis.XMessage, tenant string, lk le
 // gateway), with the lock index in the script too; a release of
 // nothing writes nothing, and without webhooks nothing is written.
 func TestForceReleaseWritesItsWebhookEventInItsScript(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
@@ -146,6 +147,7 @@ func TestForceReleaseWritesItsWebhookEventInItsScript(t *testing.T) {
 // script runs without it (no CROSSSLOT error) and the event is added
 // right after it, one per forced release, for resources on every master.
 func TestForceReleaseEventOnRealCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)

@@ -14,6 +14,7 @@ import (
 const ttl = 30 * time.Second
 
 func TestAcquire(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 
@@ -146,6 +147,7 @@ func TestAcquire(t *testing.T) {
 }
 
 func TestRelease(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		cases := []struct {
@@ -224,6 +226,7 @@ func TestRelease(t *testing.T) {
 }
 
 func TestReleasePublishesItsLockKeyOnTheReleaseChannel(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		channel := uniquePrefix(t) + "released"
@@ -249,6 +252,7 @@ func TestReleasePublishesItsLockKeyOnTheReleaseChannel(t *testing.T) {
 }
 
 func TestRenew(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 
@@ -339,6 +343,7 @@ func TestRenew(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 
@@ -381,6 +386,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestTenantsAreSeparateNamespaces(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		base := newLocker(t, e.RDB, redislock.Options{})
@@ -431,6 +437,7 @@ func lockKey(l *locker, resource string) string {
 // Every distinct resource string is its own lock: names that look like
 // keys, hash tags, other resources' suffixes or SQL share nothing.
 func TestOddResourceNamesAreIndependentLocks(t *testing.T) {
+	t.Parallel()
 	names := []string{
 		"a", "{a}", "a:fence", "a:lock", "a b", "ü", "x'; DROP TABLE distributed_locks; --",
 		"}", "{", "{}", "a}b{c}", "%7Ba%7D", "a%3Afence", "t=;r=a",

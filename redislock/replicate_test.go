@@ -47,6 +47,7 @@ func replicated(rdb redis.Scripter) *locker {
 }
 
 func TestMinReplicasOnRealRedis(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("an acknowledged grant is already on the replica when Acquire returns", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 // miniredis has no WAIT: it answers an error, which a replicated Locker
 // must treat as "not acknowledged", never as a grant.
 func TestMinReplicasWhenWaitFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	m.SetTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))

@@ -40,9 +40,7 @@ func newShardGateway(t testing.TB, cl *redistest.Cluster, prefix string, sharded
 	}
 	g.svc = redislock.NewService(g.l.Locker, g.w, 0)
 	t.Cleanup(g.w.Close)
-	for !g.w.Active() {
-		time.Sleep(time.Millisecond)
-	}
+	redistest.Eventually(t, 10*time.Second, "the waiter subscribes", g.w.Active)
 	return g
 }
 
@@ -111,6 +109,7 @@ func (g *shardGateway) wait(resource, owner string, wait time.Duration) <-chan w
 // within the bound); a gateway with no waiter receives nothing. With
 // classic PUBLISH, the same release reaches the idle gateway too.
 func TestShardedWakeUpsOnRealCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	prefix := uniquePrefix(t)
 	a := newShardGateway(t, cl, prefix, true)
@@ -252,6 +251,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 // master that serves it (the subscription is lost and opened again). The
 // try never reports a release of its own, so only the message wakes it.
 func TestShardedWaitFollowsItsSlot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)

@@ -15,6 +15,7 @@ import (
 // Every operation, when Redis fails, returns ErrUnavailable and never a
 // grant, and nothing is written.
 func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ops := []struct {
 		name string
@@ -93,6 +94,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 // The scripts run as EVALSHA with an EVAL fallback, so a server that has
 // never seen them (or was restarted, or had SCRIPT FLUSH) still works.
 func TestScriptsLoadThemselvesAfterScriptFlush(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		l := newLocker(t, e.RDB, redislock.Options{})
 		mustAcquire(t, l, "r", "svc-a", ttl)

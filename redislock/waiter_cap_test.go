@@ -15,6 +15,7 @@ import (
 // at once with ErrTooManyWaiters (and queues nothing); a free slot, once
 // a waiter leaves, is taken again.
 func TestWaiterRefusesWaitersBeyondItsCap(t *testing.T) {
+	t.Parallel()
 	forEachWaitRig(t, redislock.WaiterOptions{MaxWaiters: 2}, func(t *testing.T, r *waitRig) {
 		r.hold(t, "a", "holder", time.Minute)
 		r.hold(t, "b", "holder", time.Minute)

@@ -82,6 +82,7 @@ func (h *holdTry) names(cmd redis.Cmder) bool {
 // answer "not granted" while the try may still grant the lease
 // (docs/safety.md, "A false alarm in the proxy scenario").
 func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
+	t.Parallel()
 	const wait = 200 * time.Millisecond
 	// past is how long after the wait's end the held try is let go: time
 	// must pass here, as the wait's end is a timer in the gateway.
@@ -197,6 +198,7 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 // each try the whole OpTimeout too, so a try in flight when the wait ends
 // is not cut short and its success is the answer.
 func TestWaitForLetsATryInFlightFinish(t *testing.T) {
+	t.Parallel()
 	w := redislock.NewWaiter(nil, redislock.WaiterOptions{})
 	t.Cleanup(w.Close)
 	const wait = 100 * time.Millisecond

@@ -49,6 +49,7 @@ func records(t *testing.T, lb *logtest.Buffer, level, snippet string) int {
 // log of a gateway started without Redis). It warns once per outage,
 // retries at debug level, and says when the subscription is back.
 func TestAnOutageOfTheSubscriptionIsLoggedOnceNotPerRetry(t *testing.T) {
+	t.Parallel()
 	m := miniredis.RunT(t)
 	sub := &switchSubscriber{
 		live: redis.NewClient(&redis.Options{Addr: m.Addr()}),

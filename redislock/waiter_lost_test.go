@@ -75,6 +75,7 @@ func (s *lossySubscriber) cut() {
 // holder's expiry (docs/waiting.md: "while the subscription is not active,
 // heads also re-check every PollInterval").
 func TestWaiterPollsAfterTheSubscriptionIsLost(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, addr string) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { _ = rdb.Close() })

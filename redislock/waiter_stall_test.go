@@ -39,6 +39,7 @@ func pause(t *testing.T, srv *redistest.Server) {
 // most one call after the wait; a wait parked between tries when Redis
 // hangs is contended at the end of the wait, with no call in flight.
 func TestAWaitIsAnsweredTrulyWhenRedisStalls(t *testing.T) {
+	t.Parallel()
 	const opTimeout = time.Second
 	// Generous, for a loaded machine.
 	const slack = 1500 * time.Millisecond

@@ -121,6 +121,7 @@ func receive(t *testing.T, ch <-chan waitOutcome, within time.Duration) waitOutc
 }
 
 func TestWaiterWakesOnRelease(t *testing.T) {
+	t.Parallel()
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		r.hold(t, "job", "holder", time.Minute)
 		ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
@@ -151,6 +152,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 }
 
 func TestWaiterWakesAtExpiry(t *testing.T) {
+	t.Parallel()
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		held := r.hold(t, "job", "holder", 300*time.Millisecond)
 		ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
@@ -175,6 +177,7 @@ func TestWaiterWakesAtExpiry(t *testing.T) {
 }
 
 func TestWaiterRenewalMakesItWaitAgain(t *testing.T) {
+	t.Parallel()
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		// The renewal must land within the holder's 200ms lease; a machine
 		// too loaded to queue the waiter and renew in time is not what
@@ -209,6 +212,7 @@ func TestWaiterRenewalMakesItWaitAgain(t *testing.T) {
 // queue. Polling is off and the holder's lease outlives the wait, so only
 // the release notification can answer the waiter in time.
 func TestWaiterNoLostWakeUp(t *testing.T) {
+	t.Parallel()
 	iterations := 500
 	if testing.Short() {
 		iterations = 50
@@ -236,6 +240,7 @@ func TestWaiterNoLostWakeUp(t *testing.T) {
 }
 
 func TestWaitersAreServedInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		r.hold(t, "job", "holder", time.Minute)
@@ -282,6 +287,7 @@ func TestWaitersAreServedInArrivalOrder(t *testing.T) {
 }
 
 func TestWaiterWhoseClientLeftIsDroppedAtOnce(t *testing.T) {
+	t.Parallel()
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		r.hold(t, "job", "holder", time.Minute)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -307,6 +313,7 @@ func TestWaiterWhoseClientLeftIsDroppedAtOnce(t *testing.T) {
 }
 
 func TestWaiterCloseAnswersEveryWaiter(t *testing.T) {
+	t.Parallel()
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		r.hold(t, "job", "holder", time.Minute)
 		var chans []<-chan waitOutcome
@@ -333,6 +340,7 @@ func TestWaiterCloseAnswersEveryWaiter(t *testing.T) {
 }
 
 func TestWaiterSameOwnerIsAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
 	forEachWaitRig(t, redislock.WaiterOptions{}, func(t *testing.T, r *waitRig) {
 		held := r.hold(t, "job", "holder", time.Minute)
 		other := r.startWait(context.Background(), "job", "other", time.Minute, 30*time.Second)
@@ -349,6 +357,7 @@ func TestWaiterSameOwnerIsAnsweredAtOnce(t *testing.T) {
 }
 
 func TestWaiterRedisErrorEndsTheWaitWithoutAGrant(t *testing.T) {
+	t.Parallel()
 	r := newMiniWaitRig(t, redislock.WaiterOptions{})
 	r.hold(t, "job", "holder", 300*time.Millisecond)
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 10*time.Second)
@@ -364,6 +373,7 @@ func TestWaiterRedisErrorEndsTheWaitWithoutAGrant(t *testing.T) {
 // the lock in the same transaction, so no release is ever published: only
 // the wake-up on re-subscription can answer the waiter before its wait ends.
 func TestWaiterResubscriptionWakesEveryone(t *testing.T) {
+	t.Parallel()
 	r := newRealWaitRig(t, redislock.WaiterOptions{})
 	r.hold(t, "job", "holder", time.Hour)
 	ch := r.startWait(context.Background(), "job", "waiter", time.Minute, 20*time.Second)
@@ -385,6 +395,7 @@ func TestWaiterResubscriptionWakesEveryone(t *testing.T) {
 }
 
 func TestWaiterWithoutSubscriptionPolls(t *testing.T) {
+	t.Parallel()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -394,15 +405,21 @@ func TestWaiterWithoutSubscriptionPolls(t *testing.T) {
 	if _, err := l.Acquire(context.Background(), "job", "holder", time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	type outcome struct {
+		res leasegate.AcquireResult
+		err error
+	}
+	got := make(chan outcome, 1)
 	go func() {
-		for w.Queued(l.Locker, "job") == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		_, _ = l.Release(context.Background(), "job", "holder", 0)
+		res, err := w.Acquire(context.Background(), l.Locker, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
+		got <- outcome{res, err}
 	}()
-	res, err := w.Acquire(context.Background(), l.Locker, redislock.WaitRequest{Resource: "job", Owner: "waiter", TTL: time.Minute, Wait: 5 * time.Second})
-	if err != nil || !res.Acquired {
-		t.Fatalf("got %+v, %v; want acquired by polling", res, err)
+	redistest.Eventually(t, 5*time.Second, "the wait is queued", func() bool { return w.Queued(l.Locker, "job") > 0 })
+	if _, err := l.Release(context.Background(), "job", "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-got; o.err != nil || !o.res.Acquired {
+		t.Fatalf("got %+v, %v; want acquired by polling", o.res, o.err)
 	}
 }
 
@@ -415,9 +432,7 @@ func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
 	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "bench:", ReleaseChannel: ch}))
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
 	b.Cleanup(w.Close)
-	for !w.Active() {
-		time.Sleep(time.Millisecond)
-	}
+	redistest.Eventually(b, 10*time.Second, "the waiter subscribes", w.Active)
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
@@ -433,9 +448,7 @@ func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
 			}
 			got <- err
 		}()
-		for w.Queued(l.Locker, res) == 0 {
-			time.Sleep(50 * time.Microsecond)
-		}
+		redistest.Eventually(b, 10*time.Second, "the wait is queued", func() bool { return w.Queued(l.Locker, res) > 0 })
 		b.StartTimer()
 		if _, err := l.Release(ctx, res, "holder", 0); err != nil {
 			b.Fatal(err)

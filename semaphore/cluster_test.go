@@ -19,6 +19,7 @@ import (
 // there is woken by it: the permit has a minute left and polling is off,
 // so nothing else wakes it within the bound.
 func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
@@ -41,13 +42,9 @@ func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
 			got <- err
 		}()
 		permits := keyspace.Space{Prefix: prefix}.Semaphore("", name).Permits()
-		deadline := time.Now().Add(10 * time.Second)
-		for w.QueuedOn(permits) == 0 || w.ShardSubscriptions() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the wait did not queue and subscribe within 10s", name)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		redistest.Eventually(t, 10*time.Second, name+": the wait queues and subscribes", func() bool {
+			return w.QueuedOn(permits) > 0 && w.ShardSubscriptions() > 0
+		})
 		_, before := w.Received()
 		if res, err := s.Release(ctx, "", name, "a", 0); err != nil || res != leasegate.Released {
 			t.Fatalf("%s: release: got %v, %v; want released", name, res, err)

@@ -32,6 +32,7 @@ type interval struct {
 // recorded history that are live must number at most 5, and tokens must
 // be unique and increase with grant time.
 func TestNPermitsAreNeverExceededUnderConcurrentAcquirersWithCrashes(t *testing.T) {
+	t.Parallel()
 	redistest.EachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		if b.Mini != nil {
 			// miniredis follows the wall clock here, so permits expire
@@ -130,6 +131,7 @@ func checkHistory(t *testing.T, h []interval, limit int) {
 }
 
 func TestTenantsHaveTheirOwnSemaphores(t *testing.T) {
+	t.Parallel()
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		svc := newService(t, s)
 		ctx := t.Context()
@@ -153,6 +155,7 @@ func TestTenantsHaveTheirOwnSemaphores(t *testing.T) {
 }
 
 func TestAcquireRefusesALimitOrTTLOutOfRange(t *testing.T) {
+	t.Parallel()
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		svc := newService(t, s)
 		for _, req := range []leasegate.SemaphoreRequest{

@@ -12,6 +12,7 @@ import (
 // HTTP (client/contract_test.go), on miniredis and on a real
 // redis-server.
 func TestServiceKeepsTheSemaphoreContract(t *testing.T) {
+	t.Parallel()
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		contracttest.Semaphores(t, func(t *testing.T) contracttest.SemaphoreBackend {
 			return contracttest.SemaphoreBackend{Semaphores: newService(t, s), Advance: s.Advance, Outage: s.Outage}

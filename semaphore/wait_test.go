@@ -12,6 +12,7 @@ import (
 // A waiting acquire is woken when a crashed holder's permit expires: no
 // release is ever published, so only the expiry hint wakes it.
 func TestAWaitingAcquireGetsTheSlotOfAnExpiredPermit(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	svc := newService(t, contracttest.Store{RDB: rs.Client(t)})
 	ctx := t.Context()
@@ -34,6 +35,7 @@ func TestAWaitingAcquireGetsTheSlotOfAnExpiredPermit(t *testing.T) {
 // Several waiters on a semaphore with several slots all get one when the
 // holders release, each woken in turn (the hand-off of the FIFO queue).
 func TestWaitersShareTheSlotsReleasedAtOnce(t *testing.T) {
+	t.Parallel()
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		svc := newService(t, s)
 		ctx := t.Context()

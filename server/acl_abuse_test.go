@@ -13,6 +13,7 @@ import (
 // user locks and the ops review included, not only the resource locks:
 // a missing command would turn an operator's clear into a 503.
 func TestRedisACLRunsUserLocksAndTheOpsReview(t *testing.T) {
+	t.Parallel()
 	srv := startWithACLUser(t)
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"

@@ -37,6 +37,7 @@ func postLogin(t *testing.T, s *Server, key string) int {
 }
 
 func TestAuthRefusalsAreCounted(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.APIKeys = testKeyEntries()
 	s := start(t, cfg, nil)

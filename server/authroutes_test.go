@@ -47,6 +47,7 @@ func authz(v string) []string {
 }
 
 func TestUnauthenticatedRequestsGetOneIdentical401(t *testing.T) {
+	t.Parallel()
 	app := authApp(t, redistest.OnMini(t), nil, false)
 	e := app.E
 	cases := []struct{ name, auth string }{
@@ -100,6 +101,7 @@ func TestUnauthenticatedRequestsGetOneIdentical401(t *testing.T) {
 }
 
 func TestAuthenticatedRequests(t *testing.T) {
+	t.Parallel()
 	e := authApp(t, redistest.OnMini(t), nil, false).E
 	t.Run("a client key may take a lock", func(t *testing.T) {
 		r := apptest.Do(t, e, http.MethodPost, "/locks/job", `{"owner":"svc","ttl_seconds":30}`, authz("Bearer "+keyClientA)...)
@@ -148,6 +150,7 @@ func quoted(s string) string {
 }
 
 func TestMetricsAuthNone(t *testing.T) {
+	t.Parallel()
 	cfg := handlers.DefaultConfig()
 	cfg.MetricsPublic = true
 	e := authApp(t, redistest.OnMini(t), &cfg, false).E
@@ -184,6 +187,7 @@ func concrete(template string) string {
 // TestEveryRouteButHealthNeedsAKey walks every registered route, so routes
 // added later (ops review, /openapi.yaml) are covered without editing it.
 func TestEveryRouteButHealthNeedsAKey(t *testing.T) {
+	t.Parallel()
 	e := authApp(t, redistest.OnMini(t), nil, false).E
 	var unauthorized []byte
 	for _, rt := range e.Routes() {

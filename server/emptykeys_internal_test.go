@@ -14,6 +14,7 @@ import (
 // caller, on a loopback address a reverse proxy forwards to, or anywhere
 // with --insecure-open left over from development.
 func TestConfiguredKeysThatHoldNoKeyStopTheStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	comments := filepath.Join(dir, "comments")

@@ -84,6 +84,7 @@ func get(t *testing.T, s *Server, path, key string) (*http.Response, []byte) {
 }
 
 func TestOpenModeListensOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	t.Run("no keys on a non-loopback address is refused", func(t *testing.T) {
 		for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
 			cfg := testConfig(t)
@@ -148,6 +149,7 @@ func TestOpenModeListensOnLoopbackOnly(t *testing.T) {
 }
 
 func TestMetricsAuthOverHTTP(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode                  string
 		none, client, opsWant int
@@ -185,6 +187,7 @@ func TestMetricsAuthOverHTTP(t *testing.T) {
 }
 
 func TestRedisMetricsAreRecorded(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.APIKeys = testKeyEntries()
 	s := start(t, cfg, nil)

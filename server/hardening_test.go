@@ -34,6 +34,7 @@ func rawRoundTrip(t *testing.T, s *Server, req string) (*http.Response, []byte) 
 }
 
 func TestSlowlorisIsCutOffByTheReadHeaderTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 300 * time.Millisecond
 	cfg := testConfig(t)
 	cfg.ReadHeaderTimeout = timeout
@@ -85,6 +86,7 @@ drip:
 }
 
 func TestOversizeHeadersGet431Problem(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.MaxHeaderBytes = 1 << 10
 	s := start(t, cfg, nil)
@@ -117,6 +119,7 @@ func TestOversizeHeadersGet431Problem(t *testing.T) {
 }
 
 func TestOversizeBodyGets413Problem(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.HTTP.BodyLimit = 1 << 10
 	s := start(t, cfg, nil)
@@ -147,6 +150,7 @@ func chunk(s string) string {
 }
 
 func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		proxies []string

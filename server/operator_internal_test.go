@@ -25,6 +25,7 @@ func opsGet(t *testing.T, s *Server, path string) string {
 // TestOperatorToolsAreWired: the gateway lists, force-releases and audits,
 // key reloads included, and counts contention by the configured classes.
 func TestOperatorToolsAreWired(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "keys")
 	writeKeys(t, file, "oncall:ops:t1:"+auth.HashKey(opsKeyT1)+"\n")
 	cfg := testConfig(t)
@@ -86,6 +87,7 @@ func TestOperatorToolsAreWired(t *testing.T) {
 // TestEventStreamsOutliveTheWriteTimeout: --write-timeout bounds answers,
 // not event streams, which keep their heartbeats going past it.
 func TestEventStreamsOutliveTheWriteTimeout(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.HTTP.MaxWait = 200 * time.Millisecond
 	cfg.HTTP.RequestTimeout = 200 * time.Millisecond

@@ -7,6 +7,7 @@ import (
 )
 
 func TestValidateBoundsTheOpsSessionTTL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ttl time.Duration
 		ok  bool

@@ -19,6 +19,7 @@ import (
 // metrics count, and a forced claim removal lands in the abuse log with
 // the operator and the reason.
 func TestServerWiresSemaphoresAndClaims(t *testing.T) {
+	t.Parallel()
 	cfg := server.DefaultConfig()
 	audit := &logtest.Buffer{}
 	cfg.AbuseLog = audit

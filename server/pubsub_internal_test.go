@@ -11,6 +11,7 @@ import (
 // The version check that chooses sharded wake-ups reads every master:
 // none of the test cluster's (Redis 7) is below 7, all are below 99.
 func TestMastersBelowReadsEveryMastersVersion(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
 	ctx := context.Background()

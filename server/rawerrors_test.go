@@ -60,6 +60,7 @@ func (c recordedConn) Write(p []byte) (int, error) {
 // its own answers: update rawRewrites, or the answer reaches clients as
 // text/plain.
 func TestNetHTTPStillWritesTheAnswersWeRewrite(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +105,7 @@ func TestNetHTTPStillWritesTheAnswersWeRewrite(t *testing.T) {
 }
 
 func TestNetHTTPsOwnAnswersAreProblems(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.MaxHeaderBytes = 1 << 10
 	s := start(t, cfg, nil)

@@ -42,6 +42,7 @@ func getHost(t *testing.T, addr, path, host string, hdr ...string) (int, string)
 // lets the page read the answers. Open mode on loopback answers only
 // requests addressed to a loopback host.
 func TestOpenModeRefusesRequestsForOtherHosts(t *testing.T) {
+	t.Parallel()
 	s := start(t, testConfig(t), nil)
 	_, port, _ := net.SplitHostPort(s.Addr())
 

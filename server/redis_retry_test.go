@@ -100,6 +100,7 @@ func newReplyDropper(t *testing.T, target string) *replyDropper {
 // attempt is counted twice). The gateway's client must send each script
 // once and report the lost reply as unavailable.
 func TestALostReplyIsNeverReSent(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, addr string) {
 		p := newReplyDropper(t, addr)
 		cfg := server.DefaultConfig()

@@ -24,6 +24,7 @@ import (
 )
 
 func TestRedisConfigValidate(t *testing.T) {
+	t.Parallel()
 	with := func(f func(c *server.Config)) server.Config {
 		c := server.DefaultConfig()
 		f(&c)
@@ -127,6 +128,7 @@ func ping(t *testing.T, cfg server.Config) error {
 }
 
 func TestRedisTLS(t *testing.T) {
+	t.Parallel()
 	ca := redistest.NewCA(t)
 	srv := redistest.StartTLS(t, ca, ca.Issue(t, "redis"))
 
@@ -208,6 +210,7 @@ func TestRedisTLS(t *testing.T) {
 }
 
 func TestInsecureSkipVerify(t *testing.T) {
+	t.Parallel()
 	ca := redistest.NewCA(t)
 	srv := redistest.StartTLS(t, ca, ca.Issue(t, "redis"))
 	core, logs := observer.New(zap.WarnLevel)
@@ -229,6 +232,7 @@ func TestInsecureSkipVerify(t *testing.T) {
 }
 
 func TestMinReplicasOverHTTP(t *testing.T) {
+	t.Parallel()
 	// A Redis with no replica: every grant is refused with 503 and undone.
 	srv := redistest.Start(t)
 	cfg := server.DefaultConfig()
@@ -253,6 +257,7 @@ func TestMinReplicasOverHTTP(t *testing.T) {
 }
 
 func TestRedisACL(t *testing.T) {
+	t.Parallel()
 	srv := startWithACLUser(t)
 	ctx := context.Background()
 
@@ -315,6 +320,7 @@ func TestRedisACL(t *testing.T) {
 }
 
 func TestRedisClusterThroughConfig(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
@@ -339,6 +345,7 @@ func TestRedisClusterThroughConfig(t *testing.T) {
 }
 
 func TestRedisMetricsOnClusterWithMinReplicas(t *testing.T) {
+	t.Parallel()
 	// --min-replicas runs each grant as a pipeline on the key's master
 	// client, bypassing the cluster client's hooks; it is measured anyway.
 	cl := redistest.StartCluster(t, 3)

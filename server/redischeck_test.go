@@ -82,6 +82,7 @@ func wantEvictionRefusal(t *testing.T, err error, policy string) {
 // granted twice. The gateway refuses to start on it, unless told to
 // accept the risk, and /readyz says 503 if it turns so later.
 func TestARedisThatMayEvictLockKeysIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
 	admin := srv.Client(t)
 
@@ -170,6 +171,7 @@ func TestARedisThatMayEvictLockKeysIsRefused(t *testing.T) {
 // policy from INFO; a user refused both gets a warning, once, that the
 // policy could not be checked, and the gateway serves.
 func TestAnUncheckableRedisPolicyIsAWarningNotARefusal(t *testing.T) {
+	t.Parallel()
 	srv := startWithACLUser(t)
 	admin := srv.Client(t)
 	ctx := context.Background()
@@ -217,6 +219,7 @@ func TestAnUncheckableRedisPolicyIsAWarningNotARefusal(t *testing.T) {
 // TestARedisWithoutAOFIsAWarning: without persistence a Redis restart
 // forgets every lease and fence; the gateway says so once at start.
 func TestARedisWithoutAOFIsAWarning(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -247,6 +250,7 @@ func TestARedisWithoutAOFIsAWarning(t *testing.T) {
 }
 
 func TestEvictionIsCheckedOnEveryClusterMaster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	last := cl.Nodes[len(cl.Nodes)-1]
 	configSet(t, last.Client(t), "maxmemory", "100mb", "maxmemory-policy", "volatile-lru")
@@ -264,6 +268,7 @@ func TestEvictionIsCheckedOnEveryClusterMaster(t *testing.T) {
 }
 
 func TestEvictionIsCheckedOnTheSentinelMaster(t *testing.T) {
+	t.Parallel()
 	sn := redistest.StartSentinel(t)
 	configSet(t, sn.Primary.Client(t), "maxmemory", "100mb", "maxmemory-policy", "allkeys-lfu")
 	cfg := server.DefaultConfig()

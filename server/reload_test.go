@@ -42,6 +42,7 @@ func statusWith(t *testing.T, addr, key string) int {
 }
 
 func TestReloadKeys(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "keys")
 	writeKeys(t, file, "old:client:t1:"+auth.HashKey(oldKey)+"\n")
 	cfg := testConfig(t)
@@ -90,6 +91,7 @@ func TestReloadKeys(t *testing.T) {
 }
 
 func TestSIGHUPReloadsKeys(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "keys")
 	writeKeys(t, file, "old:client:t1:"+auth.HashKey(oldKey)+"\n")
 	cfg := testConfig(t)

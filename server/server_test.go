@@ -28,6 +28,7 @@ func testConfig(t *testing.T) server.Config {
 }
 
 func TestEmbeddedModeRefusesNonLoopbackAddresses(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.10:0", "example.com:0", "no-port"} {
 		t.Run("addr "+addr, func(t *testing.T) {
 			cfg := server.DefaultConfig()
@@ -59,6 +60,7 @@ func TestEmbeddedModeRefusesNonLoopbackAddresses(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	for name, mutate := range map[string]func(*server.Config){
 		"max-ttl under a second":            func(c *server.Config) { c.HTTP.MaxTTL = time.Millisecond },
 		"a negative max-wait":               func(c *server.Config) { c.HTTP.MaxWait = -time.Second },
@@ -95,37 +97,27 @@ func TestConfigValidation(t *testing.T) {
 // bound its port), with a deadline.
 func waitUp(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	redistest.Eventually(t, 10*time.Second, "server at "+base+" answers /healthz", func() bool {
 		res, err := http.Get(base + "/healthz")
-		if err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server at %s not up after 10s: %v", base, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		_ = res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
 }
 
 // waitClosed polls until nothing accepts connections on addr.
 func waitClosed(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	redistest.Eventually(t, 10*time.Second, addr+" refuses connections", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			return
+			return true
 		}
 		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still accepts connections after 10s", addr)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 func acquire(t *testing.T, base, resource, owner string) map[string]any {
@@ -147,6 +139,7 @@ func acquire(t *testing.T, base, resource, owner string) map[string]any {
 // is in flight when shutdown starts (its body half sent) is still answered,
 // Run returns nil and the port is closed.
 func TestRunShutsDownGracefullyOnCancel(t *testing.T) {
+	t.Parallel()
 	for _, nilLogger := range []bool{false, true} {
 		name := "with a logger"
 		if nilLogger {
@@ -222,6 +215,7 @@ func TestRunShutsDownGracefullyOnCancel(t *testing.T) {
 }
 
 func TestRunFailsWhenThePortIsTaken(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +229,7 @@ func TestRunFailsWhenThePortIsTaken(t *testing.T) {
 }
 
 func TestServerOnARealRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cfg := testConfig(t)
 	cfg.Addr = "127.0.0.1:0"
@@ -274,6 +269,7 @@ func TestServerOnARealRedis(t *testing.T) {
 
 // The embedded Redis's TTLs follow real time, so a lease expires there too.
 func TestEmbeddedRedisExpiresLeases(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Addr = "127.0.0.1:0"
 	s := newServer(t, cfg)
@@ -284,8 +280,9 @@ func TestEmbeddedRedisExpiresLeases(t *testing.T) {
 		t.Fatalf("POST: %v %v", res, err)
 	}
 	mini := s.Redis()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The lease ends by the embedded clock; its lock key stays as the
+	// fence, and so does the lock index until a sweep (docs/operations.md).
+	redistest.Eventually(t, 10*time.Second, "GET 404 with only the lock key and the index left", func() bool {
 		n, err := mini.DBSize(context.Background()).Result()
 		if err != nil {
 			t.Fatalf("DBSIZE: %v", err)
@@ -295,21 +292,14 @@ func TestEmbeddedRedisExpiresLeases(t *testing.T) {
 			t.Fatalf("GET: %v", err)
 		}
 		_ = get.Body.Close()
-		// The lease ends by the embedded clock; its lock key stays as the
-		// fence, and so does the lock index until a sweep (docs/operations.md).
-		if get.StatusCode == http.StatusNotFound && n == 2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: GET %d and %d keys, want 404 and only the lock key and the index left", get.StatusCode, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return get.StatusCode == http.StatusNotFound && n == 2
+	})
 }
 
 // A gateway restart (a new server process on the same Redis) keeps every
 // lock and keeps fencing tokens increasing: gateways hold no lock state.
 func TestTokensIncreaseAcrossGatewayRestarts(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var last float64
 	for i := 0; i < 3; i++ {

@@ -20,6 +20,7 @@ import (
 // Redis Cluster (Redis >= 7), waiters only on gateway A, n release
 // hand-offs on A. B receives no release message at all.
 func TestShardedWakeUpsWithTwoGateways(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	cl := redistest.StartCluster(t, 3)
 	cfg := server.DefaultConfig()

@@ -37,6 +37,7 @@ func keyFileWarnings(logs *observer.ObservedLogs) []observer.LoggedEntry {
 }
 
 func TestAKeyFileOthersCanReadIsWarnedAbout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode os.FileMode
 		warn bool
@@ -82,6 +83,7 @@ func TestAKeyFileOthersCanReadIsWarnedAbout(t *testing.T) {
 }
 
 func TestTheEmbeddedRedisListensWhereItIsToldAndSaysHowToReachIt(t *testing.T) {
+	t.Parallel()
 	t.Run("on the given address, named with a redis-cli line", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Addr = "127.0.0.1:0"
@@ -121,6 +123,7 @@ func TestTheEmbeddedRedisListensWhereItIsToldAndSaysHowToReachIt(t *testing.T) {
 }
 
 func TestConfigurationRefusalsAreErrConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
@@ -152,6 +155,7 @@ func TestConfigurationRefusalsAreErrConfig(t *testing.T) {
 }
 
 func TestOpenAPIYAMLNeedsAKeyWhenKeysAreConfigured(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.APIKeysFile = keyFileWithMode(t, 0o600)
 	s := start(t, cfg, nil)
@@ -178,6 +182,7 @@ func TestOpenAPIYAMLNeedsAKeyWhenKeysAreConfigured(t *testing.T) {
 }
 
 func TestMetricsExportBuildInfoWithVersionCommitAndGo(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	s := start(t, cfg, nil)
 	rec := httptest.NewRecorder()

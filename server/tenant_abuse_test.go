@@ -75,6 +75,7 @@ func testUserLockTenantIsolation(t *testing.T, h *echo.Echo) {
 }
 
 func TestUserLockTenantIsolation(t *testing.T) {
+	t.Parallel()
 	redistest.EachBackend(t, func(t *testing.T, be *redistest.Backend) {
 		testUserLockTenantIsolation(t, authApp(t, be, nil, true).E)
 	})

@@ -56,6 +56,7 @@ func decodeLock(t *testing.T, r *apptest.Answer) lockBody {
 // TestTenantIsolation: tenant a cannot see or touch tenant b's locks,
 // for resource names chosen to collide, on both backends.
 func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
 	redistest.EachBackend(t, func(t *testing.T, be *redistest.Backend) {
 		testTenantIsolation(t, authApp(t, be, nil, false).E, func() []string { return be.Keys(t) })
 	})

@@ -16,6 +16,7 @@ import (
 // at 503 until Redis is there, and does not repeat the release
 // subscription's failure in a tight loop meanwhile.
 func TestAGatewayStartsWhenRedisIsUnreachable(t *testing.T) {
+	t.Parallel()
 	addr := redistest.FreeAddr(t) // nobody listens
 	log, lb := capture(t)
 	s, err := startOn(t, "redis://"+addr, log, func(c *server.Config) { c.HTTP.RequestTimeout = 300 * time.Millisecond })

@@ -6,6 +6,7 @@ import (
 )
 
 func TestBuildInfoPrefersLdflagsThenTheToolchainsRecord(t *testing.T) {
+	t.Parallel()
 	vcs := &debug.BuildInfo{
 		GoVersion: "go1.99.1",
 		Main:      debug.Module{Path: "github.com/leasegate/leasegate", Version: "(devel)"},

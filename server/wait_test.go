@@ -15,6 +15,7 @@ import (
 )
 
 func TestShutdownAnswersWaiters(t *testing.T) {
+	t.Parallel()
 	// gatewaytest.Start's cleanup shuts down again (a no-op by then) and
 	// checks what Serve returned.
 	s := gatewaytest.Start(t, server.DefaultConfig(), nil)

@@ -16,6 +16,7 @@ import (
 // answered at once with 503 unavailable and Retry-After, and a plain
 // acquire still gets its answer.
 func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
+	t.Parallel()
 	cfg := server.DefaultConfig()
 	cfg.MaxWaiters = 1
 	s := gatewaytest.Start(t, cfg, nil)

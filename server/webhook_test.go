@@ -21,6 +21,7 @@ import (
 // the receiver is down, the gateway restarted, and the event arrives
 // signed from the new gateway once the receiver is back.
 func TestWebhooksSurviveAGatewayRestart(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	rcv := webhooktest.New(t, webhookSecret, webhooktest.Fail)
 	cfg := webhookConfig(rs, rcv)
@@ -61,6 +62,7 @@ func TestWebhooksSurviveAGatewayRestart(t *testing.T) {
 // resource, the operator's key and the reason, once; a forced release of
 // a free lock (404) sends nothing.
 func TestAForcedReleaseIsDeliveredAsAWebhook(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	rcv := webhooktest.New(t, webhookSecret, webhooktest.OK)
 	cfg := webhookConfig(rs, rcv)
@@ -121,6 +123,7 @@ func webhookConfig(rs *redistest.Server, rcv *webhooktest.Receiver) server.Confi
 }
 
 func TestWebhookConfigIsChecked(t *testing.T) {
+	t.Parallel()
 	for name, w := range map[string]webhook.Config{
 		"a URL without a secret": {URLs: []string{"http://127.0.0.1:1/h"}},
 		"a short secret":         {URLs: []string{"http://127.0.0.1:1/h"}, Secret: "short"},

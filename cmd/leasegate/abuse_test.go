@@ -16,6 +16,7 @@ import (
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 	"github.com/leasegate/leasegate/webhook"
 )
@@ -267,20 +268,13 @@ func TestAbuseWebhooksListsDeadLetters(t *testing.T) {
 			t.Fatal("no delivery try within 20s")
 		}
 	}
-	end := time.Now().Add(20 * time.Second)
-	for {
+	redistest.Eventually(t, 20*time.Second, "one dead letter", func() bool {
 		st, err := c.WebhookStatus(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.DeadLetters) == 1 {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("no dead letter within 20s: %+v", st)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(st.DeadLetters) == 1
+	})
 	r = runCLI(t, nil, "abuse", "webhooks", "--url", url)
 	for _, want := range []string{"1 dead letters shown", "ban", rcv.URL, "answered 502"} {
 		if !strings.Contains(r.stdout, want) {

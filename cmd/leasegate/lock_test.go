@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/logtest"
+	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
 )
@@ -236,33 +238,22 @@ func TestLockUsage(t *testing.T) {
 // guards a hang.
 func waitMetric(t *testing.T, base, line string) {
 	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for {
+	redistest.Eventually(t, 10*time.Second, fmt.Sprintf("%q in /metrics", line), func() bool {
 		res, err := http.Get(base + "/metrics")
 		if err != nil {
 			t.Fatalf("GET /metrics: %v", err)
 		}
 		b, _ := io.ReadAll(res.Body)
 		_ = res.Body.Close()
-		if strings.Contains(string(b), line) {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%q not in /metrics after 10s", line)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return strings.Contains(string(b), line)
+	})
 }
 
 // waitStarted waits until the command has printed "started"; 10 s only
 // guards a hang.
 func (r *lockRun) waitStarted(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(r.stdout.String(), "started") {
-		if time.Now().After(deadline) {
-			t.Fatalf("command did not start; stderr %q", r.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	redistest.Eventually(t, 10*time.Second, "the command prints started", func() bool {
+		return strings.Contains(r.stdout.String(), "started")
+	})
 }

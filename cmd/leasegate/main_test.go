@@ -27,23 +27,19 @@ func env(kv map[string]string) func(string) string {
 // test with stderr; so does a bound of 20 s, which only guards a hang.
 func waitServing[T any](t *testing.T, addr string, exited <-chan T, stderr fmt.Stringer) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	redistest.Eventually(t, 20*time.Second, "leasegate up on "+addr, func() bool {
 		res, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			_ = res.Body.Close()
-			return
+			return true
 		}
 		select {
 		case v := <-exited:
 			t.Fatalf("leasegate exited before serving (%v): %s", v, stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leasegate not up on %s after 20s: %v", addr, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // parseServe parses serve's flags as cmdServe does, without running.
