@@ -74,7 +74,12 @@ func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), args: args}
 	s.port = FreePort(t)
-	s.start()
+	// FreePort's port is free when it answers, not when redis-server
+	// binds it: with tests in parallel another may take it in between.
+	// A first start that finds it taken tries another port.
+	for try := 1; !s.startOnce(try < 3); try++ {
+		s.port = FreePort(t)
+	}
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -113,6 +118,14 @@ func FreePort(t testing.TB) int {
 }
 
 func (s *Server) start() {
+	s.t.Helper()
+	s.startOnce(false)
+}
+
+// startOnce starts redis-server on s.port and waits until it is ready.
+// With portMayBeTaken, a server that exits because the port is in use is
+// reported as false instead of failing the test.
+func (s *Server) startOnce(portMayBeTaken bool) bool {
 	s.t.Helper()
 	args := append([]string(nil), s.lead...)
 	if s.tls {
@@ -173,6 +186,9 @@ func (s *Server) start() {
 	case err := <-exited:
 		logMu.Lock()
 		defer logMu.Unlock()
+		if portMayBeTaken && strings.Contains(log.String(), "Address already in use") {
+			return false
+		}
 		s.t.Fatalf("redis-server exited before it was ready (%v):\n%s", err, log.String())
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
@@ -182,6 +198,7 @@ func (s *Server) start() {
 	s.cmd = cmd
 	s.exited = reaped
 	s.mu.Unlock()
+	return true
 }
 
 // Addr is host:port of the server.
