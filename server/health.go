@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/storehealth"
 )
 
@@ -48,27 +46,13 @@ func (s *Server) guardHealth() {
 	}
 }
 
-// healthReady is /readyz's first question: is the store known down? On a
-// single node or Sentinel that is the node's state. On Redis Cluster the
-// gateway is ready while at least one master it knows of is up: the other
-// masters' slots still serve, and every gateway sees the same dead master,
-// so taking gateways out of a load balancer would not help; the dead
-// masters are named in the log and in leasegate_redis_up.
-func (s *Server) healthReady() error {
-	down := s.health.Down()
-	if len(down) == 0 {
-		return nil
-	}
-	if _, cluster := s.rdb.(*redis.ClusterClient); cluster && len(down) < s.health.Nodes() {
-		return nil
-	}
-	return &leasegate.Error{Code: leasegate.CodeUnavailable, RetryAfter: leasegate.DefaultRetryAfter,
-		Message: "redis is down (" + strings.Join(down, ", ") + "): calls that need it are answered 503 until it answers again"}
-}
-
-// pingReady asks Redis itself: PING on a single node or Sentinel master;
-// on Cluster, every master, of which one answering is enough (see
-// healthReady). A master known down is refused at once, without a dial.
+// pingReady is /readyz's question to Redis: PING on a single node or
+// Sentinel master; on Cluster, every master, of which one answering is
+// enough: the other masters' slots still serve, and every gateway sees the
+// same dead master, so taking gateways out of a load balancer would not
+// help (the dead masters are in the log and in leasegate_redis_up). A
+// node known down refuses the PING at once, without a dial, so /readyz
+// answers what calls are told, as fast.
 func (s *Server) pingReady(ctx context.Context) error {
 	cc, ok := s.rdb.(*redis.ClusterClient)
 	if !ok {

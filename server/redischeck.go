@@ -71,15 +71,15 @@ func (c Config) redisTarget() string {
 	return "the configured Redis"
 }
 
-// ready is /readyz: Redis is not known down (health.go) and answers
-// PING, and (not on the embedded Redis) no master it can reach may evict
-// lock keys, unless that is allowed. It says what calls are told: 503
-// while calls that need Redis get 503.
+// ready is /readyz: Redis answers PING (health.go), and (not on the
+// embedded Redis) no master it can reach may evict lock keys, unless that
+// is allowed. It says what calls are told: 503, at once, while Redis is
+// known down.
 func (s *Server) ready(ctx context.Context) error {
-	if err := s.healthReady(); err != nil {
-		return err
-	}
-	if err := s.pingReady(ctx); err != nil {
+	if err := s.pingReady(ctx); errors.Is(err, leasegate.ErrStoreDown) {
+		return fmt.Errorf("%w: %w", &leasegate.Error{Code: leasegate.CodeUnavailable, RetryAfter: leasegate.DefaultRetryAfter,
+			Message: "redis is known down: calls that need it are answered 503 at once until it answers again"}, err)
+	} else if err != nil {
 		return err
 	}
 	if s.guard == nil {

@@ -37,7 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/internal/storehealth"
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/metrics"
 )
@@ -235,7 +235,7 @@ func (d *Deliverer) loop(ctx context.Context, url string) {
 				// The outbox was deleted (FLUSHDB, or by hand): recreate.
 				_ = d.rdb.XGroupCreateMkStream(ctx, d.stream, group, "$").Err()
 			}
-			if errors.Is(err, storehealth.ErrDown) {
+			if errors.Is(err, leasegate.ErrStoreDown) {
 				// Redis is known down: the gateway logs the outage once,
 				// not once a Poll here.
 				d.log.Debug("reading the webhook outbox", zap.Error(err))

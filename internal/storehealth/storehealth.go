@@ -36,7 +36,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -173,44 +172,6 @@ func (h *Health) node(name string) (n *Node, added bool) {
 		added = true
 	}
 	return n, added
-}
-
-// lookup returns the node called name, or nil.
-func (h *Health) lookup(name string) *Node {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.nodes[name]
-}
-
-// Down lists the nodes that are down now, sorted.
-func (h *Health) Down() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for name, n := range h.nodes {
-		if n.down.Load() != nil {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Nodes is how many nodes are known.
-func (h *Health) Nodes() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.nodes)
-}
-
-// Err is an error wrapping ErrDown when name is known and down, else nil.
-func (h *Health) Err(name string) error {
-	if n := h.lookup(name); n != nil {
-		if d := n.down.Load(); d != nil {
-			return d
-		}
-	}
-	return nil
 }
 
 // Close stops the probes and waits for them.
