@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/internal/apptest"
-	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/server"
@@ -76,7 +74,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 
 	// Known down: twenty calls one after the other, each at once (they
 	// used to take 5 s each), and none of them logged.
-	failedBefore := len(records(t, lb, "request failed"))
+	failedBefore := len(records(t, lb, "error", "request failed"))
 	start := time.Now()
 	for i := 0; i < 20; i++ {
 		ans := apptest.Do(t, h, http.MethodGet, "/locks/r", "")
@@ -88,7 +86,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 	if took := time.Since(start); took > atOnce {
 		t.Errorf("20 calls with Redis known down took %v, want within %v together", took, atOnce)
 	}
-	if got := len(records(t, lb, "request failed")); got != failedBefore {
+	if got := len(records(t, lb, "error", "request failed")); got != failedBefore {
 		t.Errorf("20 refused calls wrote %d 'request failed' lines, want none: the outage is logged once", got-failedBefore)
 	}
 	if code := apptest.Do(t, h, http.MethodGet, "/readyz", "").StatusCode; code != http.StatusServiceUnavailable {
@@ -119,7 +117,7 @@ func TestAKilledRedisIsAnsweredAtOnce(t *testing.T) {
 
 	// One line when it went down and one when it came back, however
 	// many calls were refused in between.
-	down, up := records(t, lb, "redis is down"), records(t, lb, "redis is back")
+	down, up := records(t, lb, "warn", "redis is down"), records(t, lb, "info", "redis is back")
 	if len(down) != 1 || down[0]["node"] != srv.Addr() {
 		t.Errorf("got %d 'redis is down' lines, want 1 naming %s: %v", len(down), srv.Addr(), down)
 	}
@@ -297,16 +295,4 @@ func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T
 	if got := metric(t, s, `leasegate_redis_up{node="master"}`); got != 1 {
 		t.Errorf(`leasegate_redis_up{node="master"} after the failover: got %v, want 1`, got)
 	}
-}
-
-// records are the log records whose message starts with prefix.
-func records(t *testing.T, lb *logtest.Buffer, prefix string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, r := range lb.Records(t) {
-		if msg, _ := r["msg"].(string); strings.HasPrefix(msg, prefix) {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -28,9 +28,15 @@ func capture(t *testing.T) (*zap.Logger, *logtest.Buffer) {
 // warnings are the warn-level records whose message contains snippet.
 func warnings(t *testing.T, lb *logtest.Buffer, snippet string) []map[string]any {
 	t.Helper()
+	return records(t, lb, "warn", snippet)
+}
+
+// records are the records at level whose message contains snippet.
+func records(t *testing.T, lb *logtest.Buffer, level, snippet string) []map[string]any {
+	t.Helper()
 	var out []map[string]any
 	for _, r := range lb.Records(t) {
-		if r["level"] == "warn" && strings.Contains(r["msg"].(string), snippet) {
+		if msg, _ := r["msg"].(string); r["level"] == level && strings.Contains(msg, snippet) {
 			out = append(out, r)
 		}
 	}
