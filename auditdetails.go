@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,13 +57,8 @@ func (d *AuditDetails) UnmarshalJSON(b []byte) error {
 // when it is empty or holds a space, '=', a quote or what is not
 // printable: owner=worker-7 token=1796172335240559.
 func (d AuditDetails) String() string {
-	keys := make([]string, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var sb strings.Builder
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(d)) {
 		if i > 0 {
 			sb.WriteByte(' ')
 		}
