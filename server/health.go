@@ -32,18 +32,13 @@ func (s *Server) guardHealth() {
 			}
 		},
 	})
-	switch c := s.rdb.(type) {
-	case *redis.ClusterClient:
-		c.OnNewNode(func(node *redis.Client) {
-			node.AddHook(s.health.Hook(node.Options().Addr, node))
-		})
-	case *redis.Client:
-		name := c.Options().Addr
+	instrument(s.rdb, func(node *redis.Client) redis.Hook {
+		name := node.Options().Addr
 		if s.cfg.redisMode() == "sentinel" {
 			name = "master"
 		}
-		c.AddHook(s.health.Hook(name, c))
-	}
+		return s.health.Hook(name, node)
+	})
 }
 
 // pingReady is /readyz's question to Redis: PING on a single node or

@@ -265,7 +265,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	// The outage guard goes first, so that the calls it refuses are not
 	// measured as Redis calls.
 	s.guardHealth()
-	instrument(s.rdb, s.metrics.RedisHook(scripts.ByName()))
+	calls := s.metrics.RedisHook(scripts.ByName())
+	instrument(s.rdb, func(*redis.Client) redis.Hook { return calls })
 	if err := s.checkRedis(); err != nil {
 		s.closeRedis()
 		return nil, err
@@ -407,17 +408,19 @@ func (s *Server) connect() error {
 	return nil
 }
 
-// instrument records every Redis call's latency and errors with hook, once.
-// A ClusterClient runs each command and pipeline through a node client,
-// including the per-node pipelines of --min-replicas that bypass the
-// cluster client's own hooks, so there the hook goes on every node (as it
-// is created; nothing has been created before the first command).
-func instrument(rdb redis.UniversalClient, hook redis.Hook) {
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		cc.OnNewNode(func(node *redis.Client) { node.AddHook(hook) })
-		return
+// instrument puts the hook that hook returns for each node client on
+// every Redis call, once. A ClusterClient runs each command and pipeline
+// through a node client, including the per-node pipelines of
+// --min-replicas that bypass the cluster client's own hooks, so there the
+// hook goes on every node (as it is created; nothing has been created
+// before the first command); elsewhere the client is the node.
+func instrument(rdb redis.UniversalClient, hook func(node *redis.Client) redis.Hook) {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		c.OnNewNode(func(node *redis.Client) { node.AddHook(hook(node)) })
+	case *redis.Client:
+		c.AddHook(hook(c))
 	}
-	rdb.AddHook(hook)
 }
 
 // advanceClock makes the embedded miniredis expire keys as real time
