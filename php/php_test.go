@@ -159,9 +159,9 @@ func TestPHPUnit(t *testing.T) {
 		"LEASEGATE_URL=" + url,
 		// A gateway whose Redis is not there: every lock call is a 503
 		// (without go-redis's retries, so each one fails fast).
-		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.FreeAddr(t)+"?max_retries=-1"),
+		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.DeadAddr(t)+"?max_retries=-1"),
 		// No gateway at all: a transport error.
-		"LEASEGATE_DEAD_URL=http://" + redistest.FreeAddr(t),
+		"LEASEGATE_DEAD_URL=http://" + redistest.DeadAddr(t),
 		"LEASEGATE_API_KEY=",
 	}
 

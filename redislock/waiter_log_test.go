@@ -53,7 +53,7 @@ func TestAnOutageOfTheSubscriptionIsLoggedOnceNotPerRetry(t *testing.T) {
 	m := miniredis.RunT(t)
 	sub := &switchSubscriber{
 		live: redis.NewClient(&redis.Options{Addr: m.Addr()}),
-		dead: redis.NewClient(&redis.Options{Addr: redistest.FreeAddr(t), MaxRetries: -1, DialerRetries: 1}),
+		dead: redis.NewClient(&redis.Options{Addr: redistest.DeadAddr(t), MaxRetries: -1, DialerRetries: 1}),
 	}
 	t.Cleanup(func() { _ = sub.live.Close(); _ = sub.dead.Close() })
 	lb := &logtest.Buffer{}

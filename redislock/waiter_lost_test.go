@@ -44,7 +44,7 @@ func newLossySubscriber(t *testing.T, addr string) *lossySubscriber {
 			return c, err
 		},
 	})
-	s.dead = redis.NewClient(&redis.Options{Addr: redistest.FreeAddr(t), MaxRetries: -1})
+	s.dead = redis.NewClient(&redis.Options{Addr: redistest.DeadAddr(t), MaxRetries: -1})
 	t.Cleanup(func() { _ = s.live.Close(); _ = s.dead.Close() })
 	return s
 }

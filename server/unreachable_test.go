@@ -17,7 +17,7 @@ import (
 // subscription's failure in a tight loop meanwhile.
 func TestAGatewayStartsWhenRedisIsUnreachable(t *testing.T) {
 	t.Parallel()
-	addr := redistest.FreeAddr(t) // nobody listens
+	addr := redistest.DeadAddr(t) // nothing serves
 	log, lb := capture(t)
 	s, err := startOn(t, "redis://"+addr, log, func(c *server.Config) { c.HTTP.RequestTimeout = 300 * time.Millisecond })
 	if err != nil {

@@ -106,6 +106,30 @@ func FreeAddr(t testing.TB) string {
 	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
 }
 
+// DeadAddr is a loopback address where nothing serves, for the test's
+// life: a listener there closes every connection as it comes, as a dead
+// Redis (or gateway) would reset it. Unlike FreeAddr's port, which a test
+// running in parallel may bind the moment it is free, it cannot start
+// answering halfway through the test.
+func DeadAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("dead address: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()

@@ -118,7 +118,7 @@ func TestAKilledRedisIsRefusedAtOnceAndFoundAgainWhenBack(t *testing.T) {
 // dials.
 func TestCallsWhileDownNeitherDialNorWait(t *testing.T) {
 	t.Parallel()
-	addr := redistest.FreeAddr(t) // nobody listens
+	addr := redistest.DeadAddr(t) // nothing serves
 	var dials atomic.Int64
 	rec := newChanges()
 	h := storehealth.New(storehealth.Options{OnChange: rec.record, ProbeInterval: time.Hour})
