@@ -24,8 +24,8 @@ type LockPage struct {
 
 // Listing bounds.
 const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
+	DefaultLockPageSize = 100
+	MaxLockPageSize     = 1000
 )
 
 // LockEventKind names a change of a resource's lease.

@@ -109,13 +109,13 @@ func oneQuery(q url.Values, ck *checker, k string) (string, bool) {
 	return v[0], true
 }
 
-// pageLimit reads ?limit= (1..MaxListLimit, default DefaultListLimit).
+// pageLimit reads ?limit= (1..MaxLockPageSize, default DefaultLockPageSize).
 func pageLimit(q url.Values, ck *checker) int {
 	v, ok := oneQuery(q, ck, "limit")
 	if !ok {
-		return leasegate.DefaultListLimit
+		return leasegate.DefaultLockPageSize
 	}
-	return limitValue(ck, v, leasegate.MaxListLimit)
+	return limitValue(ck, v, leasegate.MaxLockPageSize)
 }
 
 // pageCursor reads ?cursor=: when given, a non-empty string of at most

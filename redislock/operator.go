@@ -104,9 +104,9 @@ func NewOperator(rdb redis.Cmdable, l *Locker, w *Waiter, opts OperatorOptions) 
 // expires_at is left out and pruned. Cost: O(log N + page) per round.
 func (o *Operator) List(ctx context.Context, tenant, prefix, cursor string, limit int) (leasegate.LockPage, error) {
 	if limit <= 0 {
-		limit = leasegate.DefaultListLimit
+		limit = leasegate.DefaultLockPageSize
 	}
-	limit = min(limit, leasegate.MaxListLimit)
+	limit = min(limit, leasegate.MaxLockPageSize)
 	idx := o.locks.keys.LockIndex(tenant)
 	lo, hi := "-", "+"
 	if prefix != "" {
