@@ -117,11 +117,7 @@ func (f *lockFlags) check() (syscall.Signal, *client.Client, error) {
 	if f.owner == "" {
 		f.owner = client.DefaultOwner()
 	}
-	var opts []client.Option
-	if f.apiKey != "" {
-		opts = append(opts, client.WithAPIKey(f.apiKey))
-	}
-	return lostSig, client.New(f.url, opts...), nil
+	return lostSig, newClient(f.url, f.apiKey), nil
 }
 
 func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
