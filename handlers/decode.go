@@ -390,6 +390,16 @@ func hasControl(s string) bool {
 	return false
 }
 
+// checkedParam is path parameter name (pathParam), held to check when
+// its encoding is good.
+func checkedParam(c echo.Context, ck *checker, name string, check func(field, v string)) string {
+	v, ok := pathParam(c, ck, name)
+	if ok {
+		check(name, v)
+	}
+	return v
+}
+
 // pathParam returns a path parameter percent-decoded. Echo routes on the
 // raw path when the URL has one (e.g. an encoded '/'), and then its
 // parameters are still encoded. A bad encoding is recorded against name,
