@@ -1,7 +1,10 @@
 package api
 
 import (
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/leasegate/leasegate"
 )
@@ -41,13 +44,7 @@ var codeStatus = map[leasegate.Code]int{
 }
 
 // Codes returns every error code of the contract, in no particular order.
-func Codes() []leasegate.Code {
-	out := make([]leasegate.Code, 0, len(codeStatus))
-	for c := range codeStatus {
-		out = append(out, c)
-	}
-	return out
-}
+func Codes() []leasegate.Code { return slices.Collect(maps.Keys(codeStatus)) }
 
 // Status is the HTTP status that carries code. Two statuses are answered
 // with another code than this table gives: 405 and 431 (net/http's
@@ -64,12 +61,12 @@ func Type(code leasegate.Code) string { return ProblemBase + string(code) }
 
 // CodeOfType returns the code of a problem type URI, if it is one of ours.
 func CodeOfType(typeURI string) (leasegate.Code, bool) {
-	if len(typeURI) <= len(ProblemBase) || typeURI[:len(ProblemBase)] != ProblemBase {
+	rest, ok := strings.CutPrefix(typeURI, ProblemBase)
+	if !ok || rest == "" {
 		return "", false
 	}
-	c := leasegate.Code(typeURI[len(ProblemBase):])
-	_, ok := codeStatus[c]
-	return c, ok
+	_, ok = codeStatus[leasegate.Code(rest)]
+	return leasegate.Code(rest), ok
 }
 
 // Problem is an RFC 9457 problem details document

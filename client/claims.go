@@ -370,11 +370,7 @@ func (s claimService) Abandon(ctx context.Context, tenant, scope, key, owner str
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
-	err := s.c.AbandonClaim(ctx, &Claim{Scope: scope, Key: key, Owner: owner, Token: token})
-	if err != nil {
-		return domainErr(err)
-	}
-	return nil
+	return domainErr(s.c.AbandonClaim(ctx, &Claim{Scope: scope, Key: key, Owner: owner, Token: token}))
 }
 
 func (s claimService) Get(ctx context.Context, tenant, scope, key string) (leasegate.ClaimResult, error) {

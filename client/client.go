@@ -189,16 +189,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	req, err := c.newRequest(ctx, method, path, rd, "application/json, application/problem+json")
 	if err != nil {
-		return 0, nil, fmt.Errorf("leasegate: %w", err)
+		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json, application/problem+json")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -218,6 +214,20 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		return resp.StatusCode, resp.Header, nil
 	}
 	return resp.StatusCode, resp.Header, answerError(resp, data)
+}
+
+// newRequest is a request to the gateway at path, accepting accept, with
+// the API key when there is one.
+func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader, accept string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("leasegate: %w", err)
+	}
+	req.Header.Set("Accept", accept)
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	return req, nil
 }
 
 // answerError is the *Error of a non-2xx answer whose body is data: its

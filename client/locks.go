@@ -204,12 +204,7 @@ func (c *Client) renew(ctx context.Context, lease *Lease, ttl time.Duration, ret
 		_, err := c.do(ctx, http.MethodPost, lockPath(lease.Resource)+"/renew", body, &out)
 		return err
 	}
-	if retry {
-		err = c.retry(ctx, op)
-	} else {
-		err = op()
-	}
-	if err != nil {
+	if err := c.attempt(ctx, retry, op); err != nil {
 		return nil, answerFor(err, leasegate.ErrLockNotHeld, leasegate.ErrLockForbidden)
 	}
 	return out.Lock.lease(ttl, sent), nil
@@ -310,6 +305,15 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) (
 		return err
 	})
 	return status, sent, err
+}
+
+// attempt runs op with c.retry's retries, or once when retry is false
+// (KeepAlive schedules its own).
+func (c *Client) attempt(ctx context.Context, retry bool, op func() error) error {
+	if !retry {
+		return op()
+	}
+	return c.retry(ctx, op)
 }
 
 func (c *Client) retry(ctx context.Context, op func() error) error {

@@ -78,8 +78,7 @@ func (c *Client) ForceRelease(ctx context.Context, resource, reason string) (Hel
 	var out struct {
 		Released HeldLock `json:"released"`
 	}
-	_, err := c.do(ctx, http.MethodDelete, "/locks/"+url.PathEscape(resource)+"?force=true",
-		map[string]string{"reason": reason}, &out)
+	_, err := c.do(ctx, http.MethodDelete, lockPath(resource)+"?force=true", map[string]string{"reason": reason}, &out)
 	return out.Released, err
 }
 
@@ -143,13 +142,9 @@ type Event struct {
 // (nil), fn returns an error (that error) or the stream fails. The first
 // event is the state. It uses the Client's transport without its timeout.
 func (c *Client) Watch(ctx context.Context, resource string, fn func(Event) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/locks/"+url.PathEscape(resource)+"/events", nil)
+	req, err := c.newRequest(ctx, http.MethodGet, lockPath(resource)+"/events", nil, "text/event-stream")
 	if err != nil {
-		return fmt.Errorf("leasegate: %w", err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+		return err
 	}
 	hc := *c.hc
 	hc.Timeout = 0

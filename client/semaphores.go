@@ -119,16 +119,10 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 // leasegate.ErrSemaphoreNotHeld (and ErrNotFound): no live permit at all;
 // leasegate.ErrSemaphoreForbidden (and ErrForbidden): none is the owner's.
 func (c *Client) RenewPermit(ctx context.Context, p *Permit, ttl time.Duration) (*Permit, error) {
-	var np *Permit
-	err := c.retry(ctx, func() error {
-		var err error
-		np, err = c.renewPermitOnce(ctx, p, ttl)
-		return err
-	})
-	return np, answerFor(err, leasegate.ErrSemaphoreNotHeld, leasegate.ErrSemaphoreForbidden)
+	return c.renewPermit(ctx, p, ttl, true)
 }
 
-func (c *Client) renewPermitOnce(ctx context.Context, p *Permit, ttl time.Duration) (*Permit, error) {
+func (c *Client) renewPermit(ctx context.Context, p *Permit, ttl time.Duration, retry bool) (*Permit, error) {
 	if ttl == 0 {
 		ttl = p.TTL
 	}
@@ -139,9 +133,14 @@ func (c *Client) renewPermitOnce(ctx context.Context, p *Permit, ttl time.Durati
 	var out struct {
 		Permit permitJSON `json:"permit"`
 	}
-	sent := time.Now()
-	if _, err := c.do(ctx, http.MethodPost, semaphorePath(p.Name)+"/renew", map[string]any{"owner": p.Owner, "ttl_seconds": secs}, &out); err != nil {
-		return nil, err
+	var sent time.Time
+	err = c.attempt(ctx, retry, func() error {
+		sent = time.Now()
+		_, err := c.do(ctx, http.MethodPost, semaphorePath(p.Name)+"/renew", map[string]any{"owner": p.Owner, "ttl_seconds": secs}, &out)
+		return err
+	})
+	if err != nil {
+		return nil, answerFor(err, leasegate.ErrSemaphoreNotHeld, leasegate.ErrSemaphoreForbidden)
 	}
 	np := out.Permit.permit(ttl, sent)
 	np.Holders, np.Limit = p.Holders, p.Limit
@@ -247,14 +246,7 @@ func (s semaphoreService) Release(ctx context.Context, tenant, name, owner strin
 // semaphore's name).
 func (c *Client) KeepPermitAlive(ctx context.Context, p *Permit, opts ...KeepAliveOption) *KeepAlive {
 	return c.keepAlive(ctx, p.lease(), func(ctx context.Context, l *Lease, ttl time.Duration, retry bool) (*Lease, error) {
-		cur := &Permit{Name: l.Resource, Owner: l.Owner, Token: l.Token, TTL: ttl}
-		var np *Permit
-		var err error
-		if retry {
-			np, err = c.RenewPermit(ctx, cur, ttl)
-		} else {
-			np, err = c.renewPermitOnce(ctx, cur, ttl)
-		}
+		np, err := c.renewPermit(ctx, &Permit{Name: l.Resource, Owner: l.Owner, Token: l.Token, TTL: ttl}, ttl, retry)
 		if err != nil {
 			return nil, err
 		}

@@ -153,13 +153,6 @@ func (a *API) operatorAction(c echo.Context, act func(ctx context.Context, tenan
 	return c.NoContent(http.StatusNoContent)
 }
 
-// banRequest is a validated ban.
-type banRequest struct {
-	user    string
-	seconds int64
-	reason  string
-}
-
 // banReason validates a ban's reason (JSON body or /ops/ form).
 func (c *checker) banReason(reason string) {
 	c.text("reason", reason, 256)
@@ -171,24 +164,21 @@ func (a *API) ban(c echo.Context) error {
 		return err
 	}
 	var ck checker
-	var req banRequest
-	req.user = userIDParam(c, &ck)
+	user := userIDParam(c, &ck)
 	onlyQuery(&ck, c.QueryParams())
-	req.seconds, _ = ck.intField(fields, "seconds", 1, int64(leasegate.MaxBan/time.Second), true)
-	if s, ok := ck.stringField(fields, "reason", false); ok {
-		req.reason = s
-	}
-	ck.banReason(req.reason)
+	seconds, _ := ck.intField(fields, "seconds", 1, int64(leasegate.MaxBan/time.Second), true)
+	reason, _ := ck.stringField(fields, "reason", false)
+	ck.banReason(reason)
 	if err := ck.err(); err != nil {
 		return err
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
-	b, err := a.deps.Flags.BanUser(ctx, tenantOf(c), req.user, time.Duration(req.seconds)*time.Second, req.reason, RequestMeta(c))
+	b, err := a.deps.Flags.BanUser(ctx, tenantOf(c), user, time.Duration(seconds)*time.Second, reason, RequestMeta(c))
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, http.StatusCreated, toBanJSON(req.user, b))
+	return sendJSON(c, http.StatusCreated, toBanJSON(user, b))
 }
 
 func (a *API) unban(c echo.Context) error {

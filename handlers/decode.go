@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,7 +138,7 @@ func (d *objectDecoder) members(body []byte, allowed []string) (map[string]json.
 				errs = append(errs, leasegate.FieldError{Field: name, Message: "unknown field"})
 			}
 		case dup:
-			if !named(errs, name) {
+			if !slices.ContainsFunc(errs, func(e leasegate.FieldError) bool { return e.Field == name }) {
 				errs = append(errs, leasegate.FieldError{Field: name, Message: "given more than once"})
 			}
 		}
@@ -175,7 +176,7 @@ func memberName(quoted []byte, allowed []string) (string, bool) {
 	raw := quoted[1 : len(quoted)-1]
 	if bytes.IndexByte(raw, '\\') < 0 {
 		for _, a := range allowed {
-			if string(raw) == a {
+			if string(raw) == a { // no allocation: the name is allowed's
 				return a, true
 			}
 		}
@@ -185,21 +186,7 @@ func memberName(quoted []byte, allowed []string) (string, bool) {
 	if !ok {
 		return string(raw), false
 	}
-	for _, a := range allowed {
-		if name == a {
-			return a, true
-		}
-	}
-	return name, false
-}
-
-func named(errs []leasegate.FieldError, field string) bool {
-	for _, e := range errs {
-		if e.Field == field {
-			return true
-		}
-	}
-	return false
+	return name, slices.Contains(allowed, name)
 }
 
 // unquote is the text of a JSON string the decoder has read (quotes
@@ -226,15 +213,6 @@ func unquote(quoted []byte) (string, bool) {
 func TooLarge(limit int64) *leasegate.Error {
 	return leasegate.NewError(leasegate.CodePayloadTooLarge,
 		fmt.Sprintf("request body is larger than %d bytes", limit))
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checker collects field errors so one answer names every bad field.
@@ -381,13 +359,16 @@ func (c *checker) text(field, s string, limit int) bool {
 	return false
 }
 
-func hasControl(s string) bool {
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return true
-		}
+func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsControl) }
+
+// checkedParam is path parameter name (pathParam), held to check when
+// its encoding is good.
+func checkedParam(c echo.Context, ck *checker, name string, check func(field, v string)) string {
+	v, ok := pathParam(c, ck, name)
+	if ok {
+		check(name, v)
 	}
-	return false
+	return v
 }
 
 // pathParam returns a path parameter percent-decoded. Echo routes on the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ func (a *API) readFieldsAndQuery(c echo.Context, allowed ...string) (map[string]
 // onlyQuery fails each query parameter that is not among allowed.
 func onlyQuery(ck *checker, q url.Values, allowed ...string) {
 	for k := range q {
-		if !contains(allowed, k) {
+		if !slices.Contains(allowed, k) {
 			ck.fail(k, "unknown query parameter")
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/metrics"
 )
 
@@ -94,6 +95,21 @@ func (d Deps) Authn() echo.MiddlewareFunc {
 	return openMode
 }
 
+// WithDefaults is d with a no-op Log, a private Metrics registry and the
+// connection's address as the client IP where d leaves them nil.
+func (d Deps) WithDefaults() Deps {
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.NewStandalone()
+	}
+	if d.IPExtractor == nil {
+		d.IPExtractor = echo.ExtractIPDirect()
+	}
+	return d
+}
+
 // API is the set of routes and what they need.
 type API struct {
 	cfg  Config
@@ -105,15 +121,7 @@ type API struct {
 // New builds the Echo instance with every route, the request logger and
 // the problem+json error handler.
 func New(cfg Config, deps Deps) *echo.Echo {
-	if deps.Log == nil {
-		deps.Log = zap.NewNop()
-	}
-	if deps.Metrics == nil {
-		deps.Metrics = metrics.NewStandalone()
-	}
-	if deps.IPExtractor == nil {
-		deps.IPExtractor = echo.ExtractIPDirect()
-	}
+	deps = deps.WithDefaults()
 	a := &API{cfg: cfg, deps: deps, log: deps.Log, m: deps.Metrics}
 	e := echo.New()
 	e.HideBanner = true
@@ -183,7 +191,7 @@ func (a *API) healthz(c echo.Context) error {
 
 func (a *API) readyz(c echo.Context) error {
 	if a.deps.Ready == nil {
-		return sendJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+		return a.healthz(c)
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -198,5 +206,10 @@ func (a *API) readyz(c echo.Context) error {
 		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "redis is not reachable",
 			RetryAfter: leasegate.DefaultRetryAfter}
 	}
-	return sendJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+	return a.healthz(c)
+}
+
+// openapi serves the OpenAPI 3.1 description of every route (api.Spec).
+func (a *API) openapi(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", api.Spec)
 }

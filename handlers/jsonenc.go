@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
@@ -36,29 +37,21 @@ func putBuf(b *jsonBuf) {
 	jsonBufs.Put(b)
 }
 
-// sendRaw writes body with status and content type ct.
-func sendRaw(c echo.Context, status int, ct string, body []byte) error {
-	w := c.Response()
-	w.Header()[echo.HeaderContentType] = contentTypeValue(ct)
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
-}
-
-// Header values shared by every answer: net/http only reads them.
+// ctJSON and ctProblem are the Content-Type values of every answer, shared:
+// net/http only reads them.
 var (
 	ctJSON    = []string{echo.MIMEApplicationJSON}
 	ctProblem = []string{api.ProblemContentType}
 )
 
-func contentTypeValue(ct string) []string {
-	switch ct {
-	case echo.MIMEApplicationJSON:
-		return ctJSON
-	case api.ProblemContentType:
-		return ctProblem
-	}
-	return []string{ct}
+// sendJSON writes v with status as application/json, through
+// encoding/json: the answers off the hot path.
+func sendJSON(c echo.Context, status int, v any) error {
+	c.Response().Header()[echo.HeaderContentType] = ctJSON
+	c.Response().WriteHeader(status)
+	enc := json.NewEncoder(c.Response())
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // appendTime writes t as a JSON string in leasegate.TimeFormat.
@@ -116,7 +109,10 @@ func sendContended(c echo.Context, resource string, retryAfterMS int64) error {
 // sendPooled writes b, built on buf's bytes, as a 200 JSON answer and
 // gives buf back to the pool.
 func sendPooled(c echo.Context, buf *jsonBuf, b []byte) error {
-	err := sendRaw(c, http.StatusOK, echo.MIMEApplicationJSON, b)
+	w := c.Response()
+	w.Header()[echo.HeaderContentType] = ctJSON
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
 	buf.b = b
 	putBuf(buf)
 	return err

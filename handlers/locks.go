@@ -54,32 +54,19 @@ type heldJSON struct {
 	Lock lockJSON `json:"lock"`
 }
 
-// resourceParam reads and validates the {resource} path segment.
-func resourceParam(c echo.Context, ck *checker) string {
-	return nameParam(c, ck, "resource")
-}
-
 func (a *API) maxTTLSeconds() int64 { return int64(a.cfg.MaxTTL / time.Second) }
 
-// acquireRequest is a validated POST /locks/{resource}.
-type acquireRequest struct {
-	resource string
-	owner    string
-	ttl      time.Duration
-	wait     time.Duration
-}
-
-func (a *API) parseAcquire(c echo.Context) (acquireRequest, error) {
+// parseAcquire reads and validates POST /locks/{resource}.
+func (a *API) parseAcquire(c echo.Context) (leasegate.AcquireRequest, error) {
 	fields, err := a.readFields(c, "owner", "ttl_seconds", "wait_ms")
 	if err != nil {
-		return acquireRequest{}, err
+		return leasegate.AcquireRequest{}, err
 	}
 	var ck checker
-	var req acquireRequest
-	req.resource = resourceParam(c, &ck)
-	req.owner = ownerField(&ck, fields)
-	req.ttl = a.ttlField(&ck, fields)
-	req.wait = a.waitField(&ck, fields)
+	req := leasegate.AcquireRequest{Resource: nameParam(c, &ck, "resource")}
+	req.Owner = ownerField(&ck, fields)
+	req.TTL = a.ttlField(&ck, fields)
+	req.Wait = a.waitField(&ck, fields)
 	return req, ck.err()
 }
 
@@ -89,12 +76,11 @@ func (a *API) acquire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ar := leasegate.AcquireRequest{Resource: req.resource, Owner: req.owner, TTL: req.ttl, Wait: req.wait}
 	var res leasegate.AcquireResult
-	if req.wait > 0 {
+	if req.Wait > 0 {
 		// The service bounds each Redis call of a wait itself.
 		a.m.Waiters.Inc()
-		res, err = a.deps.Locks.Acquire(c.Request().Context(), tenantOf(c), ar)
+		res, err = a.deps.Locks.Acquire(c.Request().Context(), tenantOf(c), req)
 		a.m.Waiters.Dec()
 		if err != nil && c.Request().Context().Err() != nil {
 			// The client went away while waiting: it gets no answer, and
@@ -103,16 +89,16 @@ func (a *API) acquire(c echo.Context) error {
 			return clientGone()
 		}
 	} else {
-		res, err = a.deps.Locks.Acquire(c.Request().Context(), tenantOf(c), ar)
+		res, err = a.deps.Locks.Acquire(c.Request().Context(), tenantOf(c), req)
 	}
 	if err != nil {
 		return err
 	}
 	outcome := acquireOutcome(res.Acquired, res.Waited)
 	a.m.AcquireOutcome(outcome).Inc()
-	a.m.ObserveAcquire(req.resource, outcome, time.Since(start))
+	a.m.ObserveAcquire(req.Resource, outcome, time.Since(start))
 	if !res.Acquired {
-		return sendContended(c, req.resource, max(res.RetryAfter.Milliseconds(), 0))
+		return sendContended(c, req.Resource, max(res.RetryAfter.Milliseconds(), 0))
 	}
 	return sendAcquired(c, res.Lock)
 }
@@ -124,7 +110,7 @@ func clientGone() *leasegate.Error {
 
 func (a *API) status(c echo.Context) error {
 	var ck checker
-	resource := resourceParam(c, &ck)
+	resource := nameParam(c, &ck, "resource")
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -159,7 +145,7 @@ func (a *API) renew(c echo.Context) error {
 		return err
 	}
 	var ck checker
-	resource := resourceParam(c, &ck)
+	resource := nameParam(c, &ck, "resource")
 	owner := ownerField(&ck, fields)
 	ttl := a.ttlField(&ck, fields)
 	token, _ := ck.intField(fields, "token", 1, 1<<62, false)

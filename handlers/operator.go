@@ -174,7 +174,7 @@ func (a *API) forceRelease(c echo.Context, q url.Values) error {
 		return err
 	}
 	var ck checker
-	resource := resourceParam(c, &ck)
+	resource := nameParam(c, &ck, "resource")
 	onlyQuery(&ck, q, "force", "reason")
 	if f, _ := oneQuery(q, &ck, "force"); f != "true" {
 		ck.fail("force", "must be true")
@@ -217,7 +217,7 @@ func (a *API) listAudit(c echo.Context) error {
 // reads slowly, so memory stays bounded. Both end when the client goes.
 func (a *API) lockEvents(c echo.Context) error {
 	var ck checker
-	resource := resourceParam(c, &ck)
+	resource := nameParam(c, &ck, "resource")
 	onlyQuery(&ck, c.QueryParams())
 	if err := ck.err(); err != nil {
 		return err

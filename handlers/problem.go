@@ -12,12 +12,12 @@ import (
 	"github.com/leasegate/leasegate/api"
 )
 
-// ErrorOf maps any error to the domain error the client sees and the
+// errorOf maps any error to the domain error the client sees and the
 // status that carries it (0: the code's), and says whether it is
 // unexpected and must be logged. Domain errors (from the services, or the
 // handlers' own validation) keep their code; Echo's own errors (no route,
 // wrong method, ...) are mapped here; anything else is internal.
-func ErrorOf(err error) (e *leasegate.Error, status int, unexpected bool) {
+func errorOf(err error) (e *leasegate.Error, status int, unexpected bool) {
 	var he *echo.HTTPError
 	var de *leasegate.Error
 	if errors.As(err, &he) && !errors.As(err, &de) {
@@ -61,8 +61,31 @@ func httpError(he *echo.HTTPError) (*leasegate.Error, int) {
 // RetryAfterSeconds is d as a Retry-After value: whole seconds, rounded
 // up, at least 1.
 func RetryAfterSeconds(e *leasegate.Error) int {
-	secs := int((e.RetryAfter + 999_999_999) / 1_000_000_000)
-	return max(secs, 1)
+	return max(int(ceilSeconds(e.RetryAfter)), 1)
+}
+
+// Problem is the answer to err on c: it logs err with log when it is
+// unexpected, sets the Retry-After and WWW-Authenticate header fields the
+// answer needs, and returns the problem document, its status included.
+// The JSON routes' error handler and the ops page's HTML one both answer
+// through it.
+func Problem(c echo.Context, log *zap.Logger, err error) api.Problem {
+	e, status, unexpected := errorOf(err)
+	if unexpected {
+		log.Error("request failed",
+			zap.String("request_id", RequestID(c)),
+			zap.String("route", c.Path()),
+			zap.Error(err))
+	}
+	h := c.Response().Header()
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds(e)))
+	}
+	if e.Code == leasegate.CodeUnauthorized {
+		// RFC 9110: every 401 names a scheme; the API's is Bearer.
+		h.Set(echo.HeaderWWWAuthenticate, "Bearer")
+	}
+	return api.ProblemOf(e, status)
 }
 
 // errorHandler is Echo's HTTPErrorHandler: every error becomes problem+json.
@@ -71,23 +94,8 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
-		e, status, unexpected := ErrorOf(err)
-		if unexpected {
-			log.Error("request failed",
-				zap.String("request_id", RequestID(c)),
-				zap.String("route", c.Path()),
-				zap.Error(err))
-		}
-		h := c.Response().Header()
-		if e.RetryAfter > 0 {
-			h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds(e)))
-		}
-		if e.Code == leasegate.CodeUnauthorized {
-			// RFC 9110: every 401 names a scheme; the API's is Bearer.
-			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
-		}
-		p := api.ProblemOf(e, status)
-		h[echo.HeaderContentType] = ctProblem
+		p := Problem(c, log, err)
+		c.Response().Header()[echo.HeaderContentType] = ctProblem
 		c.Response().WriteHeader(p.Status)
 		if c.Request().Method == http.MethodHead {
 			return

@@ -56,11 +56,7 @@ type permitHeldJSON struct {
 // nameParam reads path parameter param and checks it with the rules of a
 // lock's resource, naming param in the errors.
 func nameParam(c echo.Context, ck *checker, param string) string {
-	v, ok := pathParam(c, ck, param)
-	if ok {
-		ck.resource(param, v)
-	}
-	return v
+	return checkedParam(c, ck, param, ck.resource)
 }
 
 func (a *API) semAcquire(c echo.Context) error {

@@ -43,21 +43,13 @@ func (c *checker) userID(s string) {
 
 // userIDParam reads and validates the {user_id} path segment.
 func userIDParam(c echo.Context, ck *checker) string {
-	u, ok := pathParam(c, ck, "user_id")
-	if ok {
-		ck.userID(u)
-	}
-	return u
+	return checkedParam(c, ck, "user_id", func(_, v string) { ck.userID(v) })
 }
 
 // lockNameParam reads path parameter param and checks it with the rules
 // of a user lock's name (a claim's scope follows them too).
 func lockNameParam(c echo.Context, ck *checker, param string) string {
-	v, ok := pathParam(c, ck, param)
-	if ok {
-		ck.lockName(param, v)
-	}
-	return v
+	return checkedParam(c, ck, param, ck.lockName)
 }
 
 // userLockParams reads {name} and {user_id}.

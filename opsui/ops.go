@@ -4,7 +4,7 @@
 // Register adds its routes under /ops to the Echo instance handlers.New
 // returns; it holds its forms to the same input rules as the routes
 // (handlers.Check...) and answers its errors with the same mapping
-// (handlers.ErrorOf), as HTML for a browser.
+// (handlers.Problem), as HTML for a browser.
 package opsui
 
 import (
@@ -20,7 +20,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +29,6 @@ import (
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/handlers"
-	"github.com/leasegate/leasegate/metrics"
 )
 
 // UI is the page's routes and what they need: the configuration and
@@ -49,12 +47,7 @@ type UI struct {
 // (auth.Sessions); without it the page takes only what deps.Auth takes
 // (a Bearer key, or open mode).
 func Register(e *echo.Echo, cfg handlers.Config, deps handlers.Deps, sessions Sessions) {
-	if deps.Log == nil {
-		deps.Log = zap.NewNop()
-	}
-	if deps.Metrics == nil {
-		deps.Metrics = metrics.NewStandalone()
-	}
+	deps = deps.WithDefaults()
 	a := &UI{cfg: cfg, deps: deps, sessions: sessions, log: deps.Log}
 	authn := deps.Authn()
 	if deps.Flags != nil {
@@ -291,25 +284,11 @@ func (a *UI) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 			next(err, c)
 			return
 		}
-		e, status, unexpected := handlers.ErrorOf(err)
-		if unexpected {
-			a.log.Error("request failed",
-				zap.String("request_id", handlers.RequestID(c)),
-				zap.String("route", c.Path()),
-				zap.Error(err))
-		}
-		p := api.ProblemOf(e, status)
+		p := handlers.Problem(c, a.log, err)
 		v := errorView{Problem: p, Fields: p.Errors, Back: "/ops/", BackText: "Back to the ops page"}
 		switch c.Request().URL.Path {
 		case "/ops/login", "/ops/logout":
 			v.Back, v.BackText = "/ops/login", "Back to the login form"
-		}
-		h := c.Response().Header()
-		if e.RetryAfter > 0 {
-			h.Set("Retry-After", strconv.Itoa(handlers.RetryAfterSeconds(e)))
-		}
-		if e.Code == leasegate.CodeUnauthorized {
-			h.Set(echo.HeaderWWWAuthenticate, "Bearer")
 		}
 		var buf bytes.Buffer
 		if err := errorPage.Execute(&buf, v); err != nil {
@@ -317,6 +296,7 @@ func (a *UI) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 			next(err, c)
 			return
 		}
+		h := c.Response().Header()
 		pageHeaders(h)
 		h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 		c.Response().WriteHeader(p.Status)
@@ -394,7 +374,7 @@ func (a *UI) opsPage(c echo.Context) error {
 		CSRF:     a.csrfToken(c),
 		Session:  viaSession(c),
 		Paged:    q.Cursor != "",
-		FirstURL: opsURL(q.Lock, "", "", ""),
+		FirstURL: pageURL("/ops/", "lock", q.Lock),
 		PageSize: opsPageSize,
 		Search:   search,
 	}
@@ -434,7 +414,7 @@ func (a *UI) opsPage(c echo.Context) error {
 			return err
 		}
 		if page.NextCursor != "" {
-			v.NextURL = opsURL(q.Lock, page.NextCursor, "", "")
+			v.NextURL = pageURL("/ops/", "lock", q.Lock, "cursor", page.NextCursor)
 		}
 		flags = page.Items
 	}
@@ -473,30 +453,32 @@ func (a *UI) opsPage(c echo.Context) error {
 		r.Timeline, r.TimelineFrom, r.TimelineTo = timeline(f.AttemptsAt)
 		v.Items = append(v.Items, r)
 	}
+	return render(c, http.StatusOK, opsPage, "page.html", v)
+}
+
+// pageURL is path with a query of the pairs name, value of kv whose
+// value is not "".
+func pageURL(path string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+// render answers with template name of t executed on v, as a page.
+func render(c echo.Context, status int, t *template.Template, name string, v any) error {
 	var buf bytes.Buffer
-	if err := opsPage.Execute(&buf, v); err != nil {
+	if err := t.ExecuteTemplate(&buf, name, v); err != nil {
 		return err
 	}
 	pageHeaders(c.Response().Header())
-	return c.HTMLBlob(http.StatusOK, buf.Bytes())
-}
-
-func opsURL(lock, cursor, msg, user string) string {
-	q := url.Values{}
-	if lock != "" {
-		q.Set("lock", lock)
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	if msg != "" {
-		q.Set("msg", msg)
-		q.Set("user", user)
-	}
-	if len(q) == 0 {
-		return "/ops/"
-	}
-	return "/ops/?" + q.Encode()
+	return c.HTMLBlob(status, buf.Bytes())
 }
 
 // pageForm reads a form post of the page's (actions, login, logout):
@@ -553,7 +535,7 @@ func (a *UI) opsAction(action string) echo.HandlerFunc {
 			invalid = errors.Join(invalid, err)
 		}
 		back := func(msg string) error {
-			return c.Redirect(http.StatusSeeOther, opsURL(lock, "", msg, user))
+			return c.Redirect(http.StatusSeeOther, pageURL("/ops/", "lock", lock, "msg", msg, "user", user))
 		}
 		if invalid != nil {
 			return back("invalid")

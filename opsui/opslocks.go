@@ -1,7 +1,6 @@
 package opsui
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"html/template"
@@ -102,15 +101,6 @@ func (a *UI) opsLocksView(c echo.Context, title, view string) opsLocksView {
 	}
 }
 
-func (a *UI) renderOps(c echo.Context, name string, v opsLocksView) error {
-	var buf bytes.Buffer
-	if err := opsLocksPages.ExecuteTemplate(&buf, name, v); err != nil {
-		return err
-	}
-	pageHeaders(c.Response().Header())
-	return c.HTMLBlob(http.StatusOK, buf.Bytes())
-}
-
 // left says how long until t, for people: "45s", "12m 5s", "3h 2m".
 func left(t, now time.Time) string {
 	d := t.Sub(now).Truncate(time.Second)
@@ -152,20 +142,6 @@ func (a *UI) charts(now time.Time) []opsChart {
 	return out
 }
 
-func opsLocksURL(prefix, cursor string) string {
-	q := url.Values{}
-	if prefix != "" {
-		q.Set("prefix", prefix)
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	if len(q) == 0 {
-		return "/ops/locks"
-	}
-	return "/ops/locks?" + q.Encode()
-}
-
 func (a *UI) opsLocks(c echo.Context) error {
 	q := c.QueryParams()
 	prefix, cursor, msg := q.Get("prefix"), q.Get("cursor"), q.Get("msg")
@@ -180,10 +156,10 @@ func (a *UI) opsLocks(c echo.Context) error {
 	}
 	now := time.Now()
 	v := a.opsLocksView(c, "locks", "locks")
-	v.Prefix, v.Paged, v.FirstURL = prefix, cursor != "", opsLocksURL(prefix, "")
+	v.Prefix, v.Paged, v.FirstURL = prefix, cursor != "", pageURL("/ops/locks", "prefix", prefix)
 	v.Charts = a.charts(now)
 	if page.NextCursor != "" {
-		v.NextURL = opsLocksURL(prefix, page.NextCursor)
+		v.NextURL = pageURL("/ops/locks", "prefix", prefix, "cursor", page.NextCursor)
 	}
 	if f, ok := opsLocksMessages[msg]; ok {
 		if msg != "invalid" {
@@ -197,7 +173,7 @@ func (a *UI) opsLocks(c echo.Context) error {
 			ExpiresAt: leasegate.FormatTime(h.ExpiresAt), Left: left(h.ExpiresAt, now),
 		})
 	}
-	return a.renderOps(c, "locks.html", v)
+	return render(c, http.StatusOK, opsLocksPages, "locks.html", v)
 }
 
 // opsForceRelease is the page's forced release: the first post (from the
@@ -226,7 +202,7 @@ func (a *UI) opsForceRelease(c echo.Context) error {
 			return err
 		}
 		v.Confirm = cf
-		return a.renderOps(c, "confirm.html", v)
+		return render(c, http.StatusOK, opsLocksPages, "confirm.html", v)
 	}
 	lk, err := a.deps.Operator.ForceRelease(ctx, handlers.Principal(c).Tenant, resource, reason, handlers.RequestMeta(c))
 	switch {
@@ -264,5 +240,5 @@ func (a *UI) opsAudit(c echo.Context) error {
 		v.Audit = append(v.Audit, opsAuditRow{At: leasegate.FormatTime(r.At), Actor: r.Actor, Action: r.Action,
 			Target: r.Target, Reason: r.Reason, Details: r.Details.String(), RequestID: r.RequestID})
 	}
-	return a.renderOps(c, "audit.html", v)
+	return render(c, http.StatusOK, opsLocksPages, "audit.html", v)
 }

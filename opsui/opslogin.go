@@ -1,7 +1,6 @@
 package opsui
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -143,12 +142,7 @@ type loginView struct {
 
 // renderLogin answers with the login form.
 func (a *UI) renderLogin(c echo.Context, status int, errText string) error {
-	var buf bytes.Buffer
-	if err := loginPage.Execute(&buf, loginView{CSRF: a.csrfToken(c), Error: errText}); err != nil {
-		return err
-	}
-	pageHeaders(c.Response().Header())
-	return c.HTMLBlob(status, buf.Bytes())
+	return render(c, status, loginPage, "login.html", loginView{CSRF: a.csrfToken(c), Error: errText})
 }
 
 // loginForm is GET /ops/login. In open mode, and for a browser already

@@ -41,12 +41,14 @@ func (f *clientFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 }
 
-func (f *clientFlags) client() *client.Client {
-	var opts []client.Option
-	if f.apiKey != "" {
-		opts = append(opts, client.WithAPIKey(f.apiKey))
+func (f *clientFlags) client() *client.Client { return newClient(f.url, f.apiKey) }
+
+// newClient is a client of the gateway at url, with apiKey unless it is "".
+func newClient(url, apiKey string) *client.Client {
+	if apiKey == "" {
+		return client.New(url)
 	}
-	return client.New(f.url, opts...)
+	return client.New(url, client.WithAPIKey(apiKey))
 }
 
 // parseInterleaved parses flags that may come before or after the

@@ -117,11 +117,7 @@ func (f *lockFlags) check() (syscall.Signal, *client.Client, error) {
 	if f.owner == "" {
 		f.owner = client.DefaultOwner()
 	}
-	var opts []client.Option
-	if f.apiKey != "" {
-		opts = append(opts, client.WithAPIKey(f.apiKey))
-	}
-	return lostSig, client.New(f.url, opts...), nil
+	return lostSig, newClient(f.url, f.apiKey), nil
 }
 
 func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
@@ -129,7 +125,7 @@ func cmdLock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := parseFlags(fs, args, withoutOwner(getenv), stderr); err != nil {
 		return err
 	}
-	resource, argv, err := splitLockArgs(fs.Args())
+	resource, argv, err := splitHeldArgs("", fs.Args(), "RESOURCE", "leasegate lock [flags] RESOURCE -- CMD [ARGS...]")
 	if err != nil {
 		return usageError{err}
 	}
@@ -198,19 +194,23 @@ func runHeld(ctx context.Context, argv []string, h held, f *lockFlags, lostSig s
 	return exitError{code: code}
 }
 
-// splitLockArgs reads RESOURCE -- CMD [ARGS...] (the -- may be left out).
-func splitLockArgs(rest []string) (string, []string, error) {
+// splitHeldArgs reads NAME -- CMD [ARGS...] (the -- may be left out) of
+// a command whose synopsis is synopsis and whose NAME is arg; name, when
+// not "", was given before the flags and rest starts at CMD.
+func splitHeldArgs(name string, rest []string, arg, synopsis string) (string, []string, error) {
+	if name == "" {
+		if len(rest) == 0 {
+			return "", nil, fmt.Errorf("missing %s and CMD: %s", arg, synopsis)
+		}
+		name, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
 	if len(rest) == 0 {
-		return "", nil, errors.New("missing RESOURCE and CMD: leasegate lock [flags] RESOURCE -- CMD [ARGS...]")
+		return "", nil, errors.New("missing CMD: " + synopsis)
 	}
-	resource, cmd := rest[0], rest[1:]
-	if len(cmd) > 0 && cmd[0] == "--" {
-		cmd = cmd[1:]
-	}
-	if len(cmd) == 0 {
-		return "", nil, errors.New("missing CMD: leasegate lock [flags] RESOURCE -- CMD [ARGS...]")
-	}
-	return resource, cmd, nil
+	return name, rest, nil
 }
 
 // parseSignal reads TERM, SIGTERM, term or a number.

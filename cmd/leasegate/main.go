@@ -100,7 +100,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "leasegate: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	_ = stdin
 	return exitCode(err, stderr)
 }
 

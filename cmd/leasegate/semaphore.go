@@ -45,18 +45,9 @@ func cmdSemaphore(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if err := parseFlags(fs, args, withoutOwner(getenv), stderr); err != nil {
 		return err
 	}
-	rest := fs.Args()
-	if name == "" {
-		if len(rest) == 0 {
-			return usageError{errors.New("missing NAME and CMD: leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]")}
-		}
-		name, rest = rest[0], rest[1:]
-	}
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
-	}
-	if len(rest) == 0 {
-		return usageError{errors.New("missing CMD: leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]")}
+	name, rest, err := splitHeldArgs(name, fs.Args(), "NAME", "leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]")
+	if err != nil {
+		return usageError{err}
 	}
 	if limit < 1 || limit > 10000 {
 		return usageError{fmt.Errorf("--limit %d must be from 1 to 10000", limit)}
