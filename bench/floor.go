@@ -59,5 +59,3 @@ func (f *floor) release(ctx context.Context, i int) error {
 	}
 	return nil
 }
-
-func (f *floor) cycle(ctx context.Context, i int) error { return cycleOf(ctx, f, i) }

@@ -24,32 +24,9 @@ import (
 // semaphoreLimit is the limit of every benchmark semaphore.
 const semaphoreLimit = 10
 
-type semaphoreCycle struct {
-	g        *gateway
-	urls     []string
-	acquires [][]byte
-	releases [][]byte
+func newSemaphoreCycle(g *gateway, cfg Config, runID string) *httpCycle {
+	return g.cycle(cfg, "sem", "/semaphores/bench-"+runID+"-", false, `,"limit":`+strconv.Itoa(semaphoreLimit))
 }
-
-func newSemaphoreCycle(g *gateway, cfg Config, runID string) *semaphoreCycle {
-	s := &semaphoreCycle{g: g, urls: workerURLs("http://"+g.srv.Addr()+"/semaphores/bench-"+runID+"-", cfg.Concurrency)}
-	s.acquires, s.releases = ownerBodies(cfg, `,"limit":`+strconv.Itoa(semaphoreLimit))
-	return s
-}
-
-func (s *semaphoreCycle) name() string    { return "sem" }
-func (s *semaphoreCycle) sends() []string { return []string{"evalsha", "eval"} }
-
-func (s *semaphoreCycle) acquire(ctx context.Context, i int) error {
-	return s.g.acquireAt(ctx, s.urls[i], s.acquires[i], "semaphore acquire")
-}
-
-func (s *semaphoreCycle) release(ctx context.Context, i int) error {
-	_, err := s.g.do(ctx, http.MethodDelete, s.urls[i], s.releases[i], http.StatusNoContent)
-	return err
-}
-
-func (s *semaphoreCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, s, i) }
 
 type claimCycle struct {
 	g      *gateway
@@ -120,5 +97,3 @@ func (c *claimCycle) release(ctx context.Context, i int) error {
 	}
 	return nil
 }
-
-func (c *claimCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, c, i) }
