@@ -50,7 +50,7 @@ func startGateway(redisURL string, cfg Config) (*gateway, error) {
 // with releases[i]. The gateway's lock phase, sem and handoff are such
 // cycles; clock, handoff's alone, notes each grant and release.
 type httpCycle struct {
-	g        *gateway
+	hc       *http.Client
 	label    string
 	urls     []string
 	acquires [][]byte
@@ -58,11 +58,11 @@ type httpCycle struct {
 	clock    *handoffClock
 }
 
-// cycle is the phase label of cycles on path+"{i}" for worker i (the
-// same path for all when shared), with the acquire's extra JSON fields
+// cycle returns the phase named label: worker i's requests go to path+i,
+// or all to path when shared; extra is more JSON fields of the acquire
 // (",..." or "").
 func (g *gateway) cycle(cfg Config, label, path string, shared bool, extra string) *httpCycle {
-	c := &httpCycle{g: g, label: label}
+	c := &httpCycle{hc: g.hc, label: label}
 	base := "http://" + g.srv.Addr() + path
 	for i := range cfg.Concurrency {
 		if shared {
@@ -81,7 +81,7 @@ func (c *httpCycle) name() string { return c.label }
 func (c *httpCycle) sends() []string { return []string{"evalsha", "eval"} }
 
 func (c *httpCycle) acquire(ctx context.Context, i int) error {
-	got, err := c.g.do(ctx, http.MethodPost, c.urls[i], c.acquires[i], http.StatusOK)
+	got, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i], c.acquires[i], http.StatusOK)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (c *httpCycle) acquire(ctx context.Context, i int) error {
 }
 
 func (c *httpCycle) release(ctx context.Context, i int) error {
-	if _, err := c.g.do(ctx, http.MethodDelete, c.urls[i], c.releases[i], http.StatusNoContent); err != nil {
+	if _, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], c.releases[i], http.StatusNoContent); err != nil {
 		return err
 	}
 	if c.clock != nil {
@@ -162,12 +162,6 @@ func (g *gateway) close() {
 }
 
 var granted = []byte(`"acquired":true`)
-
-// do sends one request to the gateway and returns the answer's body; an
-// answer other than want is an error.
-func (g *gateway) do(ctx context.Context, method, url string, body []byte, want int) ([]byte, error) {
-	return doJSON(ctx, g.hc, method, url, body, want)
-}
 
 // doJSON sends one JSON request with hc and returns the answer's body
 // (up to 1 MiB); an answer other than want is an error.

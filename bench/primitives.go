@@ -64,7 +64,7 @@ var tokenField = []byte(`"token":`)
 // acquire claims a new key: 201, state pending.
 func (c *claimCycle) acquire(ctx context.Context, i int) error {
 	c.seq[i]++
-	body, err := c.g.do(ctx, http.MethodPost, c.url(i), c.claims[i], http.StatusCreated)
+	body, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url(i), c.claims[i], http.StatusCreated)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ var claimDone = []byte(`"state":"done"`)
 // release completes the claim acquire took.
 func (c *claimCycle) release(ctx context.Context, i int) error {
 	body := []byte(`{"owner":"` + c.owners[i] + `","token":` + strconv.FormatInt(c.tokens[i], 10) + `,"result":{"ok":true},"keep_seconds":1}`)
-	got, err := c.g.do(ctx, http.MethodPost, c.url(i)+"/complete", body, http.StatusOK)
+	got, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url(i)+"/complete", body, http.StatusOK)
 	if err != nil {
 		return err
 	}
