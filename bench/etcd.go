@@ -272,12 +272,7 @@ func (r *etcdRunner) close() {
 		}
 		done := make(chan struct{})
 		go func() { _ = r.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = r.cmd.Process.Kill()
-			<-done
-		}
+		waitOrKill(r.cmd.Process, done, 30*time.Second)
 	}
 	if r.tmp != "" {
 		_ = os.RemoveAll(r.tmp)

@@ -441,12 +441,7 @@ func (gp *gatewayProcess) stop() {
 	if err := gp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		_ = gp.cmd.Process.Kill()
 	}
-	select {
-	case <-gp.done:
-	case <-time.After(30 * time.Second):
-		_ = gp.cmd.Process.Kill()
-		<-gp.done
-	}
+	waitOrKill(gp.cmd.Process, gp.done, 30*time.Second)
 }
 
 // memory reads VmRSS and VmHWM from /proc/PID/status.
