@@ -215,11 +215,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	floor := newFloor(opt, cfg, runID)
 	defer floor.close()
-	gw, err := startGateway(redisURL, cfg, runID)
+	gw, err := startGateway(redisURL, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer gw.close()
+	locks := gw.cycle(cfg, "gateway", "/locks/bench-"+runID+"-", false, "")
 
 	extras, err := newExtras(ctx, opt, cfg, runID, gw)
 	if err != nil {
@@ -227,46 +228,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer extras.close()
 
-	if rep.Scripts, err = scriptCommands(ctx, stats, append([]cycler{floor, gw}, extras.cyclers()...)...); err != nil {
+	if rep.Scripts, err = scriptCommands(ctx, stats, append([]cycler{floor, locks}, extras.cyclers()...)...); err != nil {
 		return nil, err
 	}
 
 	for r := 0; r < cfg.Rounds && ctx.Err() == nil; r++ {
-		var rd Round
-		if rd.Floor, err = runPhase(ctx, stats, cfg, floor, nil); err != nil {
-			if ctx.Err() != nil {
-				break // interrupted: report the rounds done
-			}
-			return nil, err
-		}
 		var prof io.Writer
 		if r == cfg.Rounds-1 {
 			prof = cfg.CPUProfile
 		}
-		if rd.Gateway, err = runPhase(ctx, stats, cfg, gw, prof); err != nil {
+		rd, err := runRound(ctx, stats, cfg, floor, locks, extras, etcd, prof)
+		if err != nil {
 			if ctx.Err() != nil {
-				break
-			}
-			return nil, err
-		}
-		if rd.Floor.CyclesPerSec > 0 {
-			rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
-		}
-		if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			return nil, err
-		}
-		var handoffs float64
-		for _, p := range rd.Phases {
-			if p.Name == "handoff" {
-				handoffs = p.CyclesPerSec
-			}
-		}
-		if err := etcd.round(rd.Gateway.CyclesPerSec, handoffs); err != nil {
-			if ctx.Err() != nil {
-				break
+				break // interrupted: report the rounds done
 			}
 			return nil, err
 		}
@@ -286,6 +260,32 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// runRound runs one round: the floor, the gateway's lock phase (with a
+// CPU profile to prof, when not nil), the optional phases and etcd's.
+func runRound(ctx context.Context, stats *redis.Client, cfg Config, floor, locks cycler, extras *extras, etcd *etcdRunner, prof io.Writer) (Round, error) {
+	var rd Round
+	var err error
+	if rd.Floor, err = runPhase(ctx, stats, cfg, floor, nil); err != nil {
+		return rd, err
+	}
+	if rd.Gateway, err = runPhase(ctx, stats, cfg, locks, prof); err != nil {
+		return rd, err
+	}
+	if rd.Floor.CyclesPerSec > 0 {
+		rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
+	}
+	if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor); err != nil {
+		return rd, err
+	}
+	var handoffs float64
+	for _, p := range rd.Phases {
+		if p.Name == "handoff" {
+			handoffs = p.CyclesPerSec
+		}
+	}
+	return rd, etcd.round(rd.Gateway.CyclesPerSec, handoffs)
 }
 
 func redisVersion(ctx context.Context, rdb *redis.Client) (string, error) {

@@ -133,27 +133,29 @@ func locateEtcdBench(given string) (dir, bin, note string) {
 // startEtcd builds (from a module directory) and starts the etcd program
 // and reads its first line into rep.Etcd; a skip adds a note to rep and
 // returns nil, nil.
-func startEtcd(ctx context.Context, cfg Config, rep *Report) (*etcdRunner, error) {
+func startEtcd(ctx context.Context, cfg Config, rep *Report) (_ *etcdRunner, err error) {
 	dir, bin, note := locateEtcdBench(cfg.EtcdBench)
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
 		return nil, nil
 	}
 	r := &etcdRunner{stderr: &tail{max: 4096}}
-	if dir != "" {
-		tmp, err := os.MkdirTemp("", "leasegate-bench-etcd-bin-")
+	defer func() {
 		if err != nil {
+			r.close()
+		}
+	}()
+	if dir != "" {
+		if r.tmp, err = os.MkdirTemp("", "leasegate-bench-etcd-bin-"); err != nil {
 			return nil, fmt.Errorf("bench: etcd: %w", err)
 		}
-		r.tmp = tmp
-		bin = filepath.Join(tmp, "etcd-bench")
+		bin = filepath.Join(r.tmp, "etcd-bench")
 		build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 		build.Dir = dir
 		// Its own go.mod and go.sum, never a go.work that would mix the
 		// two modules.
 		build.Env = append(os.Environ(), "GOWORK=off")
 		if out, err := build.CombinedOutput(); err != nil {
-			r.close()
 			return nil, fmt.Errorf("bench: etcd: go build in %s: %w\n%s", dir, err, out)
 		}
 	}
@@ -167,29 +169,23 @@ func startEtcd(ctx context.Context, cfg Config, rep *Report) (*etcdRunner, error
 	}
 	r.cmd = exec.CommandContext(ctx, bin, args...)
 	r.cmd.Stderr = r.stderr
-	var err error
 	if r.in, err = r.cmd.StdinPipe(); err != nil {
-		r.close()
 		return nil, fmt.Errorf("bench: etcd: %w", err)
 	}
 	stdout, err := r.cmd.StdoutPipe()
 	if err != nil {
-		r.close()
 		return nil, fmt.Errorf("bench: etcd: %w", err)
 	}
 	r.out = bufio.NewScanner(stdout)
 	if err := r.cmd.Start(); err != nil {
-		r.close()
 		return nil, fmt.Errorf("bench: etcd: start %s: %w", bin, err)
 	}
 	line, err := r.readLine()
 	if err != nil {
-		r.close()
 		return nil, err
 	}
 	var h etcdHello
 	if err := json.Unmarshal(line, &h); err != nil || h.EtcdVersion == "" {
-		r.close()
 		return nil, fmt.Errorf("bench: etcd: first line is not the program's hello (%v): %q", err, line)
 	}
 	r.res = &EtcdResult{Version: h.EtcdVersion, Embedded: h.Embedded, Fsync: h.Fsync, Endpoints: h.Endpoints, GoVersion: h.GoVersion}
@@ -276,12 +272,7 @@ func (r *etcdRunner) close() {
 		}
 		done := make(chan struct{})
 		go func() { _ = r.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = r.cmd.Process.Kill()
-			<-done
-		}
+		waitOrKill(r.cmd.Process, done, 30*time.Second)
 	}
 	if r.tmp != "" {
 		_ = os.RemoveAll(r.tmp)

@@ -27,7 +27,7 @@ func newFloor(opt *redis.Options, cfg Config, runID string) *floor {
 	// Workers 0..C-1, plus worker 0 again for the per-script counts.
 	for i := range cfg.Concurrency {
 		f.keys = append(f.keys, "bench:{"+runID+"-"+strconv.Itoa(i)+"}:floor")
-		f.owners = append(f.owners, "bench-owner-"+strconv.Itoa(i))
+		f.owners = append(f.owners, benchOwner(i))
 	}
 	return f
 }
@@ -59,5 +59,3 @@ func (f *floor) release(ctx context.Context, i int) error {
 	}
 	return nil
 }
-
-func (f *floor) cycle(ctx context.Context, i int) error { return cycleOf(ctx, f, i) }

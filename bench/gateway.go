@@ -18,19 +18,14 @@ import (
 )
 
 // gateway is a gateway built by server.New in this process on
-// 127.0.0.1:0, driven over loopback HTTP with a keep-alive client: one
-// cycle is POST /locks/{r} then DELETE /locks/{r}.
+// 127.0.0.1:0, driven over loopback HTTP with a keep-alive client.
 type gateway struct {
 	srv    *server.Server
 	served chan error
 	hc     *http.Client
-	// Per worker: the lock URL and the two request bodies.
-	urls     []string
-	acquires [][]byte
-	releases [][]byte
 }
 
-func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
+func startGateway(redisURL string, cfg Config) (*gateway, error) {
 	log, err := gatewayLogger(cfg.GatewayLogLevel, cfg.GatewayLog)
 	if err != nil {
 		return nil, err
@@ -47,10 +42,70 @@ func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
 	go func() { g.served <- s.Serve() }()
 
 	g.hc = keepAliveClient(cfg.Concurrency, time.Minute)
-	g.urls = workerURLs("http://"+s.Addr()+"/locks/bench-"+runID+"-", cfg.Concurrency)
-	g.acquires, g.releases = ownerBodies(cfg, "")
 	return g, nil
 }
+
+// httpCycle is a cycle of two requests to the gateway, for worker i: POST
+// urls[i] with acquires[i], which must be granted, then DELETE urls[i]
+// with releases[i]. The gateway's lock phase, sem and handoff are such
+// cycles; clock, handoff's alone, notes each grant and release.
+type httpCycle struct {
+	hc       *http.Client
+	label    string
+	urls     []string
+	acquires [][]byte
+	releases [][]byte
+	clock    *handoffClock
+}
+
+// cycle returns the phase named label: worker i's requests go to path+i,
+// or all to path when shared; extra is more JSON fields of the acquire
+// (",..." or "").
+func (g *gateway) cycle(cfg Config, label, path string, shared bool, extra string) *httpCycle {
+	c := &httpCycle{hc: g.hc, label: label}
+	base := "http://" + g.srv.Addr() + path
+	for i := range cfg.Concurrency {
+		if shared {
+			c.urls = append(c.urls, base)
+		} else {
+			c.urls = append(c.urls, base+strconv.Itoa(i))
+		}
+	}
+	c.acquires, c.releases = ownerBodies(cfg, extra)
+	return c
+}
+
+func (c *httpCycle) name() string { return c.label }
+
+// sends: each half of the cycle is one script.
+func (c *httpCycle) sends() []string { return []string{"evalsha", "eval"} }
+
+func (c *httpCycle) acquire(ctx context.Context, i int) error {
+	got, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i], c.acquires[i], http.StatusOK)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(got, granted) {
+		return fmt.Errorf("%s acquire: not granted: %s", c.label, got)
+	}
+	if c.clock != nil {
+		c.clock.granted(i)
+	}
+	return nil
+}
+
+func (c *httpCycle) release(ctx context.Context, i int) error {
+	if _, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], c.releases[i], http.StatusNoContent); err != nil {
+		return err
+	}
+	if c.clock != nil {
+		c.clock.released(i)
+	}
+	return nil
+}
+
+// takeLatencies: a hand-off's latency is its clock's, nil for the others.
+func (c *httpCycle) takeLatencies() *histogram { return c.clock.takeLatencies() }
 
 // keepAliveClient is the HTTP client of the drivers, Run's gateway phases
 // and Load's workers alike: no proxy, one kept-alive connection per
@@ -83,15 +138,6 @@ func ownerBodies(cfg Config, extra string) (acquires, releases [][]byte) {
 	return acquires, releases
 }
 
-// workerURLs are base followed by each worker's number.
-func workerURLs(base string, n int) []string {
-	urls := make([]string, n)
-	for i := range urls {
-		urls[i] = base + strconv.Itoa(i)
-	}
-	return urls
-}
-
 // gatewayLogger is `leasegate serve`'s logger (JSON lines at level) on w.
 func gatewayLogger(level string, w io.Writer) (*zap.Logger, error) {
 	var lvl zapcore.Level
@@ -107,11 +153,6 @@ func gatewayLogger(level string, w io.Writer) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
 }
 
-func (g *gateway) name() string { return "gateway" }
-
-// sends: the gateway's lock cycle is two scripts.
-func (g *gateway) sends() []string { return []string{"evalsha", "eval"} }
-
 func (g *gateway) close() {
 	g.hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -121,36 +162,6 @@ func (g *gateway) close() {
 }
 
 var granted = []byte(`"acquired":true`)
-
-func (g *gateway) acquire(ctx context.Context, i int) error {
-	return g.acquireAt(ctx, g.urls[i], g.acquires[i], "acquire")
-}
-
-// acquireAt POSTs an acquire (of a lock or a semaphore) to url; an answer
-// other than 200 with "acquired":true is an error.
-func (g *gateway) acquireAt(ctx context.Context, url string, body []byte, what string) error {
-	got, err := g.do(ctx, http.MethodPost, url, body, http.StatusOK)
-	if err != nil {
-		return err
-	}
-	if !bytes.Contains(got, granted) {
-		return fmt.Errorf("%s: not granted: %s", what, got)
-	}
-	return nil
-}
-
-func (g *gateway) release(ctx context.Context, i int) error {
-	_, err := g.do(ctx, http.MethodDelete, g.urls[i], g.releases[i], http.StatusNoContent)
-	return err
-}
-
-func (g *gateway) cycle(ctx context.Context, i int) error { return cycleOf(ctx, g, i) }
-
-// do sends one request to the gateway and returns the answer's body; an
-// answer other than want is an error.
-func (g *gateway) do(ctx context.Context, method, url string, body []byte, want int) ([]byte, error) {
-	return doJSON(ctx, g.hc, method, url, body, want)
-}
 
 // doJSON sends one JSON request with hc and returns the answer's body
 // (up to 1 MiB); an answer other than want is an error.

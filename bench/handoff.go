@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -75,8 +74,11 @@ func (h *handoffClock) released(i int) {
 // takeLatencies returns the release-to-next-grant times noted
 // since the last call, and forgets them. A next grant seen before the
 // release's own answer (both answers can leave in the same instant)
-// counts as 0.
+// counts as 0. A nil clock has none: nil.
 func (h *handoffClock) takeLatencies() *histogram {
+	if h == nil {
+		return nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := &histogram{}
@@ -139,44 +141,9 @@ func (f *tokenFloor) release(ctx context.Context, i int) error {
 	return nil
 }
 
-func (f *tokenFloor) cycle(ctx context.Context, i int) error { return cycleOf(ctx, f, i) }
-
-// handoff is the gateway's hand-off phase, on the lock phase's gateway.
-type handoff struct {
-	*handoffClock
-	g        *gateway
-	url      string
-	acquires [][]byte
-	releases [][]byte
+// newHandoff is the gateway's hand-off phase, on the lock phase's gateway.
+func newHandoff(g *gateway, cfg Config, runID string) *httpCycle {
+	c := g.cycle(cfg, "handoff", "/locks/bench-"+runID+"-handoff", true, `,"wait_ms":`+strconv.FormatInt(handoffWait.Milliseconds(), 10))
+	c.clock = newHandoffClock(cfg.Concurrency)
+	return c
 }
-
-func newHandoff(g *gateway, cfg Config, runID string) *handoff {
-	h := &handoff{
-		handoffClock: newHandoffClock(cfg.Concurrency),
-		g:            g,
-		url:          "http://" + g.srv.Addr() + "/locks/bench-" + runID + "-handoff",
-	}
-	h.acquires, h.releases = ownerBodies(cfg, `,"wait_ms":`+strconv.FormatInt(handoffWait.Milliseconds(), 10))
-	return h
-}
-
-func (h *handoff) name() string    { return "handoff" }
-func (h *handoff) sends() []string { return []string{"evalsha", "eval"} }
-
-func (h *handoff) acquire(ctx context.Context, i int) error {
-	if err := h.g.acquireAt(ctx, h.url, h.acquires[i], "waiting acquire"); err != nil {
-		return err
-	}
-	h.granted(i)
-	return nil
-}
-
-func (h *handoff) release(ctx context.Context, i int) error {
-	if _, err := h.g.do(ctx, http.MethodDelete, h.url, h.releases[i], http.StatusNoContent); err != nil {
-		return err
-	}
-	h.released(i)
-	return nil
-}
-
-func (h *handoff) cycle(ctx context.Context, i int) error { return cycleOf(ctx, h, i) }

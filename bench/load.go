@@ -138,19 +138,9 @@ const (
 	numOps
 )
 
-func (o operation) String() string {
-	switch o {
-	case opAcquire:
-		return "acquire"
-	case opRelease:
-		return "release"
-	case opUserLock:
-		return "user-lock"
-	case opStatus:
-		return "status"
-	}
-	return "op" + strconv.Itoa(int(o))
-}
+var opNames = [numOps]string{"acquire", "release", "user-lock", "status"}
+
+func (o operation) String() string { return opNames[o] }
 
 // workerStats is one worker's tally; merged after the run, so no locking.
 type workerStats struct {
@@ -195,7 +185,7 @@ type run struct {
 	tracker *fenceTracker
 }
 
-// Run validates cfg, runs the workers until cfg.Duration passes, the
+// Load validates cfg, runs the workers until cfg.Duration passes, the
 // request budget is spent or ctx ends, then sums up. Requests in flight
 // at the end are let finish, so a won lease is always released. The only
 // error is an invalid cfg; failed requests and fencing violations are
@@ -323,10 +313,9 @@ func (r *run) userLockWorker(w int, st *workerStats) {
 		ul, err := r.c.UserLock(reqCtx, name, user, r.cfg.TTL)
 		st.answer(opUserLock, time.Since(t0), err)
 		if err == nil {
-			switch {
-			case ul.Acquired:
+			if ul.Acquired {
 				st.ulAcquired++
-			default:
+			} else {
 				st.ulRepeated++
 			}
 			if ul.Flagged {

@@ -3,7 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -129,12 +130,7 @@ func (s *LoadReport) Print(w io.Writer) {
 		fmt.Fprintf(tw, "acquired\t%d\t\n", s.Acquired)
 		fmt.Fprintf(tw, "contended\t%d\t\n", s.Contended)
 	}
-	kinds := make([]string, 0, len(s.ErrorKinds))
-	for k := range s.ErrorKinds {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(s.ErrorKinds)) {
 		fmt.Fprintf(tw, "error\t%d\t%s\n", s.ErrorKinds[k], k)
 	}
 	_ = tw.Flush()

@@ -16,9 +16,7 @@ import (
 // cycler does lock cycles: one acquire of a free resource and its release.
 type cycler interface {
 	name() string
-	// cycle does one cycle as worker i (workers never share a resource).
-	cycle(ctx context.Context, i int) error
-	// acquire and release are the two halves, for the per-script counts.
+	// acquire and release are the two halves of worker i's cycle.
 	acquire(ctx context.Context, i int) error
 	release(ctx context.Context, i int) error
 	// sends are the commands the cycler itself sends to Redis; the others
@@ -35,10 +33,11 @@ func cycleOf(ctx context.Context, c cycler, i int) error {
 	return c.release(ctx, i)
 }
 
-// ownLatencies is a cycler that measures the latency it reports itself
+// ownLatencies is a cycler that may measure the latency it reports itself
 // (a hand-off's release-to-next-holder) instead of each cycle's time.
 type ownLatencies interface {
-	// takeLatencies returns the latencies since the last call.
+	// takeLatencies returns the latencies since the last call, nil when
+	// the cycler measures none.
 	takeLatencies() *histogram
 }
 
@@ -73,7 +72,9 @@ func runPhase(ctx context.Context, stats *redis.Client, cfg Config, c cycler, pr
 		pprof.StopCPUProfile()
 	}
 	if hasOwn {
-		res.latencies = own.takeLatencies()
+		if l := own.takeLatencies(); l != nil {
+			res.latencies = l
+		}
 	}
 	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&ms1)
@@ -144,7 +145,7 @@ func drive(ctx context.Context, n int, d time.Duration, c cycler) driveResult {
 			var first error
 			for !stop.Load() && ctx.Err() == nil {
 				t0 := time.Now()
-				if err := c.cycle(ctx, i); err != nil {
+				if err := cycleOf(ctx, c, i); err != nil {
 					errs++
 					if first == nil {
 						first = err
@@ -191,7 +192,7 @@ func scriptCommands(ctx context.Context, stats *redis.Client, cs ...cycler) (map
 	out := map[string]map[string]int64{}
 	for _, c := range cs {
 		// One cycle first: script cache loaded, connections open.
-		if err := c.cycle(ctx, 0); err != nil {
+		if err := cycleOf(ctx, c, 0); err != nil {
 			return nil, fmt.Errorf("bench: %s: first cycle: %w", c.name(), err)
 		}
 		for _, half := range []struct {

@@ -47,8 +47,8 @@ type extra struct {
 }
 
 type extras struct {
-	list    []extra
-	closers []func()
+	list   []extra
+	tokens *tokenFloor // -handoff's blpop floor, closed by close
 }
 
 // newExtras builds the optional phases cfg asks for; gw is the gateway
@@ -68,7 +68,7 @@ func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string
 		if err != nil {
 			return nil, err
 		}
-		x.closers = append(x.closers, tf.close)
+		x.tokens = tf
 		x.list = append(x.list,
 			extra{c: tf},
 			extra{c: newHandoff(gw, cfg, runID), comparedTo: tf.name()})
@@ -85,8 +85,8 @@ func (x *extras) cyclers() []cycler {
 }
 
 func (x *extras) close() {
-	for _, f := range x.closers {
-		f()
+	if x.tokens != nil {
+		x.tokens.close()
 	}
 }
 

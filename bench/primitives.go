@@ -24,32 +24,9 @@ import (
 // semaphoreLimit is the limit of every benchmark semaphore.
 const semaphoreLimit = 10
 
-type semaphoreCycle struct {
-	g        *gateway
-	urls     []string
-	acquires [][]byte
-	releases [][]byte
+func newSemaphoreCycle(g *gateway, cfg Config, runID string) *httpCycle {
+	return g.cycle(cfg, "sem", "/semaphores/bench-"+runID+"-", false, `,"limit":`+strconv.Itoa(semaphoreLimit))
 }
-
-func newSemaphoreCycle(g *gateway, cfg Config, runID string) *semaphoreCycle {
-	s := &semaphoreCycle{g: g, urls: workerURLs("http://"+g.srv.Addr()+"/semaphores/bench-"+runID+"-", cfg.Concurrency)}
-	s.acquires, s.releases = ownerBodies(cfg, `,"limit":`+strconv.Itoa(semaphoreLimit))
-	return s
-}
-
-func (s *semaphoreCycle) name() string    { return "sem" }
-func (s *semaphoreCycle) sends() []string { return []string{"evalsha", "eval"} }
-
-func (s *semaphoreCycle) acquire(ctx context.Context, i int) error {
-	return s.g.acquireAt(ctx, s.urls[i], s.acquires[i], "semaphore acquire")
-}
-
-func (s *semaphoreCycle) release(ctx context.Context, i int) error {
-	_, err := s.g.do(ctx, http.MethodDelete, s.urls[i], s.releases[i], http.StatusNoContent)
-	return err
-}
-
-func (s *semaphoreCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, s, i) }
 
 type claimCycle struct {
 	g      *gateway
@@ -87,7 +64,7 @@ var tokenField = []byte(`"token":`)
 // acquire claims a new key: 201, state pending.
 func (c *claimCycle) acquire(ctx context.Context, i int) error {
 	c.seq[i]++
-	body, err := c.g.do(ctx, http.MethodPost, c.url(i), c.claims[i], http.StatusCreated)
+	body, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url(i), c.claims[i], http.StatusCreated)
 	if err != nil {
 		return err
 	}
@@ -111,7 +88,7 @@ var claimDone = []byte(`"state":"done"`)
 // release completes the claim acquire took.
 func (c *claimCycle) release(ctx context.Context, i int) error {
 	body := []byte(`{"owner":"` + c.owners[i] + `","token":` + strconv.FormatInt(c.tokens[i], 10) + `,"result":{"ok":true},"keep_seconds":1}`)
-	got, err := c.g.do(ctx, http.MethodPost, c.url(i)+"/complete", body, http.StatusOK)
+	got, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url(i)+"/complete", body, http.StatusOK)
 	if err != nil {
 		return err
 	}
@@ -120,5 +97,3 @@ func (c *claimCycle) release(ctx context.Context, i int) error {
 	}
 	return nil
 }
-
-func (c *claimCycle) cycle(ctx context.Context, i int) error { return cycleOf(ctx, c, i) }

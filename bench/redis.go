@@ -103,6 +103,17 @@ func pollReady(ctx context.Context, done <-chan struct{}, limit time.Duration, r
 	}
 }
 
+// waitOrKill waits up to d for done (closed when the child p has been
+// reaped), then kills p and waits for done.
+func waitOrKill(p *os.Process, done <-chan struct{}, d time.Duration) {
+	select {
+	case <-done:
+	case <-time.After(d):
+		_ = p.Kill()
+		<-done
+	}
+}
+
 func (p *redisProcess) url() string { return "redis://" + p.addr }
 
 // stop kills the server (it keeps no data) and removes its directory.

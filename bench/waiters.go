@@ -84,7 +84,7 @@ type GatewayMemory struct {
 }
 
 // runWaiters runs the measurement on the Redis at redisURL.
-func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*WaitersReport, error) {
+func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *WaitersReport, err error) {
 	n := cfg.Waiters
 	nofile, err := raiseNoFile(uint64(n) + 256)
 	if err != nil {
@@ -140,6 +140,11 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*Waite
 
 	// The waiters, each on a connection of its own.
 	ws := &waiterSet{addr: gp.addr, path: "/locks/" + resource, n: n}
+	defer func() {
+		if err != nil {
+			ws.abort()
+		}
+	}()
 	start := time.Now()
 	ws.open(ctx)
 	waiting := func() (int, error) {
@@ -154,18 +159,15 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*Waite
 	for {
 		got, err := waiting()
 		if err != nil {
-			ws.abort()
 			return nil, err
 		}
 		if got == n {
 			break
 		}
 		if e := ws.failed(); e != nil {
-			ws.abort()
 			return nil, fmt.Errorf("bench: waiters: %d of %d waiting, and a waiter failed: %w", got, n, e)
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			ws.abort()
 			why := "time is up"
 			if err := errors.Join(ctx.Err(), gp.exited()); err != nil {
 				why = err.Error()
@@ -179,7 +181,6 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*Waite
 	}
 	rep.SetupSeconds = time.Since(start).Seconds()
 	if rep.At, err = read(); err != nil {
-		ws.abort()
 		return nil, err
 	}
 
@@ -187,11 +188,9 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (*Waite
 	// releasing as soon as it is granted.
 	drain := time.Now()
 	if _, err := call(http.MethodDelete, lockURL, []byte(`{"owner":"bench-holder"}`), http.StatusNoContent); err != nil {
-		ws.abort()
 		return nil, err
 	}
 	if !ws.wait(waitersDrain) {
-		ws.abort()
 		return nil, fmt.Errorf("bench: waiters: not every waiter ended within %v of the release (%d granted)", waitersDrain, ws.granted.Load())
 	}
 	rep.DrainSeconds = time.Since(drain).Seconds()
@@ -442,12 +441,7 @@ func (gp *gatewayProcess) stop() {
 	if err := gp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		_ = gp.cmd.Process.Kill()
 	}
-	select {
-	case <-gp.done:
-	case <-time.After(30 * time.Second):
-		_ = gp.cmd.Process.Kill()
-		<-gp.done
-	}
+	waitOrKill(gp.cmd.Process, gp.done, 30*time.Second)
 }
 
 // memory reads VmRSS and VmHWM from /proc/PID/status.

@@ -71,12 +71,8 @@ func (m *Metrics) SetLockClasses(prefixes []string) {
 	m.lockClasses.Store(c)
 }
 
-// LockClass is the class of resource: the longest configured prefix it
-// starts with, or OtherClass.
-func (m *Metrics) LockClass(resource string) string {
-	return m.lockClasses.Load().of(resource)
-}
-
+// of is the class of resource: the longest configured prefix it starts
+// with, or OtherClass.
 func (c *classes) of(resource string) string {
 	for _, p := range c.prefixes {
 		if strings.HasPrefix(resource, p) {

@@ -88,8 +88,15 @@ func (a *Answer) HeaderIs(t testing.TB, name, want string) *Answer {
 // the body strictly (no unknown fields) into v.
 func (a *Answer) JSON(t testing.TB, status int, v any) {
 	t.Helper()
+	a.decode(t, status, "application/json", v)
+}
+
+// decode checks status and contentType, then decodes the body strictly
+// into v.
+func (a *Answer) decode(t testing.TB, status int, contentType string, v any) {
+	t.Helper()
 	a.Want(t, status)
-	a.HeaderIs(t, "Content-Type", "application/json")
+	a.HeaderIs(t, "Content-Type", contentType)
 	dec := json.NewDecoder(bytes.NewReader(a.Raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -113,14 +120,8 @@ type Problem struct {
 // a detail, decoded strictly, and returns it.
 func (a *Answer) Problem(t testing.TB, status int, slug string) Problem {
 	t.Helper()
-	a.Want(t, status)
-	a.HeaderIs(t, "Content-Type", "application/problem+json")
 	var p Problem
-	dec := json.NewDecoder(bytes.NewReader(a.Raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		t.Fatalf("decoding problem %s: %v", a.Raw, err)
-	}
+	a.decode(t, status, "application/problem+json", &p)
 	if want := api.ProblemBase + slug; p.Type != want {
 		t.Errorf("got type %q, want %q", p.Type, want)
 	}

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -94,13 +95,12 @@ func (b *Backend) Advance(t testing.TB, d time.Duration) {
 		return
 	}
 	target := b.serverTime(t).Add(d)
-	deadline := time.Now().Add(d + 10*time.Second)
-	for b.serverTime(t).Before(target) {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis clock did not reach %v within %v", target, d+10*time.Second)
+	poll(t, time.Now().Add(d+10*time.Second), 2*time.Millisecond, func() error {
+		if b.serverTime(t).Before(target) {
+			return fmt.Errorf("redis clock did not reach %v within %v", target, d+10*time.Second)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (b *Backend) serverTime(t testing.TB) time.Time {

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -78,17 +79,13 @@ func (c *Cluster) AddReplica(t testing.TB, master *Server) *Server {
 		t.Fatalf("%s: CLUSTER MEET %s: %v", r, master, err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll(t, deadline, 50*time.Millisecond, func() error {
 		// Fails with "Unknown node" until the handshake is done.
-		err := rc.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
-		if err == nil {
-			break
+		if err := rc.Do(ctx, "CLUSTER", "REPLICATE", id).Err(); err != nil {
+			return fmt.Errorf("%s: CLUSTER REPLICATE %s: %w", r, master, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: CLUSTER REPLICATE %s: %v", r, master, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	r.WaitReplicaLinked(t, time.Until(deadline))
 	c.Replicas = append(c.Replicas, r)
 	return r
@@ -102,24 +99,18 @@ func (c *Cluster) Addrs() []string { return addrs(c.Nodes) }
 func (c *Cluster) waitOK(t testing.TB, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	ctx := context.Background()
-	var last string
 	for _, n := range c.Nodes {
 		rc := n.Client(t)
-		for {
-			info, err := rc.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_slots_ok:16384") {
-				break
+		poll(t, deadline, 50*time.Millisecond, func() error {
+			info, err := rc.ClusterInfo(context.Background()).Result()
+			switch {
+			case err != nil:
+				return fmt.Errorf("cluster not ok after %v; %s says:\n%v", d, n, err)
+			case !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384"):
+				return fmt.Errorf("cluster not ok after %v; %s says:\n%s", d, n, info)
 			}
-			last = info
-			if err != nil {
-				last = err.Error()
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster not ok after %v; %s says:\n%s", d, n, last)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 }
 

@@ -90,12 +90,29 @@ func Start(t testing.TB, args ...string) *Server {
 // being confirmed); the bound guards a hang, so keep it generous.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not true after %v", what, within)
+	poll(t, time.Now().Add(within), time.Millisecond, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(time.Millisecond)
+		return fmt.Errorf("%s: not true after %v", what, within)
+	})
+}
+
+// poll calls check every interval until it returns nil, and fails the
+// test with check's last error once deadline has passed: the one bounded
+// poll of this package (Eventually, and the fixtures' waits for a
+// cluster, a replica or a Sentinel).
+func poll(t testing.TB, deadline time.Time, interval time.Duration, check func() error) {
+	t.Helper()
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(interval)
 	}
 }
 

@@ -55,12 +55,12 @@ func StartSentinel(t testing.TB) *Sentinel {
 	deadline := time.Now().Add(20 * time.Second)
 	for _, sn := range s.Sentinels {
 		sc := sn.sentinelClient(t)
-		for !knowsGoodReplica(sc, s.MasterName) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s does not know a healthy replica of %s after 20s", sn, s.MasterName)
+		poll(t, deadline, 50*time.Millisecond, func() error {
+			if !knowsGoodReplica(sc, s.MasterName) {
+				return fmt.Errorf("%s does not know a healthy replica of %s after 20s", sn, s.MasterName)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	return s
 }
@@ -94,33 +94,27 @@ func (s *Sentinel) Failover(t testing.TB) string {
 	var now string
 	for _, sn := range s.Sentinels {
 		sc := sn.sentinelClient(t)
-		for {
+		poll(t, deadline, 50*time.Millisecond, func() error {
 			hp, err := sc.GetMasterAddrByName(ctx, s.MasterName).Result()
-			if err == nil && len(hp) == 2 && net.JoinHostPort(hp[0], hp[1]) != old {
-				now = net.JoinHostPort(hp[0], hp[1])
-				break
+			if err != nil || len(hp) != 2 || net.JoinHostPort(hp[0], hp[1]) == old {
+				return fmt.Errorf("%s still names %s as master 25s after SENTINEL FAILOVER (%v %v)", sn, old, hp, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still names %s as master 25s after SENTINEL FAILOVER (%v %v)", sn, old, hp, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			now = net.JoinHostPort(hp[0], hp[1])
+			return nil
+		})
 	}
 	newMaster, oldMaster := s.Replica, s.Primary
 	if newMaster.Addr() != now {
 		newMaster, oldMaster = s.Primary, s.Replica
 	}
 	nc := newMaster.Client(t)
-	for {
+	poll(t, deadline, 50*time.Millisecond, func() error {
 		role, err := nc.Do(ctx, "ROLE").Slice()
-		if err == nil && len(role) > 0 && role[0] == "master" {
-			break
+		if err != nil || len(role) == 0 || role[0] != "master" {
+			return fmt.Errorf("%s is not a master after failover: %v %v", newMaster, role, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is not a master after failover: %v %v", newMaster, role, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	oldMaster.WaitReplicaLinked(t, time.Until(deadline))
 	return now
 }
@@ -156,16 +150,12 @@ func knowsGoodReplica(sc *redis.SentinelClient, name string) bool {
 func (r *Server) WaitReplicaLinked(t testing.TB, d time.Duration) {
 	t.Helper()
 	rc := r.Client(t)
-	deadline := time.Now().Add(d)
-	for {
+	poll(t, time.Now().Add(d), 50*time.Millisecond, func() error {
 		info, err := rc.Info(context.Background(), "replication").Result()
-		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
-			!strings.Contains(info, "master_sync_in_progress:1") {
-			return
+		if err != nil || !strings.Contains(info, "role:slave") || !strings.Contains(info, "master_link_status:up") ||
+			strings.Contains(info, "master_sync_in_progress:1") {
+			return fmt.Errorf("%s: replica link not up after %v: %v\n%s", r, d, err, info)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: replica link not up after %v: %v\n%s", r, d, err, info)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

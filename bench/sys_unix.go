@@ -5,7 +5,17 @@ package bench
 import (
 	"fmt"
 	"syscall"
+	"time"
 )
+
+// processCPU is the user+system CPU time this process has used so far.
+func processCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
 
 // raiseNoFile raises this process's open-files soft limit to its hard
 // limit (the Go runtime usually has already) and returns it; an error
