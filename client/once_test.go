@@ -36,6 +36,10 @@ func TestOnceRunsFnExactlyOnceForAHundredConcurrentCallers(t *testing.T) {
 			} else {
 				c = realGatewayClient(t)
 			}
+			// Bounded: a claim left pending (its complete failed) with
+			// miniredis's clock frozen would keep the others waiting.
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
 			var runs atomic.Int64
 			var first sync.Once
 			started, release := make(chan struct{}), make(chan struct{})
@@ -47,7 +51,7 @@ func TestOnceRunsFnExactlyOnceForAHundredConcurrentCallers(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					results[i], errs[i] = c.Once(t.Context(), "reward", "order-1", func(ctx context.Context) (json.RawMessage, error) {
+					results[i], errs[i] = c.Once(ctx, "reward", "order-1", func(ctx context.Context) (json.RawMessage, error) {
 						n := runs.Add(1)
 						first.Do(func() { close(started) })
 						<-release // hold the claim while the others arrive
