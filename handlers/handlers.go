@@ -65,6 +65,9 @@ type Deps struct {
 	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
 	Semaphores leasegate.SemaphoreService
 	Claims     leasegate.ClaimService
+	// Elections serves /elections (and GET /locks?kind=elections); nil
+	// leaves them out.
+	Elections leasegate.ElectionService
 	// Webhooks shows the webhook outbox and its dead letters
 	// (GET /abuse/webhooks); nil: webhooks are not configured.
 	Webhooks leasegate.WebhookInspector
@@ -154,6 +157,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/claims/:scope/:key", Wrap(a.claimDelete, client...))
 		e.POST("/claims/:scope/:key/complete", Wrap(a.claimComplete, client...))
 	}
+	a.registerElections(e, client)
 	if deps.Flags != nil {
 		e.GET("/abuse/flagged", Wrap(a.listFlagged, ops...))
 		e.GET("/abuse/flagged/:user_id", Wrap(a.getFlagged, ops...))

@@ -72,7 +72,12 @@ type Metrics struct {
 	SemReleases *prometheus.CounterVec // result: released, not_found, forbidden
 	SemHolders  prometheus.Histogram   // live holders after each acquire answer
 	SemWaiters  prometheus.Gauge
-	Claims      *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
+
+	// Leader elections (docs/elections.md, docs/metrics.md)
+	Elections       *prometheus.CounterVec // outcome: won, renewed, lost, abandoned
+	Resignations    *prometheus.CounterVec // result: resigned, not_leader
+	ElectionWaiters prometheus.Gauge
+	Claims          *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
 
 	// Contention, by resource class (contention.go)
 	LockWait          *prometheus.HistogramVec // class
@@ -246,6 +251,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.newPrimitives()
 	m.newContention()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
+	reg.MustRegister(m.Elections, m.Resignations, m.ElectionWaiters)
 	reg.MustRegister(
 		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
@@ -270,6 +276,13 @@ func (m *Metrics) newPrimitives() {
 	})
 	m.SemWaiters = gauge("semaphore_waiters",
 		"Semaphore acquires currently waiting (wait_ms) in this gateway.")
+	m.Elections = counterVec("elections_total",
+		"Campaign outcomes: won (a new term), renewed (the sitting leader campaigned again), lost (someone else leads, or a lock delay runs; after waiting when wait_ms was given), abandoned (the client left while waiting).",
+		"outcome")
+	m.Resignations = counterVec("election_resignations_total",
+		"Resignations: resigned, not_leader (the candidate did not lead with that term).", "result")
+	m.ElectionWaiters = gauge("election_waiters",
+		"Campaigns currently waiting (wait_ms) in this gateway.")
 	m.Claims = counterVec("claims_total",
 		"Claim events: started (the caller does the work), expired (started over a pending claim whose lease had expired), extended (same owner again), in_progress (409), completed, replayed (a done claim answered instead of running the work again, or a repeated complete), abandoned, removed (forced by an operator).",
 		"event")
