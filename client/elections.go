@@ -65,12 +65,104 @@ func electionPath(name string) string { return "/elections/" + url.PathEscape(na
 // or a *NotElectedError (errors.Is ErrNotAcquired). Unanswered attempts
 // are retried: a campaign of the same candidate is idempotent.
 func (c *Client) Campaign(ctx context.Context, req leasegate.CampaignRequest) (Leader, error) {
-	secs, err := ttlSeconds(req.TTL)
+	body, err := campaignBody(req)
 	if err != nil {
 		return Leader{}, err
 	}
-	if req.Wait < 0 || req.LockDelay < 0 {
-		return Leader{}, invalid("wait", "wait and lock delay must not be negative")
+	ld, _, err := c.campaign(ctx, body, req.Name, true)
+	return ld, err
+}
+
+// campaign sends one campaign (retried when retry is set) and returns the
+// leadership and when the request that won it was sent.
+func (c *Client) campaign(ctx context.Context, body map[string]any, name string, retry bool) (Leader, time.Time, error) {
+	var out campaignAnswer
+	var sent time.Time
+	var err error
+	if retry {
+		_, sent, err = c.call(ctx, http.MethodPost, electionPath(name)+"/campaign", body, &out)
+	} else {
+		sent = time.Now()
+		_, err = c.do(ctx, http.MethodPost, electionPath(name)+"/campaign", body, &out)
+	}
+	if err != nil {
+		return Leader{}, sent, err
+	}
+	if !out.Leader {
+		e := &NotElectedError{Name: name, RetryAfter: time.Duration(out.RetryAfterMS) * time.Millisecond}
+		if out.Current != nil {
+			cur := out.Current.leader()
+			e.Current = &cur
+		}
+		return Leader{}, sent, e
+	}
+	return out.Leadership.leader(), sent, nil
+}
+
+type campaignAnswer struct {
+	Leader       bool        `json:"leader"`
+	Leadership   leaderJSON  `json:"leadership"`
+	Current      *leaderJSON `json:"current"`
+	RetryAfterMS int64       `json:"retry_after_ms"`
+}
+
+// reset clears a previous attempt's answer (call decodes into it again).
+func (a *campaignAnswer) reset() { *a = campaignAnswer{} }
+
+// Lead campaigns (as Campaign, waiting up to req.Wait) and, once
+// elected, keeps the leadership: a KeepAlive that campaigns again every
+// TTL/3 (opts change that), keeping the term. Its Done closes, with an
+// ErrLeaseLost error, as soon as a renewal finds another leader or a new
+// term, or renewals keep failing until the leadership is within the loss
+// margin of its end by the local clock (counted from when the winning
+// request was sent), so work can stop while it is still the leader's.
+// The KeepAlive's Lease carries the name (Resource), the candidate
+// (Owner) and the term (Token). It lives on after ctx ends (ctx bounds
+// the campaign only): Stop it, then Resign.
+func (c *Client) Lead(ctx context.Context, req leasegate.CampaignRequest, opts ...KeepAliveOption) (Leader, *KeepAlive, error) {
+	body, err := campaignBody(req)
+	if err != nil {
+		return Leader{}, nil, err
+	}
+	ld, sent, err := c.campaign(ctx, body, req.Name, true)
+	if err != nil {
+		return Leader{}, nil, err
+	}
+	renew := func(ctx context.Context, l *Lease, ttl time.Duration, retry bool) (*Lease, error) {
+		b, err := campaignBody(leasegate.CampaignRequest{Name: req.Name, Candidate: req.Candidate, Value: req.Value, TTL: ttl, LockDelay: req.LockDelay})
+		if err != nil {
+			return nil, err
+		}
+		nl, sent, err := c.campaign(ctx, b, req.Name, retry)
+		if err != nil {
+			return nil, err
+		}
+		if nl.Term != l.Token {
+			// Elected again under a new term: the old term ended.
+			return nil, &NotElectedError{Name: req.Name, Current: &nl}
+		}
+		return leadershipLease(nl, ttl, sent), nil
+	}
+	return ld, c.keepAlive(context.WithoutCancel(ctx), leadershipLease(ld, req.TTL, sent), renew, opts...), nil
+}
+
+// leadershipLease is a leadership as the Lease a KeepAlive keeps.
+func leadershipLease(ld Leader, ttl time.Duration, sent time.Time) *Lease {
+	return &Lease{Resource: ld.Name, Owner: ld.Candidate, Token: ld.Term, AcquiredAt: ld.ElectedAt,
+		ExpiresAt: ld.ExpiresAt, TTL: ttl, localExpiry: sent.Add(ttl)}
+}
+
+// campaignBody is the body of a campaign for req.
+func campaignBody(req leasegate.CampaignRequest) (map[string]any, error) {
+	secs, err := ttlSeconds(req.TTL)
+	if err != nil {
+		return nil, err
+	}
+	if req.Wait < 0 {
+		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", req.Wait))
+	}
+	if req.LockDelay < 0 {
+		return nil, invalid("lock_delay", fmt.Sprintf("%v must not be negative", req.LockDelay))
 	}
 	body := map[string]any{"candidate": req.Candidate, "value": req.Value, "ttl_seconds": secs}
 	if req.Wait > 0 {
@@ -79,24 +171,7 @@ func (c *Client) Campaign(ctx context.Context, req leasegate.CampaignRequest) (L
 	if req.LockDelay > 0 {
 		body["lock_delay_ms"] = req.LockDelay.Milliseconds()
 	}
-	var out struct {
-		Leader       bool        `json:"leader"`
-		Leadership   leaderJSON  `json:"leadership"`
-		Current      *leaderJSON `json:"current"`
-		RetryAfterMS int64       `json:"retry_after_ms"`
-	}
-	if _, _, err := c.call(ctx, http.MethodPost, electionPath(req.Name)+"/campaign", body, &out); err != nil {
-		return Leader{}, err
-	}
-	if !out.Leader {
-		e := &NotElectedError{Name: req.Name, RetryAfter: time.Duration(out.RetryAfterMS) * time.Millisecond}
-		if out.Current != nil {
-			cur := out.Current.leader()
-			e.Current = &cur
-		}
-		return Leader{}, e
-	}
-	return out.Leadership.leader(), nil
+	return body, nil
 }
 
 // Proclaim sets the value of the leadership ld (its candidate and term).
