@@ -38,7 +38,9 @@ type CampaignRequest struct {
 	// do) for up to that long.
 	Wait time.Duration
 	// LockDelay: after this leadership ends by expiry, no other candidate
-	// is elected before the delay has passed (docs/fencing.md).
+	// is elected before the delay has passed (AcquireRequest.LockDelay,
+	// docs/fencing.md). A leader renewing by campaigning again should
+	// send the same delay: each grant sets it anew.
 	LockDelay time.Duration
 }
 
@@ -55,6 +57,9 @@ type CampaignResult struct {
 	RetryAfter time.Duration
 	// Renewed: the candidate already led; its term is kept.
 	Renewed bool
+	// Delayed: not Elected because the last leadership expired and its
+	// lock delay still runs (Current is nil then).
+	Delayed bool
 	// Waited: the campaign waited and the leadership was not free at once.
 	Waited bool
 }

@@ -133,7 +133,7 @@ func (s *Service) Campaign(ctx context.Context, tenant string, req leasegate.Cam
 		return leasegate.CampaignResult{}, fmt.Errorf("election: value of %d bytes is longer than %d", len(req.Value), leasegate.MaxLeaderValue)
 	}
 	res, err := s.locks.Acquire(ctx, tenant, leasegate.AcquireRequest{
-		Resource: req.Name, Owner: req.Candidate, TTL: req.TTL, Wait: req.Wait,
+		Resource: req.Name, Owner: req.Candidate, TTL: req.TTL, Wait: req.Wait, LockDelay: req.LockDelay,
 	})
 	if err != nil {
 		return leasegate.CampaignResult{Waited: res.Waited}, err
@@ -168,7 +168,7 @@ func (s *Service) Campaign(ctx context.Context, tenant string, req leasegate.Cam
 // refused answers a campaign that does not lead: the sitting leader, if
 // any, with its value.
 func (s *Service) refused(ctx context.Context, tenant, name string, res leasegate.AcquireResult) (leasegate.CampaignResult, error) {
-	out := leasegate.CampaignResult{RetryAfter: max(res.RetryAfter, 0), Waited: res.Waited}
+	out := leasegate.CampaignResult{RetryAfter: max(res.RetryAfter, 0), Waited: res.Waited, Delayed: res.Delayed}
 	lctx, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
 	defer cancel()
 	cur, err := s.leader(lctx, tenant, name)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -67,9 +66,6 @@ func toHeldElectionJSON(h leasegate.HeldElection) heldElectionJSON {
 	return heldElectionJSON{leaderJSON: toLeaderJSON(h.Leader), Waiters: h.Waiters}
 }
 
-// MaxLockDelay is the largest lock_delay_ms (the contract: 0..60000).
-const MaxLockDelay = 60 * time.Second
-
 func (a *API) registerElections(e *echo.Echo, client []echo.MiddlewareFunc) {
 	if a.deps.Elections == nil {
 		return
@@ -110,12 +106,6 @@ func termField(ck *checker, fields map[string]json.RawMessage) int64 {
 	return term
 }
 
-// lockDelayField reads the optional lock_delay_ms member (0..60000).
-func lockDelayField(ck *checker, fields map[string]json.RawMessage) time.Duration {
-	d, _ := ck.intField(fields, "lock_delay_ms", 0, MaxLockDelay.Milliseconds(), false)
-	return time.Duration(d) * time.Millisecond
-}
-
 func (a *API) campaign(c echo.Context) error {
 	fields, err := a.readFields(c, "candidate", "value", "ttl_seconds", "wait_ms", "lock_delay_ms")
 	if err != nil {
@@ -127,7 +117,7 @@ func (a *API) campaign(c echo.Context) error {
 	req.Value = valueField(&ck, fields, false)
 	req.TTL = a.ttlField(&ck, fields)
 	req.Wait = a.waitField(&ck, fields)
-	req.LockDelay = lockDelayField(&ck, fields)
+	req.LockDelay = a.lockDelayField(&ck, fields)
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -155,6 +145,9 @@ func (a *API) campaign(c echo.Context) error {
 		a.m.Elections.WithLabelValues("won").Inc()
 	default:
 		a.m.Elections.WithLabelValues("lost").Inc()
+		if res.Delayed {
+			a.m.LockDelayRefusals.WithLabelValues("election").Inc()
+		}
 	}
 	if !res.Elected {
 		out := notElectedJSON{RetryAfterMS: max(res.RetryAfter.Milliseconds(), 0)}

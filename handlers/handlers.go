@@ -25,6 +25,9 @@ type Config struct {
 	MaxTTL time.Duration
 	// MaxWait bounds wait_ms (default 30 s).
 	MaxWait time.Duration
+	// DefaultLockDelay is the lock_delay_ms of an acquire that gives none
+	// (--default-lock-delay, default 0; at most leasegate.MaxLockDelay).
+	DefaultLockDelay time.Duration
 	// BodyLimit is the largest accepted request body (default 16 KiB).
 	BodyLimit int64
 	// RequestTimeout bounds each request's work against Redis (default 5 s),

@@ -67,10 +67,11 @@ type acquireRequest struct {
 	owner    string
 	ttl      time.Duration
 	wait     time.Duration
+	delay    time.Duration
 }
 
 func (a *API) parseAcquire(c echo.Context) (acquireRequest, error) {
-	fields, err := a.readFields(c, "owner", "ttl_seconds", "wait_ms")
+	fields, err := a.readFields(c, "owner", "ttl_seconds", "wait_ms", "lock_delay_ms")
 	if err != nil {
 		return acquireRequest{}, err
 	}
@@ -80,6 +81,7 @@ func (a *API) parseAcquire(c echo.Context) (acquireRequest, error) {
 	req.owner = ownerField(&ck, fields)
 	req.ttl = a.ttlField(&ck, fields)
 	req.wait = a.waitField(&ck, fields)
+	req.delay = a.lockDelayField(&ck, fields)
 	return req, ck.err()
 }
 
@@ -89,7 +91,7 @@ func (a *API) acquire(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ar := leasegate.AcquireRequest{Resource: req.resource, Owner: req.owner, TTL: req.ttl, Wait: req.wait}
+	ar := leasegate.AcquireRequest{Resource: req.resource, Owner: req.owner, TTL: req.ttl, Wait: req.wait, LockDelay: req.delay}
 	var res leasegate.AcquireResult
 	if req.wait > 0 {
 		// The service bounds each Redis call of a wait itself.
@@ -112,6 +114,9 @@ func (a *API) acquire(c echo.Context) error {
 	a.m.AcquireOutcome(outcome).Inc()
 	a.m.ObserveAcquire(req.resource, outcome, time.Since(start))
 	if !res.Acquired {
+		if res.Delayed {
+			a.m.LockDelayRefusals.WithLabelValues("lock").Inc()
+		}
 		return sendContended(c, req.resource, max(res.RetryAfter.Milliseconds(), 0))
 	}
 	return sendAcquired(c, res.Lock)

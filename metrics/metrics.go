@@ -29,6 +29,10 @@ type Metrics struct {
 	Releases *prometheus.CounterVec // result: released, not_found, forbidden
 	Renewals *prometheus.CounterVec // result: renewed, not_found, forbidden
 	Waiters  prometheus.Gauge
+	// LockDelayRefusals counts acquires refused because the last lease
+	// expired and is still in its lock delay (docs/fencing.md), by kind:
+	// lock, lock_set, election.
+	LockDelayRefusals *prometheus.CounterVec // kind
 	// LockIndexFailures counts new grants the lock index missed: its
 	// second step (Redis Cluster) failed, so the lease is granted but not
 	// listed until its next grant (docs/operations.md).
@@ -198,6 +202,9 @@ func New(reg *prometheus.Registry) *Metrics {
 		Releases: counterVec("lock_releases_total", "Release results: released, not_found, forbidden.", "result"),
 		Renewals: counterVec("lock_renewals_total", "Renew results: renewed, not_found, forbidden.", "result"),
 		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
+		LockDelayRefusals: counterVec("lock_delay_refusals_total",
+			"Acquires refused because the last lease ended by expiry and is still in its lock delay, by kind: lock, lock_set, election.",
+			"kind"),
 		LockIndexFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lock_index_failures_total",
 			Help: "New grants the lock index missed because its second step failed (Redis Cluster): granted, but not listed until the next grant."}),
 		ReleaseMessages: counterVec("release_messages_received_total",
@@ -247,13 +254,16 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.acquires = newLabelled(m.Acquires, "acquired", "contended", "waited", "timed_out", "abandoned")
 	m.releases = newLabelled(m.Releases, "released", "not_found", "forbidden")
 	m.renewals = newLabelled(m.Renewals, "renewed", "not_found", "forbidden")
+	for _, k := range []string{"lock", "lock_set", "election"} {
+		m.LockDelayRefusals.WithLabelValues(k)
+	}
 	m.releaseMsgs = [2]prometheus.Counter{m.ReleaseMessages.WithLabelValues("classic"), m.ReleaseMessages.WithLabelValues("sharded")}
 	m.newPrimitives()
 	m.newContention()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(m.Elections, m.Resignations, m.ElectionWaiters)
 	reg.MustRegister(
-		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
+		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,

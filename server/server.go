@@ -166,6 +166,10 @@ func (c Config) Validate() error {
 	if c.MaxWaiters < 0 {
 		errs = append(errs, errors.New("max-waiters must not be negative"))
 	}
+	if c.HTTP.DefaultLockDelay < 0 || c.HTTP.DefaultLockDelay > leasegate.MaxLockDelay ||
+		c.HTTP.DefaultLockDelay%time.Millisecond != 0 {
+		errs = append(errs, fmt.Errorf("default-lock-delay must be whole milliseconds from 0 to %v", leasegate.MaxLockDelay))
+	}
 	if c.HTTP.BodyLimit < 1 {
 		errs = append(errs, errors.New("body-limit must be positive"))
 	}

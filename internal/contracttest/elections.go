@@ -125,6 +125,33 @@ func Elections(t *testing.T, newBackend func(t *testing.T) ElectionBackend) {
 		}
 	})
 
+	t.Run("after a leadership with a lock delay expires, nobody is elected until the delay has passed", func(t *testing.T) {
+		b := newBackend(t)
+		res := mustCampaign(t, b, leasegate.CampaignRequest{Name: "delay", Candidate: "node-a", TTL: short, LockDelay: short})
+		if !res.Elected {
+			t.Fatalf("got %+v, want elected", res)
+		}
+		b.Advance(t, short+beyond)
+		got := mustCampaign(t, b, leasegate.CampaignRequest{Name: "delay", Candidate: "node-b", TTL: ttl})
+		if got.Elected || got.Current != nil || got.RetryAfter <= 0 || got.RetryAfter > short {
+			t.Fatalf("during the delay: got %+v, want not elected, no current leader, RetryAfter in (0, %v]", got, short)
+		}
+		b.Advance(t, short)
+		next := mustLead(t, b, "delay", "node-b", "b")
+		if next.Term <= res.Leadership.Term {
+			t.Errorf("got term %d, want above %d", next.Term, res.Leadership.Term)
+		}
+	})
+
+	t.Run("a resignation ends a leadership with a lock delay at once", func(t *testing.T) {
+		b := newBackend(t)
+		res := mustCampaign(t, b, leasegate.CampaignRequest{Name: "nodelay", Candidate: "node-a", TTL: ttl, LockDelay: 10 * time.Second})
+		if err := b.Elections.Resign(t.Context(), "", "nodelay", "node-a", res.Leadership.Term); err != nil {
+			t.Fatal(err)
+		}
+		mustLead(t, b, "nodelay", "node-b", "b")
+	})
+
 	t.Run("a waiting campaign leads as soon as the leader resigns", func(t *testing.T) {
 		b := newBackend(t)
 		ld := mustLead(t, b, "queue", "node-a", "a")
