@@ -12,7 +12,8 @@ use LeaseGate\Transport\Transport;
 /**
  * Client of a leasegate gateway: resource locks with fencing tokens,
  * per-user locks (the old Lock class's counters), counting semaphores and
- * claims with once() (Primitives).
+ * claims with once() (Primitives), leader election with onlyOnLeader()
+ * (Elections).
  *
  * Every method makes one HTTP request and never retries on its own, so an
  * acquire is never sent twice behind your back. Errors are exceptions:
@@ -31,6 +32,7 @@ use LeaseGate\Transport\Transport;
 final class Client
 {
     use Primitives;
+    use Elections;
 
     public const DEFAULT_URL = 'http://127.0.0.1:8080';
 
