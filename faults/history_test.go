@@ -40,6 +40,9 @@ const (
 	outNotFound
 	// outForbidden: 403, another owner's or another token's lease.
 	outForbidden
+	// outNotHeld: an election's 404 to a resignation: no live
+	// leadership, or another candidate's or term's (either).
+	outNotHeld
 	// outUnknown: 503, a timeout or a broken connection after the
 	// request was sent. The call may or may not have taken effect.
 	outUnknown
@@ -57,6 +60,8 @@ func (o outcome) String() string {
 		return "not-found"
 	case outForbidden:
 		return "forbidden"
+	case outNotHeld:
+		return "not-held"
 	case outUnknown:
 		return "unknown"
 	}
