@@ -40,12 +40,13 @@ const (
 	outNotFound
 	// outForbidden: 403, another owner's or another token's lease.
 	outForbidden
-	// outNotHeld: an election's 404 to a resignation: no live
-	// leadership, or another candidate's or term's (either).
-	outNotHeld
 	// outUnknown: 503, a timeout or a broken connection after the
 	// request was sent. The call may or may not have taken effect.
 	outUnknown
+	// outNotHeld: an election's 404 to a resignation: no live
+	// leadership, or another candidate's or term's (either). Last, so
+	// the values above, stored in testdata histories, keep their numbers.
+	outNotHeld
 )
 
 func (o outcome) String() string {
