@@ -147,3 +147,35 @@ func fmtSscan(s, word string, n *int64) (int, error) {
 	*n = v
 	return 1, err
 }
+
+// When the leadership cannot be confirmed (the gateway is gone), CMD is
+// stopped before the leadership would end by the local clock: --ttl/10
+// before it, then killed if it ignores SIGTERM.
+func TestElectStopsTheCommandWhenLeadershipCannotBeConfirmed(t *testing.T) {
+	t.Parallel()
+	g := startLockTestGateway(t)
+	env := map[string]string{"LEASEGATE_URL": g.url}
+	r, done := runCommand(context.Background(), env, "elect", "unconfirmed", "--candidate", "node-a", "--ttl", "2s", "--kill-after", "300ms", "--",
+		"sh", "-c", `trap '' TERM; echo started; while :; do sleep 0.05; done`)
+	r.waitStarted(t)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("leasegate elect did not stop the command within 10s of the gateway's end")
+	}
+	if r.code != exitLeaseLost {
+		t.Errorf("got exit %d (stderr %q), want %d", r.code, r.stderr.String(), exitLeaseLost)
+	}
+	// The leadership was won before began and lasts 2s from then: the
+	// command (which ignores SIGTERM) is killed 300ms after the loss,
+	// which comes 200ms before the end.
+	if d := time.Since(began); d > 2*time.Second+time.Second {
+		t.Errorf("the command ended %v after the gateway went, want before the leadership's end (2s) plus the kill delay", d)
+	}
+}
