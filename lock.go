@@ -26,7 +26,15 @@ type AcquireRequest struct {
 	// Wait, when positive, waits up to that long for a release or expiry
 	// instead of answering "contended" at once (docs/waiting.md).
 	Wait time.Duration
+	// LockDelay, when positive, keeps the resource from every other owner
+	// for that long after this lease ends by expiry (not by a release or
+	// a forced release): Chubby's and Consul's lock-delay
+	// (docs/fencing.md, "Lock delay"). At most MaxLockDelay.
+	LockDelay time.Duration
 }
+
+// MaxLockDelay is the longest lock delay an acquire may ask for.
+const MaxLockDelay = time.Minute
 
 // AcquireResult says whether the caller got the lease.
 type AcquireResult struct {
@@ -35,8 +43,12 @@ type AcquireResult struct {
 	// holder's (so callers can tell how long to wait).
 	Lock Lock
 	// RetryAfter, when not Acquired, is how long the holder's lease has
-	// left by the Redis server's clock.
+	// left by the Redis server's clock, or, when Delayed, how long the
+	// expired lease's lock delay has left.
 	RetryAfter time.Duration
+	// Delayed: not Acquired because the last lease expired and is still in
+	// its lock delay; Lock is that expired lease (ExpiresAt in the past).
+	Delayed bool
 	// Waited: the request waited (Wait > 0 and the lease was not free at
 	// once).
 	Waited bool

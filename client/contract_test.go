@@ -45,6 +45,11 @@ func TestClientKeepsTheServiceContracts(t *testing.T) {
 				return contracttest.SemaphoreBackend{Semaphores: contractGateway(t, url).Semaphores(), Advance: s.Advance, Outage: s.Outage}
 			})
 		})
+		t.Run("elections through a gateway", func(t *testing.T) {
+			contracttest.Elections(t, func(t *testing.T) contracttest.ElectionBackend {
+				return contracttest.ElectionBackend{Elections: contractGateway(t, url).Elections(), Advance: s.Advance, Outage: s.Outage}
+			})
+		})
 		t.Run("claims through a gateway", func(t *testing.T) {
 			contracttest.Claims(t, func(t *testing.T) contracttest.ClaimBackend {
 				return contracttest.ClaimBackend{Claims: contractGateway(t, url).Claims(), Advance: s.Advance, Outage: s.Outage}

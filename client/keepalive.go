@@ -141,7 +141,8 @@ func definite(err error) bool {
 	if errors.As(err, &e) {
 		return e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests
 	}
-	return errors.Is(err, ErrValidation)
+	// A campaign's renewal that finds another leader (Lead).
+	return errors.Is(err, ErrValidation) || errors.Is(err, ErrNotAcquired)
 }
 
 func (k *KeepAlive) run() {

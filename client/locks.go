@@ -81,6 +81,10 @@ type AcquireOption func(*acquireOptions)
 type acquireOptions struct {
 	owner string
 	wait  time.Duration
+	// lockDelay is sent as lock_delay_ms when lockDelaySet (unset: the
+	// gateway's --default-lock-delay).
+	lockDelay    time.Duration
+	lockDelaySet bool
 }
 
 // WithOwner names the holder. The default is a fresh "host:pid:random" per
@@ -111,6 +115,19 @@ func (o acquireOptions) acquireBody(secs int64) map[string]any {
 	return body
 }
 
+// addLockDelay puts lock_delay_ms in body when WithLockDelay was given.
+func (o acquireOptions) addLockDelay(body map[string]any) error {
+	if !o.lockDelaySet {
+		return nil
+	}
+	d := o.lockDelay
+	if d < 0 || d > leasegate.MaxLockDelay || d%time.Millisecond != 0 {
+		return invalid("lock delay", fmt.Sprintf("%v must be whole milliseconds from 0 to %v", d, leasegate.MaxLockDelay))
+	}
+	body["lock_delay_ms"] = d.Milliseconds()
+	return nil
+}
+
 // ownerBody names owner and, unless it is 0 (any token of owner), token.
 func ownerBody(owner string, token int64) map[string]any {
 	body := map[string]any{"owner": owner}
@@ -123,6 +140,15 @@ func ownerBody(owner string, token int64) map[string]any {
 // WithWait makes the gateway wait up to d for the lock (wait_ms) when
 // another owner holds it, instead of answering at once.
 func WithWait(d time.Duration) AcquireOption { return func(o *acquireOptions) { o.wait = d } }
+
+// WithLockDelay asks for a lock delay (lock_delay_ms, whole
+// milliseconds, 0..1m): should this lease end by expiry rather than by a
+// release, no other owner gets the lock until d after it expired
+// (docs/fencing.md, "Lock delay"). Without it the gateway applies its
+// --default-lock-delay; WithLockDelay(0) asks for none. Locks only.
+func WithLockDelay(d time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.lockDelay, o.lockDelaySet = d, true }
+}
 
 // DefaultOwner returns "host:pid:random", unique per call.
 func DefaultOwner() string {
@@ -160,13 +186,17 @@ func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration
 	if o.wait < 0 {
 		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", o.wait))
 	}
+	body := o.acquireBody(secs)
+	if err := o.addLockDelay(body); err != nil {
+		return nil, err
+	}
 	var out struct {
 		Acquired     bool     `json:"acquired"`
 		Lock         HeldLock `json:"lock"`
 		Resource     string   `json:"resource"`
 		RetryAfterMS int64    `json:"retry_after_ms"`
 	}
-	_, sent, err := c.call(ctx, http.MethodPost, lockPath(resource), o.acquireBody(secs), &out)
+	_, sent, err := c.call(ctx, http.MethodPost, lockPath(resource), body, &out)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,12 @@ func (s lockService) Acquire(ctx context.Context, tenant string, req leasegate.A
 		// The Client would make one up; the domain's caller names it.
 		return leasegate.AcquireResult{}, invalid("owner", "must not be empty")
 	}
-	lease, err := s.c.Acquire(ctx, req.Resource, req.TTL, WithOwner(req.Owner), WithWait(req.Wait))
+	opts := []AcquireOption{WithOwner(req.Owner), WithWait(req.Wait)}
+	if req.LockDelay > 0 {
+		// 0 is the domain's "none asked for": the gateway's default.
+		opts = append(opts, WithLockDelay(req.LockDelay))
+	}
+	lease, err := s.c.Acquire(ctx, req.Resource, req.TTL, opts...)
 	var na *NotAcquiredError
 	if errors.As(err, &na) {
 		return leasegate.AcquireResult{

@@ -347,6 +347,11 @@ type result struct {
 	Faults   []string      `json:"faults"`
 	Verdict  verdict       `json:"verdict"`
 	Notes    []string      `json:"notes,omitempty"`
+	// Elections is the verdict of the election workload that ran beside
+	// the locks' under the same faults (docs/elections.md).
+	Elections      verdict  `json:"elections"`
+	ElectionNotes  []string `json:"election_notes,omitempty"`
+	ElectionClient int      `json:"election_clients"`
 }
 
 // TestFaults runs every scenario of the run: the short run (go test
@@ -394,6 +399,9 @@ func TestFaults(t *testing.T) {
 		total.add(v)
 		t.Logf("%-32s promised=%-5v ops=%d grants=%d unknown=%d writes=%d faults=%d | model illegal=%d timed-out=%d lost-release=%d double-grants=%d | fencing stale=%d superseded-accepted=%d superseded-rejected=%d | token regressions=%d",
 			r.Scenario, r.Promised, v.Ops, v.Grants, v.Unknown, v.Writes, len(r.Faults), v.ModelIllegal, v.ModelUnknown, v.ModelLostRelease, v.DoubleGrants, v.StaleAccepted, v.SupersededAccepted, v.SupersededRejected, v.TokenRegressions)
+		e := r.Elections
+		t.Logf("%-32s elections: ops=%d elected=%d unknown=%d writes=%d | model illegal=%d timed-out=%d lost-release=%d double-leaders=%d | fencing stale=%d superseded-accepted=%d superseded-rejected=%d | term regressions=%d",
+			r.Scenario, e.Ops, e.Grants, e.Unknown, e.Writes, e.ModelIllegal, e.ModelUnknown, e.ModelLostRelease, e.DoubleGrants, e.StaleAccepted, e.SupersededAccepted, e.SupersededRejected, e.TokenRegressions)
 	}
 	if *flagReport != "" {
 		b, err := json.MarshalIndent(results, "", "  ")
@@ -430,12 +438,15 @@ func saveIllegal(t *testing.T, scenario string, illegal map[string][]op) {
 func runScenario(t *testing.T, sc scenario, s settings) result {
 	e := sc.setup(t, s)
 	w := newWorkload(e.base, sc.name, s.resources, s.clients)
+	ew := newElectionWorkload(e.base, sc.name, s.resources, max(2, s.clients/4))
 	r := rand.New(rand.NewPCG(s.seed, 1<<32))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	began := time.Now()
 	end := began.Add(s.perScenario)
-	wait := w.run(ctx, s.seed)
+	waitLocks := w.run(ctx, s.seed)
+	waitElections := ew.run(ctx, s.seed+1<<40)
+	wait := func() { waitLocks(); waitElections() }
 	var faults []string
 	for i := 0; i < s.rounds; i++ {
 		// Spread the faults over the scenario, leaving a quiet tail.
@@ -451,19 +462,32 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	elapsed := time.Since(began)
 	v, notes, illegal := check(w.h, s.checkTimeout, sc.failover)
 	saveIllegal(t, sc.name, illegal)
-	res := result{Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Notes: notes}
+	ev, enotes, eillegal := check(ew.h, s.checkTimeout, sc.failover)
+	saveIllegal(t, sc.name+"-elections", eillegal)
+	res := result{Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Notes: notes,
+		Elections: ev, ElectionNotes: enotes, ElectionClient: ew.clients}
 	t.Logf("%s: %+v", sc.name, v)
-	for _, n := range notes {
+	t.Logf("%s elections: %+v", sc.name, ev)
+	for _, n := range append(notes, enotes...) {
 		t.Log(n)
 	}
-	w.h.mu.Lock()
-	unexpected := w.h.unexpected
-	w.h.mu.Unlock()
-	if len(unexpected) > 0 {
-		t.Errorf("answers outside the contract: %q", unexpected)
+	for _, h := range []*history{w.h, ew.h} {
+		h.mu.Lock()
+		unexpected := h.unexpected
+		h.mu.Unlock()
+		if len(unexpected) > 0 {
+			t.Errorf("answers outside the contract: %q", unexpected)
+		}
 	}
 	if v.Grants == 0 {
 		t.Errorf("no acquire was granted: the workload did not run")
+	}
+	if ev.Grants == 0 {
+		t.Errorf("no campaign was elected: the election workload did not run")
+	}
+	if sc.promised && ev.violations() > 0 {
+		t.Errorf("%s: the docs promise safety for elections here, and the checkers found %d violations (model illegal %d, double leaders %d, stale writes %d, superseded writes %d, term regressions %d)",
+			sc.name, ev.violations(), ev.ModelIllegal, ev.DoubleGrants, ev.StaleAccepted, ev.SupersededAccepted, ev.TokenRegressions)
 	}
 	if sc.promised && v.violations() > 0 {
 		t.Errorf("%s: the docs promise safety here, and the checkers found %d violations (model illegal %d, double grants %d, stale writes %d, superseded writes %d, token regressions %d)",

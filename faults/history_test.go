@@ -43,6 +43,10 @@ const (
 	// outUnknown: 503, a timeout or a broken connection after the
 	// request was sent. The call may or may not have taken effect.
 	outUnknown
+	// outNotHeld: an election's 404 to a resignation: no live
+	// leadership, or another candidate's or term's (either). Last, so
+	// the values above, stored in testdata histories, keep their numbers.
+	outNotHeld
 )
 
 func (o outcome) String() string {
@@ -57,6 +61,8 @@ func (o outcome) String() string {
 		return "not-found"
 	case outForbidden:
 		return "forbidden"
+	case outNotHeld:
+		return "not-held"
 	case outUnknown:
 		return "unknown"
 	}

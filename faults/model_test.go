@@ -195,6 +195,9 @@ func stepHolderCall(s leaseState, in modelInput, out modelOutput, after leaseSta
 		return []leaseState{notFound(s)}
 	case outForbidden:
 		return forbidden(s, in)
+	case outNotHeld:
+		// Either of the two above (a resignation's 404 does not say which).
+		return append([]leaseState{notFound(s)}, forbidden(s, in)...)
 	case outUnknown:
 		if s.mayBeHeldBy(in) {
 			return []leaseState{s, after}

@@ -29,6 +29,13 @@ type workload struct {
 	http      *http.Client
 	// waiting counts acquires with wait_ms in flight.
 	waiting atomic.Int64
+	// elections: the clients campaign (acquire), campaign again (renew)
+	// and resign (release) on elections instead of locks. An election is
+	// a lease of the lock engine (docs/elections.md), so the same model
+	// and checkers judge it with candidate = owner and term = token: at
+	// most one leader at a time, so one per term; a new term above every
+	// earlier one; a resigned or expired term never granted again.
+	elections bool
 }
 
 // clientTimeout bounds every call of the workload: the gateway's request
@@ -53,6 +60,14 @@ func newWorkload(base, scenario string, resources, clients int) *workload {
 		w.resources = append(w.resources, fmt.Sprintf("%s/r%d", scenario, i))
 	}
 	w.http = keepAlive(clients)
+	return w
+}
+
+// newElectionWorkload is newWorkload on elections: names of its own, and
+// the election routes.
+func newElectionWorkload(base, scenario string, names, clients int) *workload {
+	w := newWorkload(base, scenario+"/election", names, clients)
+	w.elections = true
 	return w
 }
 
@@ -137,7 +152,10 @@ func (w *workload) client(ctx context.Context, id int, r *rand.Rand) {
 				switch n.Outcome {
 				case outOK:
 					deadline = n.Call + ttl*int64(time.Millisecond) - beliefMargin
-				case outNotFound, outForbidden:
+				case outNotFound, outForbidden, outGranted:
+					// outGranted: an election's renewing campaign that
+					// got a new term; the term this holder wrote under
+					// has ended.
 					lost = true
 				}
 			}
@@ -166,14 +184,16 @@ func (w *workload) call(ctx context.Context, client int, o op) op {
 	// so an answer is not turned into an unknown outcome at the end of
 	// the run. The client timeout bounds it.
 	rctx := context.WithoutCancel(ctx)
-	switch o.Kind {
-	case kindAcquire:
+	switch {
+	case w.elections:
+		req, err = w.electionRequest(rctx, o)
+	case o.Kind == kindAcquire:
 		body, _ := json.Marshal(map[string]any{"owner": o.Owner, "ttl_seconds": o.TTLms / 1000, "wait_ms": o.WaitMs})
 		req, err = http.NewRequestWithContext(rctx, http.MethodPost, path, bytes.NewReader(body))
-	case kindRenew:
+	case o.Kind == kindRenew:
 		body, _ := json.Marshal(map[string]any{"owner": o.Owner, "ttl_seconds": o.TTLms / 1000, "token": o.ReqToken})
 		req, err = http.NewRequestWithContext(rctx, http.MethodPost, path+"/renew", bytes.NewReader(body))
-	case kindRelease:
+	case o.Kind == kindRelease:
 		q := url.Values{"owner": {o.Owner}, "token": {strconv.FormatInt(o.ReqToken, 10)}}
 		req, err = http.NewRequestWithContext(rctx, http.MethodDelete, path+"?"+q.Encode(), nil)
 	}
@@ -206,6 +226,11 @@ func (w *workload) call(ctx context.Context, client int, o op) op {
 		return o
 	}
 	o.Status = resp.StatusCode
+	if w.elections {
+		o = w.decodeElection(o, resp.StatusCode, body)
+		w.h.add(o)
+		return o
+	}
 	o.Outcome, o.RetryAfterMs = w.decode(o, resp.StatusCode, body)
 	if o.Outcome == outGranted || (o.Kind == kindRenew && o.Outcome == outOK) {
 		var a struct {
@@ -252,4 +277,83 @@ func (w *workload) decode(o op, status int, body []byte) (outcome, int64) {
 	}
 	w.h.unexpect(fmt.Sprintf("%s: %d %s", o.Kind, status, body))
 	return outUnknown, 0
+}
+
+// electionRequest is o on the election routes: an acquire is a campaign,
+// a renew a campaign of the sitting leader (which must keep its term), a
+// release a resignation under the term.
+func (w *workload) electionRequest(ctx context.Context, o op) (*http.Request, error) {
+	path := w.base + "/elections/" + url.PathEscape(o.Resource)
+	switch o.Kind {
+	case kindAcquire, kindRenew:
+		body, _ := json.Marshal(map[string]any{"candidate": o.Owner, "value": o.Owner, "ttl_seconds": o.TTLms / 1000, "wait_ms": o.WaitMs})
+		return http.NewRequestWithContext(ctx, http.MethodPost, path+"/campaign", bytes.NewReader(body))
+	default:
+		body, _ := json.Marshal(map[string]any{"candidate": o.Owner, "term": o.ReqToken})
+		return http.NewRequestWithContext(ctx, http.MethodDelete, path, bytes.NewReader(body))
+	}
+}
+
+type leaderJSON struct {
+	Candidate string    `json:"candidate"`
+	Value     string    `json:"value"`
+	Term      int64     `json:"term"`
+	ElectedAt time.Time `json:"elected_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// decodeElection maps an election answer to the lock outcomes of the
+// model. A renewing campaign answered with another term is recorded as
+// the acquire it was (a new term for the same candidate): the workload's
+// holder then stops, its term having ended.
+func (w *workload) decodeElection(o op, status int, body []byte) op {
+	switch {
+	case status >= 500:
+		o.Outcome = outUnknown
+		return o
+	case o.Kind == kindRelease && status == http.StatusNoContent:
+		o.Outcome = outOK
+		return o
+	case o.Kind == kindRelease && status == http.StatusNotFound:
+		o.Outcome = outNotHeld
+		return o
+	case o.Kind != kindRelease && status == http.StatusOK:
+		var a struct {
+			Leader       *bool       `json:"leader"`
+			Leadership   leaderJSON  `json:"leadership"`
+			Current      *leaderJSON `json:"current"`
+			RetryAfterMs int64       `json:"retry_after_ms"`
+		}
+		if err := json.Unmarshal(body, &a); err != nil || a.Leader == nil {
+			break
+		}
+		if !*a.Leader {
+			switch {
+			case o.Kind == kindAcquire:
+				o.Outcome, o.RetryAfterMs = outNotGranted, a.RetryAfterMs
+			case a.Current != nil:
+				o.Outcome = outForbidden
+			default:
+				o.Outcome = outNotFound
+			}
+			return o
+		}
+		l := a.Leadership
+		if l.Term == 0 || l.Candidate != o.Owner || l.Value != o.Owner {
+			break
+		}
+		o.Token, o.AcquiredAt, o.ExpiresAt = l.Term, l.ElectedAt.UnixMilli(), l.ExpiresAt.UnixMilli()
+		switch {
+		case o.Kind == kindAcquire:
+			o.Outcome = outGranted
+		case l.Term == o.ReqToken:
+			o.Outcome = outOK
+		default:
+			o.Kind, o.Outcome = kindAcquire, outGranted
+		}
+		return o
+	}
+	w.h.unexpect(fmt.Sprintf("election %s: %d %s", o.Kind, status, body))
+	o.Outcome = outUnknown
+	return o
 }

@@ -79,6 +79,16 @@ func (a *API) waitField(ck *checker, fields map[string]json.RawMessage) time.Dur
 	return time.Duration(wait) * time.Millisecond
 }
 
+// lockDelayField reads the optional lock_delay_ms member: 0 up to
+// leasegate.MaxLockDelay; absent, DefaultLockDelay.
+func (a *API) lockDelayField(ck *checker, fields map[string]json.RawMessage) time.Duration {
+	if _, ok := fields["lock_delay_ms"]; !ok {
+		return a.cfg.DefaultLockDelay
+	}
+	d, _ := ck.intField(fields, "lock_delay_ms", 0, leasegate.MaxLockDelay.Milliseconds(), false)
+	return time.Duration(d) * time.Millisecond
+}
+
 // acquireOutcome labels an acquire (of a lock or a permit) for the
 // metrics.
 func acquireOutcome(acquired, waited bool) string {

@@ -26,6 +26,9 @@ type Config struct {
 	MaxTTL time.Duration
 	// MaxWait bounds wait_ms (default 30 s).
 	MaxWait time.Duration
+	// DefaultLockDelay is the lock_delay_ms of an acquire that gives none
+	// (--default-lock-delay, default 0; at most leasegate.MaxLockDelay).
+	DefaultLockDelay time.Duration
 	// BodyLimit is the largest accepted request body (default 16 KiB).
 	BodyLimit int64
 	// RequestTimeout bounds each request's work against Redis (default 5 s),
@@ -66,6 +69,9 @@ type Deps struct {
 	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
 	Semaphores leasegate.SemaphoreService
 	Claims     leasegate.ClaimService
+	// Elections serves /elections (and GET /locks?kind=elections); nil
+	// leaves them out.
+	Elections leasegate.ElectionService
 	// Webhooks shows the webhook outbox and its dead letters
 	// (GET /abuse/webhooks); nil: webhooks are not configured.
 	Webhooks leasegate.WebhookInspector
@@ -162,6 +168,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/claims/:scope/:key", Wrap(a.claimDelete, client...))
 		e.POST("/claims/:scope/:key/complete", Wrap(a.claimComplete, client...))
 	}
+	a.registerElections(e, client)
 	if deps.Flags != nil {
 		e.GET("/abuse/flagged", Wrap(a.listFlagged, ops...))
 		e.GET("/abuse/flagged/:user_id", Wrap(a.getFlagged, ops...))

@@ -58,7 +58,7 @@ func (a *API) maxTTLSeconds() int64 { return int64(a.cfg.MaxTTL / time.Second) }
 
 // parseAcquire reads and validates POST /locks/{resource}.
 func (a *API) parseAcquire(c echo.Context) (leasegate.AcquireRequest, error) {
-	fields, err := a.readFields(c, "owner", "ttl_seconds", "wait_ms")
+	fields, err := a.readFields(c, "owner", "ttl_seconds", "wait_ms", "lock_delay_ms")
 	if err != nil {
 		return leasegate.AcquireRequest{}, err
 	}
@@ -67,6 +67,7 @@ func (a *API) parseAcquire(c echo.Context) (leasegate.AcquireRequest, error) {
 	req.Owner = ownerField(&ck, fields)
 	req.TTL = a.ttlField(&ck, fields)
 	req.Wait = a.waitField(&ck, fields)
+	req.LockDelay = a.lockDelayField(&ck, fields)
 	return req, ck.err()
 }
 
@@ -98,6 +99,9 @@ func (a *API) acquire(c echo.Context) error {
 	a.m.AcquireOutcome(outcome).Inc()
 	a.m.ObserveAcquire(req.Resource, outcome, time.Since(start))
 	if !res.Acquired {
+		if res.Delayed {
+			a.m.LockDelayRefusals.WithLabelValues("lock").Inc()
+		}
 		return sendContended(c, req.Resource, max(res.RetryAfter.Milliseconds(), 0))
 	}
 	return sendAcquired(c, res.Lock)

@@ -421,15 +421,25 @@ func garble(resource string) func(*testing.T, *specGateway) {
 	}
 }
 
-// saveToken remembers the fencing token of a lease in a JSON answer.
+// saveToken remembers the fencing token of a lease (or the term of a
+// leadership) in a JSON answer.
 func saveToken(body []byte, token *int64) {
 	var v struct {
 		Lock *struct {
 			Token int64 `json:"token"`
 		} `json:"lock"`
+		Leadership *struct {
+			Term int64 `json:"term"`
+		} `json:"leadership"`
 	}
-	if json.Unmarshal(body, &v) == nil && v.Lock != nil {
+	if json.Unmarshal(body, &v) != nil {
+		return
+	}
+	switch {
+	case v.Lock != nil:
 		*token = v.Lock.Token
+	case v.Leadership != nil:
+		*token = v.Leadership.Term
 	}
 }
 

@@ -139,8 +139,12 @@ func limitValue(ck *checker, v string, most int) int {
 
 func (a *API) listLocks(c echo.Context) error {
 	var ck checker
-	onlyQuery(&ck, c.QueryParams(), "prefix", "limit", "cursor")
+	onlyQuery(&ck, c.QueryParams(), "prefix", "limit", "cursor", "kind")
 	q := c.QueryParams()
+	kind, _ := oneQuery(q, &ck, "kind")
+	if kind != "" && kind != "locks" && kind != "elections" {
+		ck.fail("kind", "must be locks or elections")
+	}
 	prefix, _ := oneQuery(q, &ck, "prefix")
 	if len(prefix) > 255 || hasControl(prefix) {
 		ck.fail("prefix", "must be at most 255 bytes without control characters")
@@ -149,6 +153,9 @@ func (a *API) listLocks(c echo.Context) error {
 	cursor := pageCursor(q, &ck, 255)
 	if err := ck.err(); err != nil {
 		return err
+	}
+	if kind == "elections" {
+		return a.listElections(c, prefix, cursor, limit)
 	}
 	ctx, cancel := a.opContext(c)
 	defer cancel()
@@ -222,16 +229,28 @@ func (a *API) lockEvents(c echo.Context) error {
 	if err := ck.err(); err != nil {
 		return err
 	}
+	tenant := tenantOf(c)
+	return streamEvents(a, c, func(ctx context.Context, events chan<- leasegate.LockEvent) error {
+		return a.deps.Operator.Watch(ctx, tenant, resource, events)
+	}, writeEvent)
+}
+
+// streamEvents answers an event stream (locks' and elections'): watch
+// runs in its own goroutine and sends on a channel of eventBuffer
+// events; the first becomes the 200 (a store error before it is a
+// problem), each later one is written with write. Both end when the
+// client goes.
+func streamEvents[T any](a *API, c echo.Context, watch func(ctx context.Context, events chan<- T) error, write func(w *echo.Response, ev T) error) error {
 	ctx, cancel := context.WithCancel(c.Request().Context())
-	events := make(chan leasegate.LockEvent, eventBuffer)
+	events := make(chan T, eventBuffer)
 	done := make(chan error, 1)
-	go func() { done <- a.deps.Operator.Watch(ctx, tenantOf(c), resource, events) }()
+	go func() { done <- watch(ctx, events) }()
 	defer func() {
 		cancel()
 		<-done // the watcher has cleaned up when the handler returns
 	}()
 
-	var first leasegate.LockEvent
+	var first T
 	select {
 	case first = <-events:
 	case err := <-done:
@@ -252,7 +271,7 @@ func (a *API) lockEvents(c echo.Context) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if err := writeEvent(w, first); err != nil {
+	if err := write(w, first); err != nil {
 		return nil
 	}
 	beat := a.cfg.EventsHeartbeat
@@ -275,7 +294,7 @@ func (a *API) lockEvents(c echo.Context) error {
 			return nil
 		case ev := <-events:
 			deadline()
-			if err := writeEvent(w, ev); err != nil {
+			if err := write(w, ev); err != nil {
 				return nil
 			}
 		case <-hb.C:
@@ -306,9 +325,14 @@ func writeEvent(w *echo.Response, ev leasegate.LockEvent) error {
 			return err
 		}
 	}
+	return writeSSE(w, string(ev.Kind), data)
+}
+
+// writeSSE writes one event of a stream and flushes it.
+func writeSSE(w *echo.Response, kind string, data []byte) error {
 	buf := make([]byte, 0, len(data)+32)
 	buf = append(buf, "event: "...)
-	buf = append(buf, ev.Kind...)
+	buf = append(buf, kind...)
 	buf = append(buf, "\ndata: "...)
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)

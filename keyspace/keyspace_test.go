@@ -207,6 +207,10 @@ var pinned = []struct {
 	{Space{Prefix: "x:"}.FlagIndex("acme", "login"), "x:{t=acme;r=abuse%3Aindex%3Alogin}:flagged", ""},
 	{Space{}.Outbox(), "lg:{t=;r=webhook%3Aoutbox}:events", "abuse.md"},
 	{Space{}.DeadLetters(), "lg:{t=;r=webhook%3Aoutbox}:dead", "abuse.md"},
+
+	// Elections (docs/keys.md, docs/elections.md).
+	{Space{}.Elections().Resource("acme", "nightly-report").Lock(), "lg:elect:{t=acme;r=nightly-report}:lock", "keys.md"},
+	{Space{}.Elections().LockIndex("acme"), "lg:elect:{t=acme;r=locks%3Aindex}:held", "keys.md"},
 }
 
 func TestKeysAreThoseOfRunningDeployments(t *testing.T) {

@@ -29,6 +29,10 @@ type Metrics struct {
 	Releases *prometheus.CounterVec // result: released, not_found, forbidden
 	Renewals *prometheus.CounterVec // result: renewed, not_found, forbidden
 	Waiters  prometheus.Gauge
+	// LockDelayRefusals counts acquires refused because the last lease
+	// expired and is still in its lock delay (docs/fencing.md), by kind:
+	// lock, lock_set, election.
+	LockDelayRefusals *prometheus.CounterVec // kind
 	// LockIndexFailures counts new grants the lock index missed: its
 	// second step (Redis Cluster) failed, so the lease is granted but not
 	// listed until its next grant (docs/operations.md).
@@ -72,7 +76,12 @@ type Metrics struct {
 	SemReleases *prometheus.CounterVec // result: released, not_found, forbidden
 	SemHolders  prometheus.Histogram   // live holders after each acquire answer
 	SemWaiters  prometheus.Gauge
-	Claims      *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
+
+	// Leader elections (docs/elections.md, docs/metrics.md)
+	Elections       *prometheus.CounterVec // outcome: won, renewed, lost, abandoned
+	Resignations    *prometheus.CounterVec // result: resigned, not_leader
+	ElectionWaiters prometheus.Gauge
+	Claims          *prometheus.CounterVec // event: started, expired, extended, in_progress, completed, replayed, abandoned, removed
 
 	// Contention, by resource class (contention.go)
 	LockWait          *prometheus.HistogramVec // class
@@ -193,6 +202,9 @@ func New(reg *prometheus.Registry) *Metrics {
 		Releases: counterVec("lock_releases_total", "Release results: released, not_found, forbidden.", "result"),
 		Renewals: counterVec("lock_renewals_total", "Renew results: renewed, not_found, forbidden.", "result"),
 		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
+		LockDelayRefusals: counterVec("lock_delay_refusals_total",
+			"Acquires refused because the last lease ended by expiry and is still in its lock delay, by kind: lock, lock_set, election.",
+			"kind"),
 		LockIndexFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lock_index_failures_total",
 			Help: "New grants the lock index missed because its second step failed (Redis Cluster): granted, but not listed until the next grant."}),
 		ReleaseMessages: counterVec("release_messages_received_total",
@@ -242,12 +254,16 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.acquires = newLabelled(m.Acquires, "acquired", "contended", "waited", "timed_out", "abandoned")
 	m.releases = newLabelled(m.Releases, "released", "not_found", "forbidden")
 	m.renewals = newLabelled(m.Renewals, "renewed", "not_found", "forbidden")
+	for _, k := range []string{"lock", "lock_set", "election"} {
+		m.LockDelayRefusals.WithLabelValues(k)
+	}
 	m.releaseMsgs = [2]prometheus.Counter{m.ReleaseMessages.WithLabelValues("classic"), m.ReleaseMessages.WithLabelValues("sharded")}
 	m.newPrimitives()
 	m.newContention()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
+	reg.MustRegister(m.Elections, m.Resignations, m.ElectionWaiters)
 	reg.MustRegister(
-		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
+		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,
@@ -270,6 +286,13 @@ func (m *Metrics) newPrimitives() {
 	})
 	m.SemWaiters = gauge("semaphore_waiters",
 		"Semaphore acquires currently waiting (wait_ms) in this gateway.")
+	m.Elections = counterVec("elections_total",
+		"Campaign outcomes: won (a new term), renewed (the sitting leader campaigned again), lost (someone else leads, or a lock delay runs; after waiting when wait_ms was given), abandoned (the client left while waiting).",
+		"outcome")
+	m.Resignations = counterVec("election_resignations_total",
+		"Resignations: resigned, not_leader (the candidate did not lead with that term).", "result")
+	m.ElectionWaiters = gauge("election_waiters",
+		"Campaigns currently waiting (wait_ms) in this gateway.")
 	m.Claims = counterVec("claims_total",
 		"Claim events: started (the caller does the work), expired (started over a pending claim whose lease had expired), extended (same owner again), in_progress (409), completed, replayed (a done claim answered instead of running the work again, or a repeated complete), abandoned, removed (forced by an operator).",
 		"event")

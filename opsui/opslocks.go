@@ -50,6 +50,13 @@ type opsLockRow struct {
 	Waiters                          int
 }
 
+// opsElectionRow is an election with a leader on the Locks view.
+type opsElectionRow struct {
+	Name, Candidate, Value, ExpiresAt, Left string
+	Term                                    int64
+	Waiters                                 int
+}
+
 type opsConfirm struct {
 	Resource, Owner, Left, Reason string
 	Token                         int64
@@ -67,11 +74,16 @@ type opsLocksView struct {
 	Flash                               *opsFlash
 	Prefix                              string
 	Locks                               []opsLockRow
-	Audit                               []opsAuditRow
-	Confirm                             *opsConfirm
-	Paged                               bool
-	FirstURL, NextURL                   string
-	PageSize                            int
+	// Elections: the elections with a leader whose name starts with
+	// Prefix (first page of the view only; GET /locks?kind=elections
+	// pages them). MoreElections: there are more than shown.
+	Elections                   []opsElectionRow
+	HasElections, MoreElections bool
+	Audit                       []opsAuditRow
+	Confirm                     *opsConfirm
+	Paged                       bool
+	FirstURL, NextURL           string
+	PageSize                    int
 }
 
 var opsLocksMessages = map[string]opsFlash{
@@ -172,6 +184,19 @@ func (a *UI) opsLocks(c echo.Context) error {
 			Resource: h.Resource, Owner: h.Owner, Token: h.Token, Waiters: h.Waiters,
 			ExpiresAt: leasegate.FormatTime(h.ExpiresAt), Left: left(h.ExpiresAt, now),
 		})
+	}
+	if a.deps.Elections != nil && cursor == "" {
+		el, err := a.deps.Elections.List(ctx, handlers.Principal(c).Tenant, prefix, "", opsLocksPageSize)
+		if err != nil {
+			return err
+		}
+		v.HasElections, v.MoreElections = true, el.NextCursor != ""
+		for _, h := range el.Items {
+			v.Elections = append(v.Elections, opsElectionRow{
+				Name: h.Name, Candidate: h.Candidate, Value: h.Value, Term: h.Term, Waiters: h.Waiters,
+				ExpiresAt: leasegate.FormatTime(h.ExpiresAt), Left: left(h.ExpiresAt, now),
+			})
+		}
 	}
 	return render(c, http.StatusOK, opsLocksPages, "locks.html", v)
 }

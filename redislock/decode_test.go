@@ -16,7 +16,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	t.Parallel()
 	good := "1 7 1000 2000 1000 svc-a"
 	t.Run("the documented reply decodes", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
+		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -28,7 +28,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc-b"}, Options{}).
-			acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -36,16 +36,27 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 			t.Errorf("got acquired %v retry %v, want false and 500ms", res.Acquired, res.RetryAfter)
 		}
 	})
+	t.Run("a lock delay's refusal waits until the delay ends", func(t *testing.T) {
+		res, err := New(redistest.ReplyScripter{Reply: "2 7 1000 2000 2500 3000 svc b"}, Options{}).
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		if res.Acquired || !res.Delayed || res.RetryAfter != 500*time.Millisecond || res.Lock.Owner != "svc b" ||
+			!res.Lock.ExpiresAt.Equal(time.UnixMilli(2000)) {
+			t.Errorf("got %+v, want delayed, retry 500ms, the expired lease of \"svc b\"", res)
+		}
+	})
 	t.Run("an empty owner comes back empty", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "1 7 1000 2000 1000 "}, Options{}).
-			acquire(context.Background(), "", "r", "", time.Second, nil)
+			acquire(context.Background(), "", "r", "", time.Second, 0, nil)
 		if err != nil || !res.Acquired || res.Lock.Owner != "" {
 			t.Errorf("got %+v, %v, want granted to the empty owner", res, err)
 		}
 	})
 	t.Run("the owner comes back verbatim, spaces and all", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
-			acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
 		if err != nil || res.Lock.Owner != "svc b  1 2 " {
 			t.Errorf("got owner %q, %v, want %q", res.Lock.Owner, err, "svc b  1 2 ")
 		}
@@ -56,7 +67,8 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		"an integer":              int64(1),
 		"empty":                   "",
 		"owner is missing":        "1 7 1000 2000 1000",
-		"flag out of range":       "2 7 1000 2000 1000 svc-a",
+		"flag out of range":       "3 7 1000 2000 1000 svc-a",
+		"a delay without free_at": "2 7 1000 2000 1000 svc-a",
 		"flag is negative":        "-1 7 1000 2000 1000 svc-a",
 		"token is not a number":   "1 seven 1000 2000 1000 svc-a",
 		"time has a fraction":     "1 7 1000.5 2000 1000 svc-a",
@@ -67,7 +79,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	}
 	for name, reply := range bad {
 		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {
-			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, nil)
+			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
 			if !errors.Is(err, ErrBadReply) {
 				t.Errorf("got %v, want ErrBadReply", err)
 			}

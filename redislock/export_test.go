@@ -24,7 +24,7 @@ func (r *registration) Registered() bool { return r.registered.Load() }
 
 // TryAsWaiter is one try of a waiting acquire registered with r.
 func (l *Locker) TryAsWaiter(ctx context.Context, resource, owner string, ttl time.Duration, r *Registration) (leasegate.AcquireResult, error) {
-	return l.acquire(ctx, l.tenant, resource, owner, ttl, r)
+	return l.acquire(ctx, l.tenant, resource, owner, ttl, 0, r)
 }
 
 // Leave removes r's entry.

@@ -55,45 +55,53 @@ func BenchmarkLockCost(b *testing.B) {
 			cycle(b, s, "checkin:"+strconv.Itoa(1000000+n))
 		})
 	})
-	b.Run("memory of 100k locks", func(b *testing.B) {
-		if os.Getenv("LEASEGATE_BENCH_MEMORY") == "" {
-			b.Skip("set LEASEGATE_BENCH_MEMORY=1 to hold 100,000 locks")
+	// Without a lock delay (the layout every lock has by default) and
+	// with one (a fifth field, lock_delay, docs/fencing.md).
+	for _, delay := range []time.Duration{0, 5 * time.Second} {
+		name := "memory of 100k locks"
+		if delay > 0 {
+			name += " with a lock delay"
 		}
-		const n = 100_000
-		for b.Loop() {
-			// A fresh server each time, keys exactly as the gateway's.
-			rdb := redistest.Start(b).Client(b)
-			s := newS(rdb, "lg:")
-			index := keyspace.Space{Prefix: "lg:"}.LockIndex("")
-			each(b, 64, func(int) error { return rdb.Ping(ctx).Err() }) // the pool's connections
-			before := usedMemory(b, rdb)
-			each(b, n, func(j int) error {
-				res, err := s.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "checkin:" + strconv.Itoa(1000000+j), Owner: "worker-123456", TTL: time.Hour})
-				if err == nil && !res.Acquired {
-					err = fmt.Errorf("not acquired")
-				}
-				return err
-			})
-			withIndex := usedMemory(b, rdb)
-			// The index apart: the locks' own memory is what deleting
-			// it leaves (as measured before the index existed).
-			if err := rdb.Del(ctx, index).Err(); err != nil {
-				b.Fatal(err)
+		b.Run(name, func(b *testing.B) {
+			if os.Getenv("LEASEGATE_BENCH_MEMORY") == "" {
+				b.Skip("set LEASEGATE_BENCH_MEMORY=1 to hold 100,000 locks")
 			}
-			held := usedMemory(b, rdb)
-			indexed := withIndex - held
-			each(b, n, func(j int) error {
-				_, err := s.Release(ctx, "", "checkin:"+strconv.Itoa(1000000+j), "worker-123456", 0)
-				return err
-			})
-			released := usedMemory(b, rdb)
-			b.ReportMetric(float64(held-before)/n, "B/held-lock")
-			b.ReportMetric(float64(indexed)/n, "B/index-entry")
-			b.ReportMetric(float64(released-before)/n, "B/released-resource")
-			lock := keyspace.Space{Prefix: "lg:"}.Resource("", "checkin:1000001").Lock()
-			b.Logf("MEMORY USAGE of a released lock key %d", rdb.MemoryUsage(ctx, lock, 0).Val())
-		}
-	})
+			const n = 100_000
+			for b.Loop() {
+				// A fresh server each time, keys exactly as the gateway's.
+				rdb := redistest.Start(b).Client(b)
+				s := newS(rdb, "lg:")
+				index := keyspace.Space{Prefix: "lg:"}.LockIndex("")
+				each(b, 64, func(int) error { return rdb.Ping(ctx).Err() }) // the pool's connections
+				before := usedMemory(b, rdb)
+				each(b, n, func(j int) error {
+					res, err := s.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "checkin:" + strconv.Itoa(1000000+j), Owner: "worker-123456", TTL: time.Hour, LockDelay: delay})
+					if err == nil && !res.Acquired {
+						err = fmt.Errorf("not acquired")
+					}
+					return err
+				})
+				withIndex := usedMemory(b, rdb)
+				// The index apart: the locks' own memory is what deleting
+				// it leaves (as measured before the index existed).
+				if err := rdb.Del(ctx, index).Err(); err != nil {
+					b.Fatal(err)
+				}
+				held := usedMemory(b, rdb)
+				indexed := withIndex - held
+				each(b, n, func(j int) error {
+					_, err := s.Release(ctx, "", "checkin:"+strconv.Itoa(1000000+j), "worker-123456", 0)
+					return err
+				})
+				released := usedMemory(b, rdb)
+				b.ReportMetric(float64(held-before)/n, "B/held-lock")
+				b.ReportMetric(float64(indexed)/n, "B/index-entry")
+				b.ReportMetric(float64(released-before)/n, "B/released-resource")
+				lock := keyspace.Space{Prefix: "lg:"}.Resource("", "checkin:1000001").Lock()
+				b.Logf("MEMORY USAGE of a released lock key %d", rdb.MemoryUsage(ctx, lock, 0).Val())
+			}
+		})
+	}
 }
 
 // usedMemory is INFO memory's used_memory.

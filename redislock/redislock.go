@@ -160,11 +160,15 @@ func (l *Locker) shardChannel(resource string) string {
 // acquire the try belongs to (nil for one that does not wait): a try that
 // finds the lease someone else's enters it among the resource's waiters
 // (registration.go).
-func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl time.Duration, reg *registration) (leasegate.AcquireResult, error) {
+func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl, delay time.Duration, reg *registration) (leasegate.AcquireResult, error) {
 	lock, waiters := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
 		return leasegate.AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
+	}
+	delayMS, err := delayArg(delay)
+	if err != nil {
+		return leasegate.AcquireResult{}, err
 	}
 	keys := append(make([]string, 0, 3), lock, waiters) // room for the index
 	if !l.secondStepIndex {
@@ -174,7 +178,7 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	if reg != nil {
 		id, regTTL, standsFor = reg.id, reg.ttl.Milliseconds(), max(reg.standsFor.Load(), 1)
 	}
-	v, acked, err := l.run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, id, regTTL, standsFor, resource)
+	v, acked, err := l.run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, id, regTTL, standsFor, resource, delayMS)
 	if err != nil {
 		return leasegate.AcquireResult{}, scriptreply.Unavailable(err)
 	}
@@ -186,7 +190,7 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	if err != nil {
 		return leasegate.AcquireResult{}, err
 	}
-	res := leasegate.AcquireResult{Acquired: a.granted, Lock: a.lock}
+	res := leasegate.AcquireResult{Acquired: a.granted, Lock: a.lock, Delayed: a.delayed}
 	if res.Acquired && acked != nil {
 		l.undoAcquire(ctx, tenant, resource, owner, a.lock.Token)
 		return leasegate.AcquireResult{}, acked
@@ -195,7 +199,11 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 		l.indexSecondStep(ctx, tenant, resource)
 	}
 	if !res.Acquired {
-		res.RetryAfter = time.Duration(a.lock.ExpiresAt.UnixMilli()-a.nowMS) * time.Millisecond
+		free := a.lock.ExpiresAt.UnixMilli()
+		if a.delayed {
+			free = a.freeAtMS
+		}
+		res.RetryAfter = time.Duration(free-a.nowMS) * time.Millisecond
 	}
 	if reg != nil {
 		// A contended try entered it, a grant took it out.
@@ -204,20 +212,38 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	return res, nil
 }
 
+// delayArg is the lock delay argument of acquire.lua, in milliseconds:
+// 0 up to leasegate.MaxLockDelay.
+func delayArg(delay time.Duration) (int64, error) {
+	if delay < 0 || delay > leasegate.MaxLockDelay {
+		return 0, fmt.Errorf("redislock: lock delay %v must be 0..%v", delay, leasegate.MaxLockDelay)
+	}
+	return delay.Milliseconds(), nil
+}
+
 // acquireReply is acquire.lua's answer.
 type acquireReply struct {
 	granted           bool
 	lock              leasegate.Lock
 	acquiredMS, nowMS int64
+	// delayed: refused by the expired lease's lock delay, until freeAtMS.
+	delayed  bool
+	freeAtMS int64
 }
 
 // decodeAcquire reads acquire.lua's one-string reply,
 // '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>':
-// five decimal fields, then the owner verbatim (it may hold spaces).
+// five decimal fields (six with flag 2, a lock delay's refusal: then
+// free_at_ms comes before the owner), then the owner verbatim (it may
+// hold spaces).
 func decodeAcquire(resource, s string) (acquireReply, error) {
-	var n [5]int64
+	var n [6]int64
 	rest := s
-	for i := range n {
+	fields := 5
+	if strings.HasPrefix(s, "2 ") {
+		fields = 6
+	}
+	for i := range fields {
 		j := strings.IndexByte(rest, ' ')
 		if j < 0 {
 			return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
@@ -231,11 +257,13 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 	}
 	// The owner may be empty (the lock engine itself does not require
 	// one; the HTTP layer does): the space before it is still there.
-	if n[0] != 0 && n[0] != 1 {
+	if n[0] != 0 && n[0] != 1 && n[0] != 2 {
 		return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
 	}
 	return acquireReply{
-		granted: n[0] == 1,
+		delayed:  n[0] == 2,
+		freeAtMS: n[5],
+		granted:  n[0] == 1,
 		lock: leasegate.Lock{
 			Resource:   resource,
 			Owner:      rest,

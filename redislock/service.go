@@ -42,10 +42,10 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Acqu
 	if req.Wait > 0 {
 		return s.waiter.Acquire(ctx, s.locks.Tenant(tenant), WaitRequest{
 			Resource: req.Resource, Owner: req.Owner, TTL: req.TTL,
-			Wait: req.Wait, OpTimeout: s.opTimeout,
+			LockDelay: req.LockDelay, Wait: req.Wait, OpTimeout: s.opTimeout,
 		})
 	}
-	return s.locks.acquire(ctx, tenant, req.Resource, req.Owner, req.TTL, nil)
+	return s.locks.acquire(ctx, tenant, req.Resource, req.Owner, req.TTL, req.LockDelay, nil)
 }
 
 // Status implements leasegate.LockService: the live lease on resource,

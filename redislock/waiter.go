@@ -532,6 +532,8 @@ type WaitRequest struct {
 	Resource string
 	Owner    string
 	TTL      time.Duration
+	// LockDelay is the grant's lock delay (leasegate.AcquireRequest).
+	LockDelay time.Duration
 	// Wait is the longest the caller waits for the lease; 0 tries once.
 	Wait time.Duration
 	// OpTimeout bounds each Redis call (default DefaultOpTimeout). A try
@@ -592,7 +594,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (lease
 		}
 		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
 		defer cancel()
-		return l.acquire(octx, l.tenant, req.Resource, req.Owner, req.TTL, reg)
+		return l.acquire(octx, l.tenant, req.Resource, req.Owner, req.TTL, req.LockDelay, reg)
 	}
 	if req.Wait <= 0 {
 		return try()

@@ -60,6 +60,19 @@ func (w *Waiter) watchChan(key, channel string) (<-chan struct{}, func()) {
 	}
 }
 
+// WatchKey registers a wake channel for key, woken by every release
+// message of key (on its shard channel channel when releases are sharded,
+// "" otherwise) and when the subscription comes back: the event watchers
+// of other engines on the lock engine's subscription (package election).
+// The returned func removes it.
+func (w *Waiter) WatchKey(key, channel string) (<-chan struct{}, func()) {
+	return w.watchChan(key, channel)
+}
+
+// Done is closed when the Waiter closes (the gateway shuts down): event
+// streams end then, and their clients reconnect.
+func (w *Waiter) Done() <-chan struct{} { return w.shutdown }
+
 // wakeWatchersLocked wakes the watchers of key, or of every key when key
 // is ""; w.mu must be held.
 func (w *Waiter) wakeWatchersLocked(key string) {
@@ -95,7 +108,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 	wake, unwatch := o.waiter.watchChan(k.Lock(), l.shardChannel(resource))
 	defer unwatch()
 
-	id := "watch-" + newWaiterID()
+	id := NewWatcherID()
 	interest := func() error {
 		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
 		defer cancel()

@@ -1,7 +1,8 @@
 -- acquire.lua: take a lease on one resource, atomically.
 --
--- KEYS[1] lock key (hash: owner, token, acquired_at, expires_at), also the
---         resource's fence: it lives to expires_at + retention, and a
+-- KEYS[1] lock key (hash: owner, token, acquired_at, expires_at, and
+--         lock_delay when the lease has one), also the resource's fence:
+--         it lives to expires_at + max(retention, lock_delay), and a
 --         release leaves a tombstone holding only the token (docs/keys.md)
 -- KEYS[2] waiters key (hash: waiter id -> how many requests it stands for)
 -- KEYS[3] the tenant's lock index (zset), on a single Redis and Sentinel;
@@ -18,9 +19,17 @@
 -- ARGV[5] milliseconds KEYS[2] must live at least (with a waiter id)
 -- ARGV[6] how many requests the waiter stands for (its gateway's queue)
 -- ARGV[7] the resource (the index's member)
+-- ARGV[8] lock delay in milliseconds (integer >= 0): when this lease ends by
+--         EXPIRY, no other owner is granted the resource until that long
+--         after expires_at (docs/fencing.md, "Lock delay"). Stored as the
+--         field lock_delay only when above 0; a grant without one removes
+--         the field, so a lease without a delay keeps its four fields.
 --
 -- Reply: one string, '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>'
 --        flag 1: the caller holds the lease; 0: someone else holds it.
+--        or '2 <token> <acquired_at_ms> <expires_at_ms> <now_ms> <free_at_ms> <owner>'
+--        flag 2: the last lease (token .. expires_at, owner) has expired
+--        but is in its lock delay until free_at_ms: refused as contended.
 -- The owner comes last, so it may hold any byte (spaces too). Numbers are
 -- decimal strings, never Lua numbers, so no precision is lost.
 --
@@ -35,26 +44,54 @@ local exp = now_ms + tonumber(ARGV[2])
 local keep = exp + tonumber(ARGV[3])
 local nows = string.format('%.0f', now_ms)
 local waiter = ARGV[4] ~= ''
+local delay = tonumber(ARGV[8])
+if exp + delay > keep then
+  keep = exp + delay
+end
 
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
+-- register enters a waiting acquire among the resource's waiters.
+local function register()
+  if waiter then
+    redis.call('HSET', KEYS[2], ARGV[4], ARGV[6])
+    if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then
+      redis.call('PEXPIRE', KEYS[2], ARGV[5])
+    end
+  end
+end
+
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at', 'lock_delay')
 if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
   if cur[1] ~= owner then
-    if waiter then
-      redis.call('HSET', KEYS[2], ARGV[4], ARGV[6])
-      if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then
-        redis.call('PEXPIRE', KEYS[2], ARGV[5])
-      end
-    end
+    register()
     return '0 ' .. cur[2] .. ' ' .. cur[3] .. ' ' .. cur[4] .. ' ' .. nows .. ' ' .. cur[1]
   end
-  -- Same owner: idempotent re-acquire keeps the token and moves the expiry.
+  -- Same owner: idempotent re-acquire keeps the token and moves the expiry
+  -- (and takes this request's lock delay).
   if waiter then
     redis.call('HDEL', KEYS[2], ARGV[4])
   end
   local exps = string.format('%.0f', exp)
-  redis.call('HSET', KEYS[1], 'expires_at', exps)
+  if delay > 0 then
+    redis.call('HSET', KEYS[1], 'expires_at', exps, 'lock_delay', ARGV[8])
+  else
+    redis.call('HSET', KEYS[1], 'expires_at', exps)
+    if cur[5] then
+      redis.call('HDEL', KEYS[1], 'lock_delay')
+    end
+  end
   redis.call('PEXPIREAT', KEYS[1], keep)
   return '1 ' .. cur[2] .. ' ' .. cur[3] .. ' ' .. exps .. ' ' .. nows .. ' ' .. owner
+end
+
+-- Expired by time (a release or force-release removes owner and
+-- lock_delay) and still in its lock delay: refused to any other owner.
+if cur[1] and cur[4] and cur[5] and cur[1] ~= owner then
+  local free_at = tonumber(cur[4]) + tonumber(cur[5])
+  if free_at > now_ms then
+    register()
+    return '2 ' .. cur[2] .. ' ' .. cur[3] .. ' ' .. cur[4] .. ' ' .. nows .. ' ' ..
+      string.format('%.0f', free_at) .. ' ' .. cur[1]
+  end
 end
 
 -- Free or expired: a new holder gets a new token, above the last one (the
@@ -63,9 +100,18 @@ end
 -- the tombstone is gone (docs/fencing.md).
 local tok = string.format('%.0f', math.max((tonumber(cur[2] or '') or 0) + 1, now_us))
 local exps = string.format('%.0f', exp)
--- No DEL first: the hash only ever holds these four fields (a tombstone
--- the token alone), so HSET replaces the whole lease.
-redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', nows, 'expires_at', exps)
+-- No DEL first: the hash only ever holds these four fields and
+-- lock_delay (a tombstone the token alone), so HSET (and HDEL of a
+-- lock_delay this grant does not have) replaces the whole lease.
+if delay > 0 then
+  redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', nows, 'expires_at', exps,
+    'lock_delay', ARGV[8])
+else
+  redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', nows, 'expires_at', exps)
+  if cur[5] then
+    redis.call('HDEL', KEYS[1], 'lock_delay')
+  end
+end
 redis.call('PEXPIREAT', KEYS[1], keep)
 if waiter then
   redis.call('HDEL', KEYS[2], ARGV[4])

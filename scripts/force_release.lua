@@ -22,14 +22,15 @@
 -- The token is burnt: the lock hash is left as a tombstone with only the
 -- token (release.lua), which lives to expires_at + retention, so the next
 -- grant gets a larger token, and the former holder's renew and release
--- find no lease (404).
+-- find no lease (404). Its lock_delay goes too: a forced release ends the
+-- lease with no delay.
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
 if not cur[1] or not cur[4] or tonumber(cur[4]) <= now_ms then
   return {0}
 end
-redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at')
+redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at', 'lock_delay')
 redis.call('SET', KEYS[3], cur[2], 'PX', ARGV[2])
 if KEYS[4] then
   redis.call('ZREM', KEYS[4], ARGV[3])

@@ -14,7 +14,8 @@
 -- ARGV[4] the resource (the index's member)
 --
 -- The lease ends by becoming a tombstone: the hash keeps only its token
--- (the resource's fence, docs/keys.md) and the TTL it had.
+-- (the resource's fence, docs/keys.md) and the TTL it had. Its lock_delay
+-- goes too: a release ends the lease with no delay.
 --
 -- Reply: >= 1 released: 1 + how long the lease was held, in milliseconds
 --         0 not found (no lease, or it has expired)
@@ -31,7 +32,7 @@ end
 if ARGV[2] ~= '' and cur[2] ~= ARGV[2] then
   return -1
 end
-redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at')
+redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at', 'lock_delay')
 if KEYS[3] then
   redis.call('ZREM', KEYS[3], ARGV[4])
 end

@@ -4,7 +4,8 @@
 -- ARGV[1] owner
 -- ARGV[2] ttl in milliseconds (integer > 0)
 -- ARGV[3] fence retention in milliseconds: the hash, also the fence,
---         lives to the new expires_at + retention (acquire.lua)
+--         lives to the new expires_at + max(retention, lock_delay)
+--         (acquire.lua); the lease keeps its lock_delay
 -- ARGV[4] token ("" = any token of this owner)
 --
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, owner}  renewed
@@ -13,7 +14,7 @@
 -- An expired lease is never renewed: it must be acquired again (new token).
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at', 'lock_delay')
 if not cur[1] or not cur[4] or tonumber(cur[4]) <= now_ms then
   return {0}
 end
@@ -26,5 +27,5 @@ end
 local exp = now_ms + tonumber(ARGV[2])
 local exps = string.format('%.0f', exp)
 redis.call('HSET', KEYS[1], 'expires_at', exps)
-redis.call('PEXPIREAT', KEYS[1], exp + tonumber(ARGV[3]))
+redis.call('PEXPIREAT', KEYS[1], exp + math.max(tonumber(ARGV[3]), tonumber(cur[5] or '0')))
 return {1, cur[2], cur[3], exps, cur[1]}

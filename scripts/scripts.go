@@ -67,6 +67,13 @@ var (
 	SemStatus  = load("sem_status")
 )
 
+// Scripts of leader elections (package election): the lease itself is
+// the lock engine's (Acquire, Release), these add the leader's value.
+var (
+	Proclaim    = load("proclaim")
+	ElectStatus = load("elect_status")
+)
+
 // Scripts for claims (package claim).
 var (
 	Claim         = load("claim")

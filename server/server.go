@@ -29,6 +29,7 @@ import (
 	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
+	"github.com/leasegate/leasegate/election"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/storehealth"
 	"github.com/leasegate/leasegate/metrics"
@@ -164,6 +165,10 @@ func (c Config) Validate() error {
 	}
 	if c.MaxWaiters < 0 {
 		errs = append(errs, errors.New("max-waiters must not be negative"))
+	}
+	if c.HTTP.DefaultLockDelay < 0 || c.HTTP.DefaultLockDelay > leasegate.MaxLockDelay ||
+		c.HTTP.DefaultLockDelay%time.Millisecond != 0 {
+		errs = append(errs, fmt.Errorf("default-lock-delay must be whole milliseconds from 0 to %v", leasegate.MaxLockDelay))
 	}
 	if c.HTTP.BodyLimit < 1 {
 		errs = append(errs, errors.New("body-limit must be positive"))
@@ -343,6 +348,14 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		OpTimeout: cfg.HTTP.RequestTimeout,
 	})
 	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: NewAbuseLogger(abuseLog).Named("claims")})
+	// Elections are leases of the lock engine under their own keys: the
+	// same scripts, Waiter and release channel (docs/elections.md).
+	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{
+		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
+		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
+		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
+		OpTimeout: cfg.HTTP.RequestTimeout, OnIndexFailure: s.metrics.LockIndexFailures.Inc,
+	})
 	s.wireOperator(&deps, locks)
 	// The ops page's browser login (nil: the page takes only what Auth
 	// takes). A typed nil would not be nil in the interface.

@@ -167,12 +167,14 @@ type held struct {
 	// name names it in the message of a loss, released in the warning
 	// of a failed release.
 	name, released string
+	// env is added to CMD's environment (e.g. LEASEGATE_TERM).
+	env []string
 }
 
 // runHeld runs argv while h.keep holds the lease, releases it, and
 // returns CMD's status as the command's (or exitLeaseLost).
 func runHeld(ctx context.Context, argv []string, h held, f *lockFlags, lostSig syscall.Signal, stdin io.Reader, stdout, stderr io.Writer) error {
-	code, lost := runLocked(ctx, argv, h.lease, h.keep, lostSig, f.killAfter, stdin, stdout, stderr)
+	code, lost := runLocked(ctx, argv, h.lease, h.env, h.keep, lostSig, f.killAfter, stdin, stdout, stderr)
 	h.keep.Stop()
 
 	// Release even after a loss: if only the renewals failed, the lease
@@ -244,7 +246,7 @@ func acquireWaiting[T any](ctx context.Context, wait time.Duration, acquire func
 
 // runLocked runs argv while keep holds the lease. It returns CMD's exit
 // status and, if the lease was lost while it ran, why.
-func runLocked(ctx context.Context, argv []string, lease *client.Lease, keep *client.KeepAlive,
+func runLocked(ctx context.Context, argv []string, lease *client.Lease, env []string, keep *client.KeepAlive,
 	lostSig syscall.Signal, killAfter time.Duration, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
@@ -254,6 +256,7 @@ func runLocked(ctx context.Context, argv []string, lease *client.Lease, keep *cl
 		"LEASEGATE_OWNER="+lease.Owner,
 		"LEASEGATE_EXPIRES_AT="+lease.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 	)
+	cmd.Env = append(cmd.Env, env...)
 	// Own process group (unix): signals reach CMD once (from us), and
 	// reach everything it started.
 	ownProcessGroup(cmd)

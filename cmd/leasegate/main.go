@@ -7,6 +7,8 @@
 //	                             run CMD while holding a lock
 //	leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]
 //	                             run CMD holding one of N permits
+//	leasegate elect [flags] NAME --candidate C -- CMD [ARGS...]
+//	                             run CMD only while leading an election
 //	leasegate healthcheck        exit 0 when the gateway answers /readyz
 //	leasegate load [flags]       drive a (loopback) gateway with a bounded load
 //	leasegate bench [flags]      the gateway's lock cycle side by side with go-redis
@@ -50,6 +52,9 @@ Usage:
                                  fencing token in LEASEGATE_TOKEN
   leasegate semaphore [flags] NAME --limit N -- CMD [ARGS...]
                                  run CMD holding one of the N permits of NAME
+  leasegate elect [flags] NAME --candidate C [--value V] -- CMD [ARGS...]
+                                 run CMD only while leading election NAME, with
+                                 its term in LEASEGATE_TERM
   leasegate healthcheck [flags]  exit 0 when the gateway's /readyz answers 2xx (containers)
   leasegate load [flags]         drive a loopback gateway with a bounded load; print
                                  throughput, latency percentiles and a fencing check
@@ -85,6 +90,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdLock(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "semaphore":
 		err = cmdSemaphore(ctx, args[1:], stdin, stdout, stderr, getenv)
+	case "elect":
+		err = cmdElect(ctx, args[1:], stdin, stdout, stderr, getenv)
 	case "healthcheck":
 		err = cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "load":

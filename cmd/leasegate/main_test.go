@@ -85,6 +85,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_MAX_TTL":             "1h",
 			"LEASEGATE_MAX_WAIT":            "10s",
 			"LEASEGATE_MAX_WAITERS":         "250",
+			"LEASEGATE_DEFAULT_LOCK_DELAY":  "1500ms",
 			"LEASEGATE_BODY_LIMIT":          "1024",
 			"LEASEGATE_REQUEST_TIMEOUT":     "2s",
 			"LEASEGATE_READ_HEADER_TIMEOUT": "3s",
@@ -149,6 +150,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.HTTP.MaxTTL = time.Hour
 		want.HTTP.MaxWait = 10 * time.Second
 		want.MaxWaiters = 250
+		want.HTTP.DefaultLockDelay = 1500 * time.Millisecond
 		want.HTTP.BodyLimit = 1024
 		want.HTTP.RequestTimeout = 2 * time.Second
 		want.ReadHeaderTimeout = 3 * time.Second

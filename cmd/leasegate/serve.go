@@ -29,6 +29,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	fs.BoolVar(&cfg.NoAutoPipeline, "no-auto-pipeline", cfg.NoAutoPipeline, "send each request's Redis script call on its own instead of batching concurrent ones into one pipeline")
 	fs.DurationVar(&cfg.HTTP.MaxTTL, "max-ttl", cfg.HTTP.MaxTTL, "largest ttl_seconds accepted")
 	fs.DurationVar(&cfg.HTTP.MaxWait, "max-wait", cfg.HTTP.MaxWait, "largest wait_ms accepted")
+	fs.DurationVar(&cfg.HTTP.DefaultLockDelay, "default-lock-delay", cfg.HTTP.DefaultLockDelay, "lock delay of an acquire that gives no lock_delay_ms: after a lease expires, other owners wait this long (0..1m; docs/fencing.md)")
 	fs.IntVar(&cfg.MaxWaiters, "max-waiters", cfg.MaxWaiters, "most acquires waiting at once on this gateway; one more is answered 503 (0: no cap)")
 	fs.Int64Var(&cfg.HTTP.BodyLimit, "body-limit", cfg.HTTP.BodyLimit, "largest request body in bytes")
 	fs.DurationVar(&cfg.HTTP.RequestTimeout, "request-timeout", cfg.HTTP.RequestTimeout, "bound on one request's Redis work (not counting wait_ms)")

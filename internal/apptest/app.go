@@ -17,6 +17,7 @@ import (
 	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/claim"
+	"github.com/leasegate/leasegate/election"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
@@ -52,8 +53,9 @@ type Options struct {
 	SessionSecret string
 	// HeaderAuth authenticates by the X-Test-* headers (HeaderAuth).
 	HeaderAuth bool
-	// Primitives wires a semaphore.Service (on the app's Waiter, if any)
-	// and a claim.Service: the /semaphores and /claims routes.
+	// Primitives wires a semaphore.Service and an election.Service (on
+	// the app's Waiter, if any) and a claim.Service: the /semaphores,
+	// /elections and /claims routes.
 	Primitives bool
 	// WatchPoll is how often lock event watchers re-read the lease
 	// (default 20 ms, so tests see acquires and renewals at once).
@@ -78,6 +80,7 @@ type App struct {
 	// Semaphores and Claims are nil unless Options.Primitives.
 	Semaphores *semaphore.Service
 	Claims     *claim.Service
+	Elections  *election.Service
 	// Operator and Audit serve the operator tools (nil when Options.Locks
 	// replaced the lock service).
 	Operator *redislock.Operator
@@ -123,6 +126,11 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	if o.Primitives {
 		a.Semaphores = semaphore.New(b.RDB, a.Waiter, semaphore.Options{Prefix: o.Prefix})
 		a.Claims = claim.New(b.RDB, claim.Options{Prefix: o.Prefix})
+		eo := election.Options{Prefix: o.Prefix, WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond)}
+		if o.Wait {
+			eo.ReleaseChannel = o.Prefix + "released"
+		}
+		a.Elections = election.New(b.RDB, nil, a.Waiter, eo)
 	}
 	a.E = a.Instance(t, a.Ring, nil)
 	if a.Waiter != nil {
@@ -159,7 +167,7 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 		d.UserLocks, d.Flags = a.Abuse, a.Abuse
 	}
 	if a.Semaphores != nil {
-		d.Semaphores, d.Claims = a.Semaphores, a.Claims
+		d.Semaphores, d.Claims, d.Elections = a.Semaphores, a.Claims, a.Elections
 	}
 	if a.Operator != nil {
 		rec := audit.Recorder{Log: a.Audit, Errors: d.Log}

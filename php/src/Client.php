@@ -12,7 +12,8 @@ use LeaseGate\Transport\Transport;
 /**
  * Client of a leasegate gateway: resource locks with fencing tokens,
  * per-user locks (the old Lock class's counters), counting semaphores and
- * claims with once() (Primitives).
+ * claims with once() (Primitives), leader election with onlyOnLeader()
+ * (Elections).
  *
  * Every method makes one HTTP request and never retries on its own, so an
  * acquire is never sent twice behind your back. Errors are exceptions:
@@ -31,6 +32,7 @@ use LeaseGate\Transport\Transport;
 final class Client
 {
     use Primitives;
+    use Elections;
 
     public const DEFAULT_URL = 'http://127.0.0.1:8080';
 
@@ -84,16 +86,23 @@ final class Client
     /**
      * POST /locks/{resource}. With $waitMs > 0 the gateway waits up to that
      * long for the holder to release or expire before answering.
+     * $lockDelayMs (lock_delay_ms, 0..60000; null: the gateway's
+     * --default-lock-delay): should this lease end by expiry rather than
+     * by a release, no other owner gets the lock until that long after it
+     * expired (docs/fencing.md, "Lock delay").
      *
-     * @throws ValidationException bad resource, owner, ttl or wait
+     * @throws ValidationException bad resource, owner, ttl, wait or lock delay
      * @throws UnavailableException Redis is down: nothing was granted
      * @throws LeaseGateException
      */
-    public function acquire(string $resource, string $owner, int $ttlSeconds, int $waitMs = 0): AcquireResult
+    public function acquire(string $resource, string $owner, int $ttlSeconds, int $waitMs = 0, ?int $lockDelayMs = null): AcquireResult
     {
         $body = ['owner' => $owner, 'ttl_seconds' => $ttlSeconds];
         if ($waitMs !== 0) {
             $body['wait_ms'] = $waitMs;
+        }
+        if ($lockDelayMs !== null) {
+            $body['lock_delay_ms'] = $lockDelayMs;
         }
         $data = $this->call('POST', '/locks/' . self::segment($resource, 'resource'), $body, null, max(0, $waitMs) / 1000);
         return AcquireResult::fromArray($data);

@@ -1,0 +1,84 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/election"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// TestElectionsOnRealCluster: on Redis Cluster an election's keys share
+// one slot (its tag), a resignation SPUBLISHes on the election's shard
+// channel and wakes the campaign waiting in line (polling is off, and the
+// leadership has a minute left, so nothing else wakes it), Observe
+// follows the change, and the listing finds the elections through the
+// index's second step.
+func TestElectionsOnRealCluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	rc := cl.Client(t)
+	prefix := fmt.Sprintf("elsh%d:", time.Now().UnixNano())
+	w := redislock.NewWaiter(rc, redislock.WaiterOptions{Channel: prefix + "released", Shards: rc, PollInterval: time.Hour})
+	t.Cleanup(w.Close)
+	s := election.New(rc, nil, w, election.Options{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true})
+	for i := range 4 {
+		name := fmt.Sprintf("leader-%d", i)
+		a, err := s.Campaign(ctx, "", leasegate.CampaignRequest{Name: name, Candidate: "a", Value: "va", TTL: time.Minute})
+		if err != nil || !a.Elected {
+			t.Fatalf("%s: first campaign: got %+v, %v; want elected", name, a, err)
+		}
+		octx, cancel := context.WithCancel(ctx)
+		events := make(chan leasegate.ElectionEvent, 8)
+		go func() { _ = s.Observe(octx, "", name, events) }()
+		if ev := <-events; ev.Kind != leasegate.ElectionState || ev.Leader == nil || ev.Leader.Term != a.Leadership.Term {
+			cancel()
+			t.Fatalf("%s: got first event %s %+v, want the state with term %d", name, ev.Kind, ev.Leader, a.Leadership.Term)
+		}
+		got := make(chan leasegate.CampaignResult, 1)
+		go func() {
+			r, err := s.Campaign(ctx, "", leasegate.CampaignRequest{Name: name, Candidate: "b", Value: "vb", TTL: time.Minute, Wait: 30 * time.Second})
+			if err != nil {
+				t.Errorf("%s: waiting campaign: %v", name, err)
+			}
+			got <- r
+		}()
+		redistest.Eventually(t, 10*time.Second, name+": the campaign queues and subscribes", func() bool {
+			return w.QueuedOn(s.Keys("", name).Lock()) > 0 && w.ShardSubscriptions() > 0
+		})
+		if err := s.Resign(ctx, "", name, "a", a.Leadership.Term); err != nil {
+			cancel()
+			t.Fatalf("%s: resign: %v", name, err)
+		}
+		select {
+		case r := <-got:
+			if !r.Elected || r.Leadership.Candidate != "b" || r.Leadership.Term <= a.Leadership.Term || r.Leadership.Value != "vb" {
+				cancel()
+				t.Fatalf("%s: got %+v, want b elected with a larger term", name, r)
+			}
+		case <-time.After(5 * time.Second):
+			cancel()
+			t.Fatalf("%s: the waiting campaign was not woken by the resignation", name)
+		}
+		for _, want := range []leasegate.ElectionEventKind{leasegate.ElectionResigned, leasegate.ElectionElected} {
+			select {
+			case ev := <-events:
+				if ev.Kind != want {
+					t.Errorf("%s: got event %s, want %s", name, ev.Kind, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("%s: no %s event within 5s", name, want)
+			}
+		}
+		cancel()
+	}
+	page, err := s.List(ctx, "", "leader-", "", 10)
+	if err != nil || len(page.Items) != 4 || page.Items[0].Candidate != "b" || page.Items[0].Value != "vb" {
+		t.Fatalf("List: got %+v, %v; want the 4 elections led by b", page, err)
+	}
+}
