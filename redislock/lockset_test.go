@@ -340,3 +340,51 @@ func TestLockSetsOnRealCluster(t *testing.T) {
 	}
 	raceSets(t, l, 8, 30)
 }
+
+// TestLockSetMembersAreOrdinaryLocks: the listing shows a set's members
+// as leases, and a member's event watcher sees it acquired and released
+// by the set, in both modes.
+func TestLockSetMembersAreOrdinaryLocks(t *testing.T) {
+	t.Parallel()
+	for _, m := range setModes {
+		t.Run(m.name, func(t *testing.T) {
+			r := newRealWaitRig(t, redislock.WaiterOptions{})
+			lk := m.wrap(r.l.Locker)
+			svc := redislock.NewService(lk, r.w, 0)
+			o := redislock.NewOperator(r.RDB, lk, r.w, redislock.OperatorOptions{WatchPoll: 20 * time.Millisecond})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			events := make(chan leasegate.LockEvent, 16)
+			watched := make(chan error, 1)
+			go func() { watched <- o.Watch(ctx, "", "m2", events) }()
+			next := func(want leasegate.LockEventKind) {
+				t.Helper()
+				select {
+				case ev := <-events:
+					if ev.Kind != want {
+						t.Fatalf("got event %q, want %q", ev.Kind, want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no %q event within 10s", want)
+				}
+			}
+			next(leasegate.EventState)
+			res, err := svc.AcquireSet(ctx, "", leasegate.LockSetRequest{Resources: []string{"m1", "m2"}, Owner: "svc-a", TTL: time.Minute})
+			if err != nil || !res.Acquired {
+				t.Fatalf("AcquireSet: %+v, %v", res, err)
+			}
+			// An acquire publishes nothing: the watcher's poll sees it.
+			next(leasegate.EventAcquired)
+			page, err := o.List(ctx, "", "m", "", 10)
+			if err != nil || len(page.Items) != 2 || page.Items[0].Resource != "m1" || page.Items[1].Resource != "m2" {
+				t.Errorf("listing: got %+v, %v; want m1 and m2", page, err)
+			}
+			if _, err := svc.ReleaseSet(ctx, "", "svc-a", []string{"m1", "m2"}); err != nil {
+				t.Fatal(err)
+			}
+			next(leasegate.EventReleased)
+			cancel()
+			<-watched
+		})
+	}
+}
