@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
 )
@@ -339,6 +340,26 @@ func TestLockSetsOnRealCluster(t *testing.T) {
 		t.Fatalf("the members sit on %d master(s), want a set that spans masters", len(masters))
 	}
 	raceSets(t, l, 8, 30)
+
+	t.Run("the lock-set contract", func(t *testing.T) {
+		contracttest.LockSets(t, func(t *testing.T) contracttest.LockSetBackend {
+			prefix := uniquePrefix(t)
+			w := redislock.NewWaiter(rc, redislock.WaiterOptions{Channel: prefix + "released"})
+			t.Cleanup(w.Close)
+			svc := redislock.NewService(redislock.New(rc, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"}), w, 0)
+			return contracttest.LockSetBackend{Sets: svc, Locks: svc, Advance: func(t *testing.T, d time.Duration) {
+				now, err := rc.Time(context.Background()).Result()
+				if err != nil {
+					t.Fatalf("TIME: %v", err)
+				}
+				target := now.Add(d)
+				redistest.Eventually(t, d+10*time.Second, "the Redis clock has advanced", func() bool {
+					now, err := rc.Time(context.Background()).Result()
+					return err == nil && !now.Before(target)
+				})
+			}}
+		})
+	})
 }
 
 // TestLockSetMembersAreOrdinaryLocks: the listing shows a set's members
