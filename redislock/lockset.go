@@ -55,8 +55,9 @@ func checkSet(resources []string) error {
 	return nil
 }
 
-// setTry is one try of a lock set: the result, and whether some member's
-// try entered the registration among its waiters.
+// acquireSet is one try of a lock set in tenant. reg is the waiting set
+// the try belongs to (nil for one that does not wait): a refused try
+// enters it among the waiters of the set's members.
 func (l *Locker) acquireSet(ctx context.Context, tenant string, req leasegate.LockSetRequest, reg *registration) (leasegate.LockSetResult, error) {
 	if err := checkSet(req.Resources); err != nil {
 		return leasegate.LockSetResult{}, err
