@@ -96,6 +96,9 @@ type Config struct {
 	// Primitives the semaphore and claim cycles (primitives.go).
 	Handoff    bool
 	Primitives bool
+	// LockSets adds the lock-set cycle (a set of 8, locksets.go),
+	// compared with the gateway's single-lock cycle of the same round.
+	LockSets bool
 	// Waiters, when above 0, makes the run a measurement of its own
 	// instead of the rounds: the RSS of a `leasegate serve` process
 	// (GatewayCommand, with GatewayEnv added to the environment) holding
@@ -276,7 +279,7 @@ func runRound(ctx context.Context, stats *redis.Client, cfg Config, floor, locks
 	if rd.Floor.CyclesPerSec > 0 {
 		rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
 	}
-	if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor); err != nil {
+	if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor, rd.Gateway); err != nil {
 		return rd, err
 	}
 	var handoffs float64

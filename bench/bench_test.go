@@ -196,6 +196,7 @@ func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
 	cfg.Rounds = 1
 	cfg.Handoff = true
 	cfg.Primitives = true
+	cfg.LockSets = true
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -203,7 +204,7 @@ func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	want := []struct{ name, comparedTo string }{{"sem", "floor"}, {"claim", "floor"}, {"blpop", ""}, {"handoff", "blpop"}}
+	want := []struct{ name, comparedTo string }{{"set8", "gateway"}, {"sem", "floor"}, {"claim", "floor"}, {"blpop", ""}, {"handoff", "blpop"}}
 	if len(rep.Phases) != len(want) {
 		t.Fatalf("phases: got %d, want %d: %+v", len(rep.Phases), len(want), rep.Phases)
 	}
@@ -221,11 +222,17 @@ func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
 			t.Errorf("%s: got p50 %.3f ms above p99 %.3f ms", p.Name, p.P50ms, p.P99ms)
 		}
 	}
-	hand := rep.Phases[3]
+	if set := rep.Phases[0]; set.CPURatio <= 0 || set.RedisCalls["hset"] < 7.99 {
+		t.Errorf("set8: got cpu ratio %v and %.2f HSET per cycle, want > 0 and 8 (one script for the set): %v", set.CPURatio, set.RedisCalls["hset"], set.RedisCalls)
+	}
+	if got := rep.Scripts["set8 acquire"]["evalsha"]; got != 1 {
+		t.Errorf("set8 acquire alone: got %d EVALSHA, want 1 (%v)", got, rep.Scripts)
+	}
+	hand := rep.Phases[4]
 	if hand.RedisCalls["publish"] < 0.5 {
 		t.Errorf("handoff: got %.2f PUBLISH per hand-off, want about 1 (the release wakes a waiter): %v", hand.RedisCalls["publish"], hand.RedisCalls)
 	}
-	if got := rep.Phases[2].RedisCalls["blpop"]; got < 0.99 || got > 1.01 {
+	if got := rep.Phases[3].RedisCalls["blpop"]; got < 0.99 || got > 1.01 {
 		t.Errorf("blpop: got %.2f BLPOP per hand-off, want 1", got)
 	}
 	if got := rep.Scripts["claim acquire"]["evalsha"]; got != 1 {
@@ -233,7 +240,7 @@ func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
 	}
 	var text bytes.Buffer
 	rep.Print(&text)
-	for _, want := range []string{"handoff", "blpop", "sem", "claim", "release to the next holder"} {
+	for _, want := range []string{"handoff", "blpop", "sem", "claim", "set8", "proc cpu per cycle", "release to the next holder"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, text.String())
 		}

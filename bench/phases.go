@@ -26,8 +26,8 @@ func (c Config) validatePhases() []error {
 		errs = append(errs, fmt.Errorf("waiters must be 0..%d, got %d", MaxWaiters, c.Waiters))
 	}
 	if c.Waiters > 0 {
-		if c.Handoff || c.Primitives || c.Etcd {
-			errs = append(errs, errors.New("waiters is a measurement of its own: not with handoff, primitives or etcd"))
+		if c.Handoff || c.Primitives || c.LockSets || c.Etcd {
+			errs = append(errs, errors.New("waiters is a measurement of its own: not with handoff, primitives, locksets or etcd"))
 		}
 		if c.GatewayCommand == "" {
 			errs = append(errs, errors.New("waiters needs the leasegate binary to start `leasegate serve` with"))
@@ -58,6 +58,9 @@ func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string
 	// The primitives first, right after the lock phases: on a shared
 	// machine the closer a phase runs to its floor, the less the load
 	// moves between them. The hand-off runs right after its own floor.
+	if cfg.LockSets {
+		x.list = append(x.list, extra{c: newLockSetCycle(gw, cfg, runID), comparedTo: "gateway"})
+	}
 	if cfg.Primitives {
 		x.list = append(x.list,
 			extra{c: newSemaphoreCycle(gw, cfg, runID), comparedTo: "floor"},
@@ -90,10 +93,11 @@ func (x *extras) close() {
 	}
 }
 
-// run runs every optional phase once; floor is this round's lock floor.
-func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor Phase) ([]Phase, error) {
+// run runs every optional phase once; floor and gw are this round's lock
+// floor and gateway phases.
+func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor, gw Phase) ([]Phase, error) {
 	var out []Phase
-	byName := map[string]Phase{floor.Name: floor}
+	byName := map[string]Phase{floor.Name: floor, gw.Name: gw}
 	for _, e := range x.list {
 		p, err := runPhase(ctx, stats, cfg, e.c, nil)
 		if err != nil {
@@ -105,6 +109,9 @@ func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor
 			p.Ratio = 1 // a floor
 		case f.CyclesPerSec > 0:
 			p.Ratio = p.CyclesPerSec / f.CyclesPerSec
+			if e.comparedTo == gw.Name && f.ProcessCPUus > 0 {
+				p.CPURatio = p.ProcessCPUus / f.ProcessCPUus
+			}
 		}
 		byName[p.Name] = p
 		out = append(out, p)

@@ -85,6 +85,10 @@ type Phase struct {
 	// ComparedTo in the same round (its floor); the floors have none.
 	ComparedTo string  `json:"compared_to,omitempty"`
 	Ratio      float64 `json:"ratio,omitempty"`
+	// CPURatio is ProcessCPUus divided by that of ComparedTo in the same
+	// round: for the lock-set phase, its cycle's gateway CPU (with the
+	// HTTP driver's) against the single-lock cycle's.
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
 }
 
 // summarize fills Floor, Gateway and Ratio from the rounds.
@@ -112,6 +116,7 @@ func medianPhase(ps []Phase) Phase {
 		Name:           last.Name,
 		ComparedTo:     last.ComparedTo,
 		Ratio:          m(func(p Phase) float64 { return p.Ratio }),
+		CPURatio:       m(func(p Phase) float64 { return p.CPURatio }),
 		Seconds:        m(func(p Phase) float64 { return p.Seconds }),
 		CyclesPerSec:   m(func(p Phase) float64 { return p.CyclesPerSec }),
 		P50ms:          m(func(p Phase) float64 { return p.P50ms }),
@@ -159,6 +164,11 @@ func (r *Report) Print(w io.Writer) {
 		row(p, p.Ratio)
 	}
 	_ = tw.Flush()
+	for _, p := range r.Phases {
+		if p.CPURatio > 0 {
+			fmt.Fprintf(w, "\n%s: proc cpu per cycle %.2fx the %s phase's (median of the rounds' ratios)\n", p.Name, p.CPURatio, p.ComparedTo)
+		}
+	}
 	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
 	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
 	printPhases(w, r)

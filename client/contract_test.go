@@ -24,6 +24,12 @@ func TestClientKeepsTheServiceContracts(t *testing.T) {
 				return contracttest.LockBackend{Locks: contractGateway(t, url).Locks(), Advance: s.Advance, Outage: s.Outage}
 			})
 		})
+		t.Run("lock sets through a gateway", func(t *testing.T) {
+			contracttest.LockSets(t, func(t *testing.T) contracttest.LockSetBackend {
+				c := contractGateway(t, url)
+				return contracttest.LockSetBackend{Sets: c.LockSets(), Locks: c.Locks(), Advance: s.Advance, Outage: s.Outage}
+			})
+		})
 		t.Run("the operator side through a gateway", func(t *testing.T) {
 			contracttest.Operator(t, func(t *testing.T) contracttest.OperatorBackend {
 				c := contractGateway(t, url)

@@ -346,6 +346,7 @@ type result struct {
 	Clients  int           `json:"clients"`
 	Faults   []string      `json:"faults"`
 	Verdict  verdict       `json:"verdict"`
+	Sets     setVerdict    `json:"lock_sets"`
 	Notes    []string      `json:"notes,omitempty"`
 	// Elections is the verdict of the election workload that ran beside
 	// the locks' under the same faults (docs/elections.md).
@@ -397,6 +398,8 @@ func TestFaults(t *testing.T) {
 	for _, r := range results {
 		v := r.Verdict
 		total.add(v)
+		t.Logf("%-32s lock sets: ops=%d grants=%d refused=%d unknown=%d | overlaps=%d partial-holds=%d",
+			r.Scenario, r.Sets.Ops, r.Sets.Grants, r.Sets.Refused, r.Sets.Unknown, r.Sets.Overlaps, r.Sets.PartialHolds)
 		t.Logf("%-32s promised=%-5v ops=%d grants=%d unknown=%d writes=%d faults=%d | model illegal=%d timed-out=%d lost-release=%d double-grants=%d | fencing stale=%d superseded-accepted=%d superseded-rejected=%d | token regressions=%d",
 			r.Scenario, r.Promised, v.Ops, v.Grants, v.Unknown, v.Writes, len(r.Faults), v.ModelIllegal, v.ModelUnknown, v.ModelLostRelease, v.DoubleGrants, v.StaleAccepted, v.SupersededAccepted, v.SupersededRejected, v.TokenRegressions)
 		e := r.Elections
@@ -446,7 +449,9 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	end := began.Add(s.perScenario)
 	waitLocks := w.run(ctx, s.seed)
 	waitElections := ew.run(ctx, s.seed+1<<40)
-	wait := func() { waitLocks(); waitElections() }
+	sw := newSetWorkload(e.base, sc.name, 5, 2)
+	waitSets := sw.run(ctx, s.seed)
+	wait := func() { waitLocks(); waitElections(); waitSets() }
 	var faults []string
 	for i := 0; i < s.rounds; i++ {
 		// Spread the faults over the scenario, leaving a quiet tail.
@@ -464,10 +469,23 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	saveIllegal(t, sc.name, illegal)
 	ev, enotes, eillegal := check(ew.h, s.checkTimeout, sc.failover)
 	saveIllegal(t, sc.name+"-elections", eillegal)
-	res := result{Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Notes: notes,
+	setOps, setOdd := sw.snapshot()
+	sv, setNotes := checkSets(setOps)
+	notes = append(notes, setNotes...)
+	res := result{Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Sets: sv, Notes: notes,
 		Elections: ev, ElectionNotes: enotes, ElectionClient: ew.clients}
 	t.Logf("%s: %+v", sc.name, v)
 	t.Logf("%s elections: %+v", sc.name, ev)
+	t.Logf("%s: lock sets %+v", sc.name, sv)
+	if len(setOdd) > 0 {
+		t.Errorf("lock-set answers outside the contract: %q", setOdd)
+	}
+	if sv.Grants == 0 {
+		t.Errorf("no lock set was granted: the set workload did not run")
+	}
+	if sc.promised && sv.violations() > 0 {
+		t.Errorf("%s: the docs promise safety here, and the lock-set checkers found %d overlaps and %d partial holds", sc.name, sv.Overlaps, sv.PartialHolds)
+	}
 	for _, n := range append(notes, enotes...) {
 		t.Log(n)
 	}

@@ -23,6 +23,12 @@ type fakeLocks struct {
 	// and restarts tokens at 1, as a store that lost its state and has
 	// no clock floor would.
 	forgetEvery int
+	// setOneByOne grants a lock set's members one at a time and stops at
+	// the first held one without giving back those it took: the broken
+	// set script (not all or none).
+	setOneByOne bool
+	// setSkipCheck grants a lock set without looking at its members.
+	setSkipCheck bool
 
 	mu     sync.Mutex
 	leases map[string]fakeLease
@@ -36,6 +42,14 @@ type fakeLease struct {
 }
 
 func (f *fakeLocks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/locks" && r.Method == http.MethodPost {
+		f.acquireSet(w, r)
+		return
+	}
+	if r.Method == http.MethodGet {
+		f.status(w, strings.TrimPrefix(r.URL.Path, "/locks/"))
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/locks/")
 	renew := strings.HasSuffix(path, "/renew")
 	res := strings.TrimSuffix(path, "/renew")
@@ -94,6 +108,70 @@ func (f *fakeLocks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(f.leases, res)
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// status answers GET /locks/{resource}.
+func (f *fakeLocks) status(w http.ResponseWriter, res string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, ok := f.leases[res]
+	if !ok || cur.exp <= time.Now().UnixMilli() {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"lock": lockBody(res, cur)})
+}
+
+// acquireSet answers POST /locks: all or none, unless setOneByOne.
+func (f *fakeLocks) acquireSet(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Resources []string `json:"resources"`
+		Owner     string   `json:"owner"`
+		TTL       int64    `json:"ttl_seconds"`
+		WaitMs    int64    `json:"wait_ms"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	nowMs := now.UnixMilli()
+	var held []map[string]any
+	grant := func(res string) fakeLease {
+		token := max(f.fence[res]+1, now.UnixMicro())
+		f.fence[res] = token
+		l := fakeLease{owner: body.Owner, token: token, acquired: nowMs, exp: nowMs + body.TTL*1000}
+		f.leases[res] = l
+		return l
+	}
+	for _, res := range body.Resources {
+		cur, ok := f.leases[res]
+		if ok && cur.exp > nowMs && cur.owner != body.Owner && !f.setSkipCheck {
+			held = append(held, map[string]any{"resource": res, "retry_after_ms": cur.exp - nowMs})
+			if f.setOneByOne {
+				break
+			}
+			continue
+		}
+		if f.setOneByOne {
+			grant(res)
+		}
+	}
+	if len(held) > 0 {
+		writeJSON(w, http.StatusOK, map[string]any{"acquired": false, "held": held})
+		return
+	}
+	locks := make([]map[string]any, 0, len(body.Resources))
+	for _, res := range body.Resources {
+		l, ok := f.leases[res]
+		if !ok || l.owner != body.Owner || l.exp <= nowMs || !f.setOneByOne {
+			l = grant(res)
+		}
+		locks = append(locks, lockBody(res, l))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"acquired": true, "locks": locks})
 }
 
 func lockBody(res string, l fakeLease) map[string]any {
@@ -157,6 +235,54 @@ func TestCheckersCatchABrokenLock(t *testing.T) {
 		}
 		if v.TokenRegressions == 0 {
 			t.Errorf("token monotonicity: got 0 regressions, want > 0")
+		}
+	})
+}
+
+// runFakeSets drives the set workload against a fake for d and checks
+// it.
+func runFakeSets(t *testing.T, f *fakeLocks, d time.Duration) setVerdict {
+	t.Helper()
+	f.leases, f.fence = map[string]fakeLease{}, map[string]int64{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	w := newSetWorkload(srv.URL, "control", 5, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	w.run(ctx, uint64(time.Now().UnixNano()))()
+	ops, odd := w.snapshot()
+	if len(odd) > 0 {
+		t.Fatalf("answers outside the contract: %q", odd)
+	}
+	v, notes := checkSets(ops)
+	t.Logf("%+v", v)
+	for _, n := range notes {
+		t.Log(n)
+	}
+	if v.Grants == 0 || (v.Refused == 0 && !f.setSkipCheck) {
+		t.Fatalf("granted %d, refused %d: the set workload did not contend", v.Grants, v.Refused)
+	}
+	return v
+}
+
+// TestCheckersCatchABrokenLockSet is the lock-set half of the negative
+// control: a set service that grants members one at a time and keeps
+// them when a later member is held must be caught (partial holds), and
+// a correct all-or-none fake must show no violation.
+func TestCheckersCatchABrokenLockSet(t *testing.T) {
+	t.Run("a correct lock set has no violations", func(t *testing.T) {
+		if v := runFakeSets(t, &fakeLocks{}, 3*time.Second); v.violations() != 0 {
+			t.Errorf("got %d violations, want 0: %+v", v.violations(), v)
+		}
+	})
+	t.Run("a set granted member by member without rollback is caught", func(t *testing.T) {
+		if v := runFakeSets(t, &fakeLocks{setOneByOne: true}, 3*time.Second); v.PartialHolds == 0 {
+			t.Errorf("partial holds: got 0, want > 0: %+v", v)
+		}
+	})
+	t.Run("a set granted without checking its members is caught", func(t *testing.T) {
+		if v := runFakeSets(t, &fakeLocks{setSkipCheck: true}, 2*time.Second); v.Overlaps == 0 {
+			t.Errorf("overlaps: got 0, want > 0: %+v", v)
 		}
 	})
 }

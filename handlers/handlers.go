@@ -61,6 +61,9 @@ func DefaultConfig() Config {
 type Deps struct {
 	// Locks serves /locks (single calls and waiting acquires).
 	Locks leasegate.LockService
+	// LockSets serves POST and DELETE /locks (lock sets); nil leaves
+	// them out.
+	LockSets leasegate.LockSetService
 	// UserLocks serves /user-locks; Flags the ops review (/abuse/..., and
 	// opsui's /ops/).
 	// Either nil leaves those routes out.
@@ -150,6 +153,10 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.GET("/locks/:resource", Wrap(a.status, client...))
 	e.DELETE("/locks/:resource", Wrap(a.release, client...))
 	e.POST("/locks/:resource/renew", Wrap(a.renew, client...))
+	if deps.LockSets != nil {
+		e.POST("/locks", Wrap(a.acquireSet, client...))
+		e.DELETE("/locks", Wrap(a.releaseSet, client...))
+	}
 	a.registerOperator(e, client, ops)
 
 	if deps.UserLocks != nil {

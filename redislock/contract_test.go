@@ -51,3 +51,31 @@ func TestOperatorKeepsTheOperatorContract(t *testing.T) {
 		})
 	})
 }
+
+// The lock engine's lock sets keep the contract the Go client keeps over
+// HTTP, in one script and one member at a time (as on Redis Cluster).
+func TestServiceKeepsTheLockSetContract(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		for _, m := range setModes {
+			t.Run(m.name, func(t *testing.T) {
+				contracttest.LockSets(t, func(t *testing.T) contracttest.LockSetBackend {
+					t.Helper()
+					prefix := uniquePrefix(t)
+					l := m.wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"}))
+					w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
+					t.Cleanup(w.Close)
+					svc := redislock.NewService(l, w, 0)
+					b := contracttest.LockSetBackend{Sets: svc, Locks: svc, Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
+					if e.Mini != nil {
+						b.Outage = func(t *testing.T) {
+							e.Mini.SetError("LOADING redis is loading")
+							t.Cleanup(func() { e.Mini.SetError("") })
+						}
+					}
+					return b
+				})
+			})
+		}
+	})
+}

@@ -49,6 +49,10 @@ var (
 	Status  = load("status")
 	// Interest takes a waiting acquire off its resource's waiters.
 	Interest = load("interest")
+	// AcquireSet and ReleaseSet take and end the leases of a lock set,
+	// all or none (docs/lock-sets.md).
+	AcquireSet = load("acquire_set")
+	ReleaseSet = load("release_set")
 )
 
 // Scripts for user locks and abuse control (package abuse).

@@ -329,9 +329,11 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		s.closeRedis()
 		return nil, err
 	}
+	lockSvc := redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout)
 	deps := handlers.Deps{
 		Metrics:   s.metrics,
-		Locks:     redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout),
+		Locks:     lockSvc,
+		LockSets:  lockSvc,
 		UserLocks: abuseSvc,
 		Flags:     abuseSvc,
 		Webhooks:  s.webhookInspector(),

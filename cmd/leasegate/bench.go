@@ -77,6 +77,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.StringVar(&cfg.EtcdEndpoints, "etcd-endpoints", cfg.EtcdEndpoints, "comma-separated client URLs of an otherwise idle etcd to use instead of the embedded one")
 	fs.BoolVar(&cfg.Handoff, "handoff", cfg.Handoff, "also run the waiting hand-off phases (one resource, every client waiting)")
 	fs.BoolVar(&cfg.Primitives, "primitives", cfg.Primitives, "also run the semaphore and claim cycle phases")
+	fs.BoolVar(&cfg.LockSets, "locksets", cfg.LockSets, "also run the lock-set cycle phase (a set of 8, compared with the single-lock gateway cycle)")
 	fs.IntVar(&cfg.Waiters, "waiters", cfg.Waiters, fmt.Sprintf("instead of the rounds, measure a leasegate serve process's memory with this many waiting acquires (at most %d)", bench.MaxWaiters))
 	fs.BoolVar(&jsonOut, "json", jsonOut, "print the report as JSON")
 	fs.StringVar(&cpuProfile, "cpuprofile", cpuProfile, "write a CPU profile of the last round's gateway phase to this file")

@@ -159,6 +159,9 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 		Log:     logger(a.Log, zapcore.DebugLevel),
 		Metrics: a.Metrics,
 	}
+	if sets, ok := a.Locks.(leasegate.LockSetService); ok {
+		d.LockSets = sets
+	}
 	if a.Backend != nil {
 		rdb := a.Backend.RDB
 		d.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }

@@ -139,6 +139,57 @@ final class Client
     }
 
     /**
+     * POST /locks: the locks on every one of $resources (1..64 distinct),
+     * all or none (docs/lock-sets.md). Returns the list of Lease, one per
+     * resource in order, each with its own token, or null when a member is
+     * held by another owner (then none of the set was taken). With
+     * $waitMs > 0 the gateway waits until the whole set is free at once.
+     *
+     * @param list<string> $resources
+     * @return list<Lease>|null
+     * @throws ValidationException bad resources, owner, ttl, wait or lock delay
+     * @throws UnavailableException Redis is down: nothing was granted
+     * @throws LeaseGateException
+     */
+    public function acquireSet(array $resources, string $owner, int $ttlSeconds, int $waitMs = 0, ?int $lockDelayMs = null): ?array
+    {
+        $body = ['resources' => array_values($resources), 'owner' => $owner, 'ttl_seconds' => $ttlSeconds];
+        if ($waitMs !== 0) {
+            $body['wait_ms'] = $waitMs;
+        }
+        if ($lockDelayMs !== null) {
+            $body['lock_delay_ms'] = $lockDelayMs;
+        }
+        $data = $this->call('POST', '/locks', $body, null, max(0, $waitMs) / 1000);
+        if (!is_array($data) || !is_bool($data['acquired'] ?? null)) {
+            throw new TransportException('leasegate: unexpected answer to a lock set: no boolean "acquired"');
+        }
+        if (!$data['acquired']) {
+            return null;
+        }
+        if (!is_array($data['locks'] ?? null)) {
+            throw new TransportException('leasegate: unexpected answer to a lock set: acquired without locks');
+        }
+        return array_map(static fn ($l) => Lease::fromArray($l), array_values($data['locks']));
+    }
+
+    /**
+     * DELETE /locks: ends $owner's locks on $resources.
+     *
+     * @param list<string> $resources
+     * @return array{released: list<string>, not_held: list<string>}
+     * @throws LeaseGateException
+     */
+    public function releaseSet(array $resources, string $owner): array
+    {
+        $data = $this->call('DELETE', '/locks', ['owner' => $owner, 'resources' => array_values($resources)]);
+        if (!is_array($data) || !is_array($data['released'] ?? null) || !is_array($data['not_held'] ?? null)) {
+            throw new TransportException('leasegate: unexpected answer to a lock set release');
+        }
+        return ['released' => $data['released'], 'not_held' => $data['not_held']];
+    }
+
+    /**
      * POST /locks/{resource}/renew: expires_at = now + ttl, token unchanged.
      *
      * @throws NotFoundException no lock or it expired (acquire again)

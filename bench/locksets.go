@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// The lock-set phase (-locksets): each client takes a set of
+// lockSetSize resources of its own (POST /locks) and releases it
+// (DELETE /locks), over HTTP to the lock phase's gateway, so every set
+// is granted as every single lock is in the gateway phase. It is
+// compared with that phase of the same round: the report's "proc cpu"
+// of both (this process: the HTTP driver and the gateway) per cycle is
+// what the lock-set target of docs/benchmarks.md divides.
+
+// lockSetSize is how many resources each benchmark set names.
+const lockSetSize = 8
+
+type lockSetCycle struct {
+	g        *gateway
+	url      string
+	acquires [][]byte
+	releases [][]byte
+}
+
+func newLockSetCycle(g *gateway, cfg Config, runID string) *lockSetCycle {
+	c := &lockSetCycle{g: g, url: "http://" + g.srv.Addr() + "/locks"}
+	ttl := strconv.FormatInt(int64(cfg.TTL.Seconds()), 10)
+	for i := range cfg.Concurrency {
+		names := make([]string, lockSetSize)
+		for j := range names {
+			names[j] = `"set-` + runID + "-" + strconv.Itoa(i) + "-" + strconv.Itoa(j) + `"`
+		}
+		list := "[" + strings.Join(names, ",") + "]"
+		owner := benchOwner(i)
+		c.acquires = append(c.acquires, []byte(`{"resources":`+list+`,"owner":"`+owner+`","ttl_seconds":`+ttl+`}`))
+		c.releases = append(c.releases, []byte(`{"resources":`+list+`,"owner":"`+owner+`"}`))
+	}
+	return c
+}
+
+func (c *lockSetCycle) name() string    { return "set" + strconv.Itoa(lockSetSize) }
+func (c *lockSetCycle) sends() []string { return []string{"evalsha", "eval"} }
+
+func (c *lockSetCycle) acquire(ctx context.Context, i int) error {
+	got, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url, c.acquires[i], http.StatusOK)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(got, granted) {
+		return fmt.Errorf("lock set acquire: not granted: %s", got)
+	}
+	return nil
+}
+
+func (c *lockSetCycle) release(ctx context.Context, i int) error {
+	_, err := doJSON(ctx, c.g.hc, http.MethodDelete, c.url, c.releases[i], http.StatusOK)
+	return err
+}

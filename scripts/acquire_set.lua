@@ -1,0 +1,104 @@
+-- acquire_set.lua: take the leases on a set of resources, all or none,
+-- atomically (docs/lock-sets.md).
+--
+-- KEYS[2i-1] lock key of member i (acquire.lua's KEYS[1]), i = 1..n
+-- KEYS[2i]   waiters key of member i (acquire.lua's KEYS[2])
+-- KEYS[2n+1] the tenant's lock index, on a single Redis and Sentinel (as
+--            in acquire.lua); absent on Redis Cluster, where the gateway
+--            runs this script once per member (one slot each) and adds
+--            new grants to the index in a second step
+-- ARGV[1] owner
+-- ARGV[2] ttl in milliseconds (integer > 0)
+-- ARGV[3] fence retention in milliseconds
+-- ARGV[4] the waiter's id, '' for a call that does not wait: a refused
+--         try enters it among the waiters of EVERY member, so a release
+--         of any of them publishes (release.lua); a grant takes it out
+-- ARGV[5] milliseconds each waiters key must live at least (with an id)
+-- ARGV[6] lock delay in milliseconds (acquire.lua's ARGV[8])
+-- ARGV[7..6+n] the resources (the index's members), n = #KEYS / 2
+--
+-- Each member follows acquire.lua's rules: held means an owner and
+-- expires_at > now (Redis TIME); another owner's live lease, or another
+-- owner's expired lease still in its lock delay, refuses the member; the
+-- owner's own live lease is renewed (token kept). Nothing is written
+-- unless every member can be granted.
+--
+-- Reply: {1, now_ms, then per member: token, acquired_at_ms, expires_at_ms}
+--          all granted, in KEYS order (the owner is the caller's)
+--        {0, now_ms, then per refused member: i, free_at_ms, delayed}
+--          none granted; free_at_ms is when the holder's lease (delayed
+--          '1': its lock delay) ends. Numbers are decimal strings.
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nows = string.format('%.0f', now_ms)
+local owner = ARGV[1]
+local n = math.floor(#KEYS / 2)
+local exp = now_ms + tonumber(ARGV[2])
+local delay = tonumber(ARGV[6])
+local keep = exp + math.max(tonumber(ARGV[3]), delay)
+local exps = string.format('%.0f', exp)
+local waiter = ARGV[4] ~= ''
+
+local cur = {}
+local refused = {0, nows}
+for i = 1, n do
+  local c = redis.call('HMGET', KEYS[2 * i - 1], 'owner', 'token', 'acquired_at', 'expires_at', 'lock_delay')
+  cur[i] = c
+  if c[1] and c[4] and c[1] ~= owner then
+    local e = tonumber(c[4])
+    if e > now_ms then
+      refused[#refused + 1] = tostring(i)
+      refused[#refused + 1] = c[4]
+      refused[#refused + 1] = '0'
+    elseif c[5] and e + tonumber(c[5]) > now_ms then
+      refused[#refused + 1] = tostring(i)
+      refused[#refused + 1] = string.format('%.0f', e + tonumber(c[5]))
+      refused[#refused + 1] = '1'
+    end
+  end
+end
+
+if #refused > 2 then
+  if waiter then
+    for i = 1, n do
+      redis.call('HSET', KEYS[2 * i], ARGV[4], 1)
+      if redis.call('PTTL', KEYS[2 * i]) < tonumber(ARGV[5]) then
+        redis.call('PEXPIRE', KEYS[2 * i], ARGV[5])
+      end
+    end
+  end
+  return refused
+end
+
+local out = {1, nows}
+for i = 1, n do
+  local c = cur[i]
+  local key = KEYS[2 * i - 1]
+  local tok, acq
+  if c[1] == owner and c[4] and tonumber(c[4]) > now_ms then
+    -- The owner's own live lease: kept, its expiry moved.
+    tok, acq = c[2], c[3]
+    redis.call('HSET', key, 'expires_at', exps)
+  else
+    tok = string.format('%.0f', math.max((tonumber(c[2] or '') or 0) + 1, now_us))
+    acq = nows
+    redis.call('HSET', key, 'owner', owner, 'token', tok, 'acquired_at', nows, 'expires_at', exps)
+    if KEYS[2 * n + 1] then
+      redis.call('ZADD', KEYS[2 * n + 1], 0, ARGV[6 + i])
+    end
+  end
+  if delay > 0 then
+    redis.call('HSET', key, 'lock_delay', ARGV[6])
+  elseif c[5] then
+    redis.call('HDEL', key, 'lock_delay')
+  end
+  redis.call('PEXPIREAT', key, keep)
+  if waiter then
+    redis.call('HDEL', KEYS[2 * i], ARGV[4])
+  end
+  out[#out + 1] = tok
+  out[#out + 1] = acq
+  out[#out + 1] = exps
+end
+return out
