@@ -22,6 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/api"
 )
@@ -200,6 +203,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
+	injectTrace(ctx, req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("leasegate: %s %s: %w", method, path, noAnswerError{err})
@@ -284,4 +288,14 @@ func codeForStatus(status int) leasegate.Code {
 		return leasegate.CodeInternal
 	}
 	return leasegate.CodeMalformed
+}
+
+// injectTrace writes ctx's trace context into h (traceparent, and
+// whatever else the global propagator carries), so that the gateway's
+// spans continue the caller's trace. It uses OpenTelemetry's global
+// propagator, which a program that traces sets
+// (otel.SetTextMapPropagator(propagation.TraceContext{})); unset, it is a
+// no-op and nothing is sent.
+func injectTrace(ctx context.Context, h http.Header) {
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
 }

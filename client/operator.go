@@ -151,6 +151,7 @@ func (c *Client) Watch(ctx context.Context, resource string, fn func(Event) erro
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
+	injectTrace(ctx, req.Header)
 	hc := *c.hc
 	hc.Timeout = 0
 	resp, err := hc.Do(req)
