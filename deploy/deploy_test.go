@@ -351,4 +351,3 @@ func TestDashboardAndRulesNameOnlyExportedMetrics(t *testing.T) {
 	sort.Strings(names)
 	t.Logf("metrics read: %s", strings.Join(names, " "))
 }
-
