@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -21,6 +22,8 @@ import (
 // 127.0.0.1:0, driven over loopback HTTP with a keep-alive client: one
 // cycle is POST /locks/{r} then DELETE /locks/{r}.
 type gateway struct {
+	// label names the phase ("gateway", or a traced variant).
+	label  string
 	srv    *server.Server
 	served chan error
 	hc     *http.Client
@@ -31,6 +34,12 @@ type gateway struct {
 }
 
 func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
+	return startGatewayAs("gateway", redisURL, cfg, runID, nil)
+}
+
+// startGatewayAs is startGateway for the phase called label, with tp as
+// the gateway's tracing (nil: off).
+func startGatewayAs(label, redisURL string, cfg Config, runID string, tp trace.TracerProvider) (*gateway, error) {
 	log, err := gatewayLogger(cfg.GatewayLogLevel, cfg.GatewayLog)
 	if err != nil {
 		return nil, err
@@ -39,11 +48,12 @@ func startGateway(redisURL string, cfg Config, runID string) (*gateway, error) {
 	scfg.Addr = "127.0.0.1:0"
 	scfg.RedisURL = redisURL
 	scfg.AbuseLog = io.Discard
+	scfg.Tracing = tp
 	s, err := server.New(scfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("bench: gateway: %w", err)
 	}
-	g := &gateway{srv: s, served: make(chan error, 1)}
+	g := &gateway{label: label, srv: s, served: make(chan error, 1)}
 	go func() { g.served <- s.Serve() }()
 
 	g.hc = keepAliveClient(cfg.Concurrency, time.Minute)
@@ -107,7 +117,7 @@ func gatewayLogger(level string, w io.Writer) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
 }
 
-func (g *gateway) name() string { return "gateway" }
+func (g *gateway) name() string { return g.label }
 
 // sends: the gateway's lock cycle is two scripts.
 func (g *gateway) sends() []string { return []string{"evalsha", "eval"} }

@@ -63,6 +63,17 @@ func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string
 			extra{c: newSemaphoreCycle(gw, cfg, runID), comparedTo: "floor"},
 			extra{c: newClaimCycle(gw, cfg, runID), comparedTo: "floor"})
 	}
+	if cfg.Tracing {
+		for _, ratio := range []float64{1, 0.01} {
+			tg, closeTracing, err := newTracedGateway(ctx, opt, cfg, runID, ratio)
+			if err != nil {
+				x.close()
+				return nil, err
+			}
+			x.closers = append(x.closers, closeTracing)
+			x.list = append(x.list, extra{c: tg, comparedTo: "gateway"})
+		}
+	}
 	if cfg.Handoff {
 		tf, err := newTokenFloor(ctx, opt, cfg, runID)
 		if err != nil {
