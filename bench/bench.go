@@ -256,7 +256,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if rd.Floor.CyclesPerSec > 0 {
 			rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
 		}
-		if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor); err != nil {
+		if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor, rd.Gateway); err != nil {
 			if ctx.Err() != nil {
 				break
 			}

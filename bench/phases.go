@@ -101,10 +101,11 @@ func (x *extras) close() {
 	}
 }
 
-// run runs every optional phase once; floor is this round's lock floor.
-func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor Phase) ([]Phase, error) {
+// run runs every optional phase once; floor and gateway are this
+// round's lock floor and gateway phases, which phases compare to.
+func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor, gateway Phase) ([]Phase, error) {
 	var out []Phase
-	byName := map[string]Phase{floor.Name: floor}
+	byName := map[string]Phase{floor.Name: floor, gateway.Name: gateway}
 	for _, e := range x.list {
 		p, err := runPhase(ctx, stats, cfg, e.c, nil)
 		if err != nil {
