@@ -45,17 +45,18 @@ const (
 	testClass     = "report:"
 )
 
-// tool is the path of a Prometheus program: a test needs it in CI (which
-// installs Debian's prometheus, .ci/packages) and skips without it
+// tool is the path of a program of a Debian package (.ci/packages): a
+// test needs it in CI, which installs the package, and skips without it
 // elsewhere.
 func tool(t *testing.T, name string) string {
 	t.Helper()
+	pkg := map[string]string{"promtool": "prometheus", "prometheus": "prometheus", "chromium": "chromium"}[name]
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing (CI=true: .ci/run installs Debian's prometheus package)", name)
+			t.Fatalf("%s is missing (CI=true: .ci/run installs Debian's %s package)", name, pkg)
 		}
-		t.Skipf("%s is not installed (Debian package prometheus)", name)
+		t.Skipf("%s is not installed (Debian package %s)", name, pkg)
 	}
 	return p
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/draw"
+	"image/png"
 	"net/http"
 	"net/url"
 	"os"
@@ -212,6 +215,9 @@ func TestDashboardAndAlertsOnARealPrometheus(t *testing.T) {
 	if got := alertState(t, prom, "LeasegateRedisDown"); got != "" {
 		t.Fatalf("LeasegateRedisDown before the fault: got %q, want inactive", got)
 	}
+	if path := os.Getenv("LEASEGATE_DASHBOARD_SCREENSHOT"); path != "" {
+		screenshot(t, prom, inst, path)
+	}
 
 	l.redis.Kill()
 	killed := time.Now()
@@ -234,4 +240,71 @@ func TestDashboardAndAlertsOnARealPrometheus(t *testing.T) {
 		return alertState(t, prom, "LeasegateRedisDown") == ""
 	})
 	t.Logf("LeasegateRedisDown resolved %v after Redis came back", time.Since(back).Round(100*time.Millisecond))
+}
+
+// screenshot saves Chromium's pictures of Prometheus's graph page, one
+// query of the dashboard each, stacked into one PNG at path
+// (docs/observability.md: not a Grafana screenshot; Grafana is not
+// packaged in Debian). It first lets the load run for a minute of data.
+func screenshot(t *testing.T, prom, inst, path string) {
+	t.Helper()
+	chromium := tool(t, "chromium")
+	time.Sleep(45 * time.Second) // a minute of graph for the picture, not a synchronisation
+	panels := []string{
+		"Requests by route", "Acquire latency (POST /locks/{resource})",
+		"Contended acquires by class", "Redis round trip by operation (p99)",
+		"Hold time by class", "Auth refusals",
+	}
+	byTitle := map[string]string{}
+	for _, qu := range readDashboard(t) {
+		title, _, _ := strings.Cut(strings.TrimPrefix(qu.where, "panel \""), "\" query")
+		if _, ok := byTitle[title]; !ok {
+			byTitle[title] = qu.expr
+		}
+	}
+	dir := t.TempDir()
+	var shots []image.Image
+	for i, title := range panels {
+		q := url.Values{}
+		q.Set("g0.expr", concrete(byTitle[title], "leasegate", inst, ".*", "10s"))
+		q.Set("g0.tab", "0")
+		q.Set("g0.range_input", "1m")
+		file := filepath.Join(dir, fmt.Sprintf("%d.png", i))
+		out, err := exec.Command(chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+			"--window-size=1200,900", "--virtual-time-budget=10000", "--screenshot="+file,
+			prom+"/graph?"+q.Encode()).CombinedOutput()
+		if err != nil {
+			t.Fatalf("chromium: %v\n%s", err, out)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		_ = f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		shots = append(shots, img)
+	}
+	w, h := 0, 0
+	for _, img := range shots {
+		w = max(w, img.Bounds().Dx())
+		h += img.Bounds().Dy()
+	}
+	all := image.NewRGBA(image.Rect(0, 0, w, h))
+	y := 0
+	for _, img := range shots {
+		draw.Draw(all, image.Rect(0, y, w, y+img.Bounds().Dy()), img, img.Bounds().Min, draw.Src)
+		y += img.Bounds().Dy()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, all); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of %d queries: %s", len(shots), path)
 }

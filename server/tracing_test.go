@@ -120,16 +120,16 @@ func TestAnAcquireIsTracedFromTheCallersTraceIntoRedis(t *testing.T) {
 				"http.route": "/locks/:resource", "http.request.method": "POST",
 				"leasegate.tenant": "", "leasegate.lock_class": tracedTestClass,
 			} {
-				if v, ok := a[k]; !ok || v.Emit() != want {
-					t.Errorf("request span's %s: got %q (set %v), want %q", k, v.Emit(), ok, want)
+				if v, ok := a[k]; !ok || v.String() != want {
+					t.Errorf("request span's %s: got %q (set %v), want %q", k, v.String(), ok, want)
 				}
 			}
 			if got := a["http.response.status_code"].AsInt64(); got != 200 {
 				t.Errorf("request span's status: got %d, want 200", got)
 			}
 			for k, v := range a {
-				if strings.Contains(v.Emit(), "user-42") || strings.Contains(v.Emit(), "svc-a") {
-					t.Errorf("request span's %s: got %q, which names the resource or the owner", k, v.Emit())
+				if strings.Contains(v.String(), "user-42") || strings.Contains(v.String(), "svc-a") {
+					t.Errorf("request span's %s: got %q, which names the resource or the owner", k, v.String())
 				}
 			}
 
@@ -144,8 +144,8 @@ func TestAnAcquireIsTracedFromTheCallersTraceIntoRedis(t *testing.T) {
 				}
 				redisSpans++
 				for k, v := range attrs(s) {
-					if strings.Contains(v.Emit(), "user-42") || strings.Contains(v.Emit(), "svc-a") {
-						t.Errorf("Redis span's %s: got %q, which names the resource or the owner", k, v.Emit())
+					if strings.Contains(v.String(), "user-42") || strings.Contains(v.String(), "svc-a") {
+						t.Errorf("Redis span's %s: got %q, which names the resource or the owner", k, v.String())
 					}
 				}
 			}
