@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -120,9 +121,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	redis.SetLogger(goRedisLog{log.Named("go-redis")})
 	// Tracing: by the standard OTEL_* variables, off without an OTLP
 	// endpoint (docs/observability.md).
-	tp, err := tracing.FromEnv(ctx, getenv, server.Build().Version)
-	if err != nil {
+	// Not ctx: the provider outlives a cancelled serve until it is shut
+	// down below, to send the last spans.
+	tp, err := tracing.FromEnv(context.Background(), getenv, server.Build().Version)
+	if errors.Is(err, tracing.ErrConfig) {
 		return usageError{err}
+	}
+	if err != nil {
+		return err
 	}
 	if tp != nil {
 		cfg.Tracing = tp
