@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -29,6 +30,13 @@ const (
 // sampled as tracing.SamplerFromEnv would with no OTEL_TRACES_SAMPLER.
 func tracedServer(t *testing.T, mutate func(*server.Config)) (*httptest.Server, *tracetest.SpanRecorder, func() []map[string]any) {
 	t.Helper()
+	ts, rec, requests, _ := tracedServerOn(t, redistest.Start(t), mutate)
+	return ts, rec, requests
+}
+
+// tracedServerOn is tracedServer on rs, which it also returns.
+func tracedServerOn(t *testing.T, rs *redistest.Server, mutate func(*server.Config)) (*httptest.Server, *tracetest.SpanRecorder, func() []map[string]any, *redistest.Server) {
+	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithSpanProcessor(rec),
@@ -38,7 +46,7 @@ func tracedServer(t *testing.T, mutate func(*server.Config)) (*httptest.Server, 
 	log, lb := capture(t)
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.RedisURL = redistest.Start(t).URL()
+	cfg.RedisURL = rs.URL()
 	cfg.KeyPrefix = "tracetest:"
 	cfg.LockClasses = []string{tracedTestClass}
 	cfg.Tracing = tp
@@ -52,7 +60,7 @@ func tracedServer(t *testing.T, mutate func(*server.Config)) (*httptest.Server, 
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	return ts, rec, func() []map[string]any { return records(t, lb, "info", "request") }
+	return ts, rec, func() []map[string]any { return records(t, lb, "info", "request") }, rs
 }
 
 // post sends POST path with body and the caller's traceparent ("" for
@@ -204,5 +212,31 @@ func TestWithTracingOffTheLogLineCarriesNoTraceIDs(t *testing.T) {
 	}
 	if _, ok := lines[0]["trace_id"]; ok {
 		t.Errorf("log line: got trace_id %v with tracing off, want none", lines[0]["trace_id"])
+	}
+}
+
+func TestARefusedRedisCallIsAFailedSpanOfItsRequest(t *testing.T) {
+	t.Parallel()
+	ts, rec, _, rs := tracedServerOn(t, redistest.Start(t), nil)
+	rs.Kill()
+	for range 2 { // the first call finds Redis gone, the second is refused at once
+		if got := post(t, ts.URL+"/locks/job", `{"owner":"svc-a","ttl_seconds":30}`, callerParent); got != http.StatusServiceUnavailable {
+			t.Fatalf("acquire with Redis down: got %d, want 503", got)
+		}
+	}
+	var srv, failed int
+	for _, s := range rec.Ended() {
+		switch {
+		case s.SpanKind() == trace.SpanKindServer:
+			srv++
+			if s.Status().Code != codes.Error {
+				t.Errorf("request span with a 503: got status %v, want Error", s.Status().Code)
+			}
+		case s.SpanKind() == trace.SpanKindClient && s.Status().Code == codes.Error && s.Parent().IsValid():
+			failed++
+		}
+	}
+	if srv != 2 || failed < 2 {
+		t.Errorf("got %d request spans and %d failed Redis spans under them, want 2 and at least 2", srv, failed)
 	}
 }
