@@ -94,6 +94,10 @@ type Config struct {
 	// Handoff adds, to every round, the waiting hand-off of one resource
 	// between all clients and its raw-Redis floor (handoff.go);
 	// Primitives the semaphore and claim cycles (primitives.go).
+	// Tracing also runs the lock cycle on two more gateways with tracing
+	// on, sampling 100 % and 1 % of requests, exporting over OTLP/HTTP to
+	// a local sink that discards (tracing.go, docs/benchmarks.md).
+	Tracing    bool
 	Handoff    bool
 	Primitives bool
 	// LockSets adds the lock-set cycle (a set of 8, locksets.go),

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -26,6 +27,12 @@ type gateway struct {
 }
 
 func startGateway(redisURL string, cfg Config) (*gateway, error) {
+	return startTracedGateway(redisURL, cfg, nil)
+}
+
+// startTracedGateway is startGateway with tp as the gateway's tracing
+// (nil: off).
+func startTracedGateway(redisURL string, cfg Config, tp trace.TracerProvider) (*gateway, error) {
 	log, err := gatewayLogger(cfg.GatewayLogLevel, cfg.GatewayLog)
 	if err != nil {
 		return nil, err
@@ -34,6 +41,7 @@ func startGateway(redisURL string, cfg Config) (*gateway, error) {
 	scfg.Addr = "127.0.0.1:0"
 	scfg.RedisURL = redisURL
 	scfg.AbuseLog = io.Discard
+	scfg.Tracing = tp
 	s, err := server.New(scfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("bench: gateway: %w", err)

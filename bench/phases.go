@@ -47,8 +47,8 @@ type extra struct {
 }
 
 type extras struct {
-	list   []extra
-	tokens *tokenFloor // -handoff's blpop floor, closed by close
+	list    []extra
+	closers []func() // the traced gateways, -handoff's blpop floor
 }
 
 // newExtras builds the optional phases cfg asks for; gw is the gateway
@@ -66,12 +66,23 @@ func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string
 			extra{c: newSemaphoreCycle(gw, cfg, runID), comparedTo: "floor"},
 			extra{c: newClaimCycle(gw, cfg, runID), comparedTo: "floor"})
 	}
+	if cfg.Tracing {
+		for _, ratio := range []float64{1, 0.01} {
+			tg, closeTracing, err := newTracedGateway(ctx, opt, cfg, runID, ratio)
+			if err != nil {
+				x.close()
+				return nil, err
+			}
+			x.closers = append(x.closers, closeTracing)
+			x.list = append(x.list, extra{c: tg, comparedTo: "gateway"})
+		}
+	}
 	if cfg.Handoff {
 		tf, err := newTokenFloor(ctx, opt, cfg, runID)
 		if err != nil {
 			return nil, err
 		}
-		x.tokens = tf
+		x.closers = append(x.closers, tf.close)
 		x.list = append(x.list,
 			extra{c: tf},
 			extra{c: newHandoff(gw, cfg, runID), comparedTo: tf.name()})
@@ -88,8 +99,8 @@ func (x *extras) cyclers() []cycler {
 }
 
 func (x *extras) close() {
-	if x.tokens != nil {
-		x.tokens.close()
+	for _, f := range x.closers {
+		f()
 	}
 }
 

@@ -22,6 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/api"
 )
@@ -217,7 +220,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 }
 
 // newRequest is a request to the gateway at path, accepting accept, with
-// the API key when there is one.
+// the API key when there is one and the trace context of ctx.
 func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader, accept string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
@@ -227,6 +230,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body io.Re
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
+	injectTrace(ctx, req.Header)
 	return req, nil
 }
 
@@ -294,4 +298,14 @@ func codeForStatus(status int) leasegate.Code {
 		return leasegate.CodeInternal
 	}
 	return leasegate.CodeMalformed
+}
+
+// injectTrace writes ctx's trace context into h (traceparent, and
+// whatever else the global propagator carries), so that the gateway's
+// spans continue the caller's trace. It uses OpenTelemetry's global
+// propagator, which a program that traces sets
+// (otel.SetTextMapPropagator(propagation.TraceContext{})); unset, it is a
+// no-op and nothing is sent.
+func injectTrace(ctx context.Context, h http.Header) {
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
 }

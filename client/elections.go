@@ -265,13 +265,9 @@ func (c *Client) ObserveEvents(ctx context.Context, name string, fn func(Electio
 // stream opens an event stream at path: the answer, or nil and nil when
 // ctx ended first.
 func (c *Client) stream(ctx context.Context, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	req, err := c.newRequest(ctx, http.MethodGet, path, nil, "text/event-stream")
 	if err != nil {
-		return nil, fmt.Errorf("leasegate: %w", err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+		return nil, err
 	}
 	hc := *c.hc
 	hc.Timeout = 0

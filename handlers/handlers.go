@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate"
@@ -90,6 +91,11 @@ type Deps struct {
 	// Auth authenticates every route but /healthz and /readyz; nil runs
 	// open (development only: server refuses non-loopback addresses).
 	Auth Authenticator
+	// Tracer, when not nil, traces every request but the probes and
+	// scrapes: a server span continuing the caller's traceparent, in the
+	// request's context for the Redis calls' spans, its ids in the request
+	// log line (tracing.go). Nil: tracing is off and costs nothing.
+	Tracer trace.TracerProvider
 	// IPExtractor decides the client IP (never trust X-Forwarded-For
 	// unless configured). Default: the connection's remote address.
 	IPExtractor echo.IPExtractor
@@ -137,7 +143,10 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.HidePort = true
 	e.IPExtractor = deps.IPExtractor
 	e.HTTPErrorHandler = errorHandler(deps.Log)
-	e.Use(requestLogger(deps.Log, deps.Metrics))
+	if deps.Tracer != nil {
+		e.Use(traceRequests(deps.Tracer, deps.Metrics))
+	}
+	e.Use(requestLogger(deps.Log, deps.Metrics, deps.Tracer != nil))
 
 	e.GET("/healthz", a.healthz)
 	e.GET("/readyz", a.readyz)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/metrics"
@@ -83,13 +84,15 @@ func methodLabel(m string) string {
 
 // requestFields is the one log line's fields, pooled: zap's variadic
 // Write would otherwise put a fresh slice on the heap per request.
-type requestFields struct{ f [6]zap.Field }
+type requestFields struct{ f [8]zap.Field }
 
 var requestFieldsPool = sync.Pool{New: func() any { return new(requestFields) }}
 
 // requestLogger assigns a request id and writes one JSON line per request
-// with zap, whose encoder escapes every user-supplied string.
-func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
+// with zap, whose encoder escapes every user-supplied string. With traced
+// (tracing on), the line carries the request span's trace_id and span_id
+// (traceRequests).
+func requestLogger(log *zap.Logger, m *metrics.Metrics, traced bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -114,7 +117,7 @@ func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 			m.ObserveRequest(route, methodLabel(req.Method), status, elapsed)
 			if ce := log.Check(zap.InfoLevel, "request"); ce != nil {
 				rf := requestFieldsPool.Get().(*requestFields)
-				rf.f = [6]zap.Field{
+				rf.f = [8]zap.Field{
 					zap.String("request_id", id),
 					zap.String("method", req.Method),
 					zap.String("route", route),
@@ -122,8 +125,16 @@ func requestLogger(log *zap.Logger, m *metrics.Metrics) echo.MiddlewareFunc {
 					zap.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
 					zap.String("remote_ip", c.RealIP()),
 				}
-				ce.Write(rf.f[:]...)
-				rf.f = [6]zap.Field{}
+				n := 6
+				if traced {
+					if sc := trace.SpanContextFromContext(req.Context()); sc.IsValid() {
+						rf.f[6] = zap.String("trace_id", sc.TraceID().String())
+						rf.f[7] = zap.String("span_id", sc.SpanID().String())
+						n = 8
+					}
+				}
+				ce.Write(rf.f[:n]...)
+				rf.f = [8]zap.Field{}
 				requestFieldsPool.Put(rf)
 			}
 			return nil

@@ -71,6 +71,12 @@ func (m *Metrics) SetLockClasses(prefixes []string) {
 	m.lockClasses.Store(c)
 }
 
+// LockClass is the class of resource: the longest configured prefix it
+// starts with, or OtherClass (the request spans' lock class).
+func (m *Metrics) LockClass(resource string) string {
+	return m.lockClasses.Load().of(resource)
+}
+
 // of is the class of resource: the longest configured prefix it starts
 // with, or OtherClass.
 func (c *classes) of(resource string) string {

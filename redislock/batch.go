@@ -189,7 +189,12 @@ func (b *Batcher) exec(pipe redis.Pipeliner, batch []*batchCall) {
 		n++
 	}
 	if n > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), b.opts.Timeout)
+		// The pipeline's context bounds it by Timeout and carries the
+		// first caller's values, not its cancellation (the others'
+		// calls ride on it too): with tracing on, its Redis span is a
+		// child of the first caller's request span
+		// (docs/observability.md).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), b.opts.Timeout)
 		if n == 1 {
 			_ = b.rdb.Process(ctx, batch[0].cmd)
 		} else {

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/internal/storehealth"
@@ -39,6 +41,29 @@ func (s *Server) guardHealth() {
 		}
 		return s.health.Hook(name, node)
 	})
+}
+
+// traceRedis, with tracing on, puts go-redis's redisotel hook on every
+// Redis node, as instrument does (the client itself, or each node client
+// of a Cluster as go-redis makes it): a span per command, or per pipeline
+// of the Batcher, child of the span in the call's context (the request's).
+// The spans carry no command arguments (resource names, owners, user
+// ids) and no caller frames (a runtime.Callers per command); the gateway's
+// own calls, outside any request, start no trace
+// (tracing.RequestsOnly).
+func (s *Server) traceRedis() error {
+	if s.cfg.Tracing == nil {
+		return nil
+	}
+	err := redisotel.InstrumentTracing(s.rdb,
+		redisotel.WithTracerProvider(s.cfg.Tracing),
+		redisotel.WithDBStatement(false),
+		redisotel.WithCallerEnabled(false),
+	)
+	if err != nil {
+		return fmt.Errorf("server: tracing: %w", err)
+	}
+	return nil
 }
 
 // pingReady is /readyz's question to Redis: PING on a single node or

@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -115,6 +116,13 @@ type Config struct {
 	AuditRetention     time.Duration
 	LockClasses        []string
 	IndexSweepInterval time.Duration
+
+	// Tracing, when not nil, traces each request (a span continuing the
+	// caller's traceparent) and its Redis calls (children of it), and puts
+	// the ids in the request log line (docs/observability.md). Nil, the
+	// default: no instrumentation is installed at all. cmd/leasegate sets
+	// it from the OTEL_* environment (package tracing).
+	Tracing trace.TracerProvider
 }
 
 // DefaultMaxWaiters is the default --max-waiters: at the per-waiter cost
@@ -267,7 +275,13 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
-	// The outage guard goes first, so that the calls it refuses are not
+	// Tracing goes first, so that a call the outage guard refuses still
+	// shows in its request's trace, as a failed Redis span.
+	if err := s.traceRedis(); err != nil {
+		s.closeRedis()
+		return nil, err
+	}
+	// The outage guard goes next, so that the calls it refuses are not
 	// measured as Redis calls.
 	s.guardHealth()
 	calls := s.metrics.RedisHook(scripts.ByName())
@@ -339,6 +353,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Webhooks:  s.webhookInspector(),
 		Ready:     s.ready,
 		Log:       log,
+		Tracer:    cfg.Tracing,
 
 		IPExtractor: ipx,
 	}

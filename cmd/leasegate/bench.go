@@ -75,6 +75,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.BoolVar(&cfg.Etcd, "etcd", cfg.Etcd, "also run the etcd phases (etcd's concurrency.Mutex: lock cycle and hand-off)")
 	fs.StringVar(&cfg.EtcdBench, "etcd-bench", cfg.EtcdBench, "the etcd program: its module directory (built with go build) or a built binary; empty: ./"+bench.DefaultEtcdBench+" if there, else the phase is skipped")
 	fs.StringVar(&cfg.EtcdEndpoints, "etcd-endpoints", cfg.EtcdEndpoints, "comma-separated client URLs of an otherwise idle etcd to use instead of the embedded one")
+	fs.BoolVar(&cfg.Tracing, "tracing", cfg.Tracing, "also run the lock cycle with tracing on, sampling 100 % and 1 %, exported over OTLP/HTTP to a local sink")
 	fs.BoolVar(&cfg.Handoff, "handoff", cfg.Handoff, "also run the waiting hand-off phases (one resource, every client waiting)")
 	fs.BoolVar(&cfg.Primitives, "primitives", cfg.Primitives, "also run the semaphore and claim cycle phases")
 	fs.BoolVar(&cfg.LockSets, "locksets", cfg.LockSets, "also run the lock-set cycle phase (a set of 8, compared with the single-lock gateway cycle)")

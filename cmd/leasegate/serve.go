@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/server"
+	"github.com/leasegate/leasegate/tracing"
 )
 
 // serveFlags binds every serve flag: most straight into cfg, the user-lock
@@ -118,6 +120,28 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	defer func() { _ = log.Sync() }()
 	redis.SetLogger(goRedisLog{log.Named("go-redis")})
+	// Tracing: by the standard OTEL_* variables, off without an OTLP
+	// endpoint (docs/observability.md).
+	// Not ctx: the provider outlives a cancelled serve until it is shut
+	// down below, to send the last spans.
+	tp, err := tracing.FromEnv(context.Background(), getenv, server.Build().Version)
+	if errors.Is(err, tracing.ErrConfig) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		cfg.Tracing = tp
+		log.Info("tracing on: exporting spans over OTLP/HTTP", zap.String("sampler", tracing.SamplerDescription(getenv)))
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				log.Warn("tracing: the last spans were not all sent", zap.Error(err))
+			}
+		}()
+	}
 	return server.Run(ctx, cfg, log)
 }
 

@@ -46,15 +46,25 @@ final class Client
      *                        (unset or empty: no header, for a gateway in open mode)
      * @param ?Transport $transport null: curl when the extension is loaded, else PHP streams
      * @param float $timeout seconds per request, on top of any wait_ms
+     * @param string|\Closure|null $traceparent the caller's W3C trace context, sent
+     *        as the "traceparent" header so that the gateway's spans continue the
+     *        caller's trace (docs/observability.md): a fixed value, or a closure
+     *        called before every request that returns the current one (or null
+     *        for none), e.g. from OpenTelemetry's propagator; a value that is not
+     *        a version-00 traceparent is not sent
      */
     public function __construct(
         ?string $baseUrl = null,
         ?string $apiKey = null,
         ?Transport $transport = null,
         private readonly float $timeout = 10.0,
+        private readonly string|\Closure|null $traceparent = null,
     ) {
         if ($timeout <= 0) {
             throw new \InvalidArgumentException('leasegate: timeout must be positive');
+        }
+        if (is_string($traceparent) && !self::validTraceparent($traceparent)) {
+            throw new \InvalidArgumentException(sprintf('leasegate: traceparent %s is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)', json_encode($traceparent)));
         }
         $baseUrl ??= self::env('LEASEGATE_URL') ?? self::DEFAULT_URL;
         if (!preg_match('#^https?://[^/?\#]+#i', $baseUrl)) {
@@ -257,6 +267,15 @@ final class Client
         return $this->call($method, $path, $body, $query);
     }
 
+    /**
+     * A version-00 W3C traceparent with a trace id and a span id that are
+     * not all zeros (https://www.w3.org/TR/trace-context/#traceparent-header).
+     */
+    private static function validTraceparent(string $v): bool
+    {
+        return preg_match('/^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/D', $v) === 1;
+    }
+
     private static function userLockPath(string $name, string $userId): string
     {
         return '/user-locks/' . self::segment($name, 'name') . '/' . self::segment($userId, 'user_id');
@@ -305,6 +324,10 @@ final class Client
         $headers = ['Accept' => 'application/json, application/problem+json'];
         if ($this->apiKey !== null) {
             $headers['Authorization'] = 'Bearer ' . $this->apiKey;
+        }
+        $traceparent = $this->traceparent instanceof \Closure ? ($this->traceparent)() : $this->traceparent;
+        if (is_string($traceparent) && self::validTraceparent($traceparent)) {
+            $headers['traceparent'] = $traceparent;
         }
         $payload = null;
         if ($body !== null) {
