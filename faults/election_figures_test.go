@@ -53,6 +53,7 @@ type electionReport struct {
 // Observe reports it) with bounds loose enough for a loaded CI machine,
 // and logs the figures against the targets (docs/benchmarks.md).
 func TestElectionFigures(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	base := inProcess(t, gatewayConfig("redis://"+srv.Addr()))
 	c := client.New(base)

@@ -267,9 +267,8 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...interface{}) {}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
 	redis.SetLogger(quiet{})
-	code := m.Run()
+	code := redistest.Run(m)
 	if binary.path != "" {
 		_ = os.RemoveAll(strings.TrimSuffix(binary.path, "/leasegate"))
 	}
@@ -363,6 +362,7 @@ type result struct {
 // the stall's window) are measured on a machine nothing else loads, and
 // TestMain sets go-redis's global logger.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	var run []scenario
 	want := map[string]bool{}

@@ -111,13 +111,16 @@ func runFakeElections(t *testing.T, f *fakeElections, d time.Duration) verdict {
 // must report violations (the model and the term checker); against a
 // correct one, none.
 func TestCheckersCatchABrokenElection(t *testing.T) {
+	t.Parallel()
 	t.Run("a correct election has no violations", func(t *testing.T) {
+		t.Parallel()
 		v := runFakeElections(t, &fakeElections{}, 3*time.Second)
 		if v.violations() != 0 {
 			t.Errorf("got %d violations, want 0: %+v", v.violations(), v)
 		}
 	})
 	t.Run("an election that reuses a term is caught", func(t *testing.T) {
+		t.Parallel()
 		v := runFakeElections(t, &fakeElections{reuseTerm: true}, 3*time.Second)
 		if v.ModelIllegal == 0 {
 			t.Errorf("porcupine model: got 0 illegal elections, want > 0")

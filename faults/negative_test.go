@@ -216,13 +216,16 @@ func runFake(t *testing.T, f *fakeLocks, d time.Duration) verdict {
 // checker its own; and run against a correct in-memory lock they must
 // report none.
 func TestCheckersCatchABrokenLock(t *testing.T) {
+	t.Parallel()
 	t.Run("a correct lock has no violations", func(t *testing.T) {
+		t.Parallel()
 		v := runFake(t, &fakeLocks{}, 3*time.Second)
 		if v.violations() != 0 {
 			t.Errorf("got %d violations, want 0: %+v", v.violations(), v)
 		}
 	})
 	t.Run("a lock without the owner check and with forgotten tokens is caught by every checker", func(t *testing.T) {
+		t.Parallel()
 		v := runFake(t, &fakeLocks{skipOwnerCheck: true, forgetEvery: 25}, 3*time.Second)
 		if v.ModelIllegal == 0 {
 			t.Errorf("porcupine model: got 0 illegal resources, want > 0")
@@ -270,17 +273,21 @@ func runFakeSets(t *testing.T, f *fakeLocks, d time.Duration) setVerdict {
 // them when a later member is held must be caught (partial holds), and
 // a correct all-or-none fake must show no violation.
 func TestCheckersCatchABrokenLockSet(t *testing.T) {
+	t.Parallel()
 	t.Run("a correct lock set has no violations", func(t *testing.T) {
+		t.Parallel()
 		if v := runFakeSets(t, &fakeLocks{}, 3*time.Second); v.violations() != 0 {
 			t.Errorf("got %d violations, want 0: %+v", v.violations(), v)
 		}
 	})
 	t.Run("a set granted member by member without rollback is caught", func(t *testing.T) {
+		t.Parallel()
 		if v := runFakeSets(t, &fakeLocks{setOneByOne: true}, 3*time.Second); v.PartialHolds == 0 {
 			t.Errorf("partial holds: got 0, want > 0: %+v", v)
 		}
 	})
 	t.Run("a set granted without checking its members is caught", func(t *testing.T) {
+		t.Parallel()
 		if v := runFakeSets(t, &fakeLocks{setSkipCheck: true}, 2*time.Second); v.Overlaps == 0 {
 			t.Errorf("overlaps: got 0, want > 0: %+v", v)
 		}

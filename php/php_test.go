@@ -154,15 +154,31 @@ func TestPHPUnit(t *testing.T) {
 	t.Parallel()
 	tool(t, "php", "php-cli")
 	phpunit := tool(t, "phpunit", "phpunit")
-	url := startGateway(t, "test", "")
-	env := []string{
-		"LEASEGATE_URL=" + url,
-		// A gateway whose Redis is not there: every lock call is a 503
-		// (without go-redis's retries, so each one fails fast).
-		"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.DeadAddr(t)+"?max_retries=-1"),
-		// No gateway at all: a transport error.
-		"LEASEGATE_DEAD_URL=http://" + redistest.DeadAddr(t),
-		"LEASEGATE_API_KEY=",
+	// Every suite gets a gateway (and Redis) of its own, so the suites
+	// run in parallel without meeting each other's locks.
+	env := func(t *testing.T, url string) []string {
+		return []string{
+			"LEASEGATE_URL=" + url,
+			// A gateway whose Redis is not there: every lock call is a 503
+			// (without go-redis's retries, so each one fails fast).
+			"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.DeadAddr(t)+"?max_retries=-1"),
+			// No gateway at all: a transport error.
+			"LEASEGATE_DEAD_URL=http://" + redistest.DeadAddr(t),
+			"LEASEGATE_API_KEY=",
+		}
+	}
+	run := func(t *testing.T, suite string, extra ...string) {
+		t.Parallel()
+		url := startGateway(t, "test", "")
+		runSuite(t, phpunit, suite, append(env(t, url), extra...))
+		// Every run clears the users it flagged or banned.
+		page, err := client.New(url).ListFlagged(context.Background(), client.ListFlaggedOptions{Limit: 500})
+		if err != nil {
+			t.Fatalf("list flagged users after the PHP run: %v", err)
+		}
+		for _, f := range page.Items {
+			t.Errorf("the PHP run left user %q flagged on lock %q (times %d, banned until %v)", f.UserID, f.Lock, f.TimesFlagged, f.BannedUntil)
+		}
 	}
 
 	transports := []string{"stream"}
@@ -173,23 +189,11 @@ func TestPHPUnit(t *testing.T) {
 	}
 	for _, transport := range transports {
 		t.Run("client/"+transport, func(t *testing.T) {
-			runSuite(t, phpunit, "client", append(env, "LEASEGATE_TRANSPORT="+transport))
+			run(t, "client", "LEASEGATE_TRANSPORT="+transport)
 		})
 	}
-
 	for _, suite := range []string{"symfony", "laravel"} {
-		t.Run(suite, func(t *testing.T) {
-			runSuite(t, phpunit, suite, env)
-		})
-	}
-
-	// Every run clears the users it flagged or banned.
-	page, err := client.New(url).ListFlagged(context.Background(), client.ListFlaggedOptions{Limit: 500})
-	if err != nil {
-		t.Fatalf("list flagged users after the PHP runs: %v", err)
-	}
-	for _, f := range page.Items {
-		t.Errorf("the PHP runs left user %q flagged on lock %q (times %d, banned until %v)", f.UserID, f.Lock, f.TimesFlagged, f.BannedUntil)
+		t.Run(suite, func(t *testing.T) { run(t, suite) })
 	}
 }
 

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(redistest.Run(m))
 }
 
 func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
