@@ -83,7 +83,10 @@ func TestOnceRunsFnExactlyOnceForAHundredConcurrentCallers(t *testing.T) {
 func TestAWorkerKilledMidFnLetsAnotherRunAfterTheLeaseExpires(t *testing.T) {
 	t.Parallel()
 	c, clock := onceGateway(t)
-	ctx := t.Context()
+	// Bounded: with miniredis's clock frozen, a claim still pending
+	// would keep Once waiting until the package's 10-minute timeout.
+	ctx, cancelAll := context.WithTimeout(t.Context(), time.Minute)
+	defer cancelAll()
 	// The killed worker: it claimed and never completed, renewed or
 	// abandoned.
 	st, err := c.Claim(ctx, "daily-checkin", "user-42:2026-12-01", time.Second, client.WithOwner("dead-worker"))
