@@ -93,11 +93,17 @@ func TestAWorkerKilledMidFnLetsAnotherRunAfterTheLeaseExpires(t *testing.T) {
 	if err != nil || !st.Created {
 		t.Fatalf("Claim: got %+v, %v", st, err)
 	}
+	// The waiting worker names itself: a claim call of its first Once
+	// still in flight at the gateway when its ctx ends may be run after
+	// the clock moves below, and then it is this worker's claim, which
+	// its second Once takes up, not a stranger's that would stay pending
+	// on the frozen clock.
+	me := client.WithOnceOwner("waiting-worker")
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err = c.Once(short, "daily-checkin", "user-42:2026-12-01", func(context.Context) (json.RawMessage, error) {
 		t.Error("fn ran while the dead worker's lease was live")
 		return nil, nil
-	})
+	}, me)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Once while the lease is live: got %v, want to wait until ctx ends", err)
@@ -107,7 +113,7 @@ func TestAWorkerKilledMidFnLetsAnotherRunAfterTheLeaseExpires(t *testing.T) {
 	got, err := c.Once(ctx, "daily-checkin", "user-42:2026-12-01", func(context.Context) (json.RawMessage, error) {
 		ran = true
 		return json.RawMessage(`"checked in"`), nil
-	})
+	}, me)
 	if err != nil || !ran || string(got) != `"checked in"` {
 		t.Fatalf("Once after expiry: got %s, %v (ran %v); want fn run and its result", got, err, ran)
 	}
