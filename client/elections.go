@@ -216,13 +216,49 @@ type ElectionEvent = leasegate.ElectionEvent
 // returns an error (that error) or the stream fails. It uses the
 // Client's transport without its timeout.
 func (c *Client) ObserveEvents(ctx context.Context, name string, fn func(ElectionEvent) error) error {
-	resp, err := c.stream(ctx, electionPath(name)+"/events")
-	if err != nil || resp == nil {
+	return c.events(ctx, electionPath(name)+"/events", "observe "+name, "election "+name, func(kind, data string) error {
+		ev := ElectionEvent{Kind: leasegate.ElectionEventKind(kind)}
+		if data != "null" {
+			var v struct {
+				leaderJSON
+				At time.Time `json:"at"`
+			}
+			if err := json.Unmarshal([]byte(data), &v); err != nil {
+				return fmt.Errorf("leasegate: observe %s: event %s: %w", name, kind, err)
+			}
+			ld := v.leader()
+			ev.Leader, ev.At = &ld, v.At.UTC()
+		}
+		return fn(ev)
+	})
+}
+
+// events reads the server-sent events at path (a lock's or an election's,
+// named what in errors and stream in the error event's text) and gives
+// each event's kind and data to fn, until ctx ends (nil), fn returns an
+// error (that error) or the stream fails. It uses the Client's transport
+// without its timeout.
+func (c *Client) events(ctx context.Context, path, what, stream string, fn func(kind, data string) error) error {
+	req, err := c.newRequest(ctx, http.MethodGet, path, nil, "text/event-stream")
+	if err != nil {
 		return err
 	}
+	hc := *c.hc
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("leasegate: %s: %w", what, noAnswerError{err})
+	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return answerError(resp, data)
+	}
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 16<<10), 64<<10) // a value may be 4 KiB, escaped up to 6 times that
+	sc.Buffer(make([]byte, 0, 16<<10), 64<<10) // an election's value may be 4 KiB, escaped up to 6 times that
 	kind, data := "", ""
 	for sc.Scan() {
 		line := sc.Text()
@@ -233,21 +269,9 @@ func (c *Client) ObserveEvents(ctx context.Context, name string, fn func(Electio
 			data = strings.TrimPrefix(line, "data: ")
 		case line == "" && kind != "":
 			if kind == "error" {
-				return fmt.Errorf("%w: the event stream of election %s failed", leasegate.ErrUnavailable, name)
+				return fmt.Errorf("%w: the event stream of %s failed", leasegate.ErrUnavailable, stream)
 			}
-			ev := ElectionEvent{Kind: leasegate.ElectionEventKind(kind)}
-			if data != "null" {
-				var v struct {
-					leaderJSON
-					At time.Time `json:"at"`
-				}
-				if err := json.Unmarshal([]byte(data), &v); err != nil {
-					return fmt.Errorf("leasegate: observe %s: event %s: %w", name, kind, err)
-				}
-				ld := v.leader()
-				ev.Leader, ev.At = &ld, v.At.UTC()
-			}
-			if err := fn(ev); err != nil {
+			if err := fn(kind, data); err != nil {
 				return err
 			}
 			kind, data = "", ""
@@ -257,33 +281,9 @@ func (c *Client) ObserveEvents(ctx context.Context, name string, fn func(Electio
 		return nil
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("leasegate: observe %s: %w", name, noAnswerError{err})
+		return fmt.Errorf("leasegate: %s: %w", what, noAnswerError{err})
 	}
-	return fmt.Errorf("leasegate: observe %s: the gateway ended the stream", name)
-}
-
-// stream opens an event stream at path: the answer, or nil and nil when
-// ctx ended first.
-func (c *Client) stream(ctx context.Context, path string) (*http.Response, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, path, nil, "text/event-stream")
-	if err != nil {
-		return nil, err
-	}
-	hc := *c.hc
-	hc.Timeout = 0
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("leasegate: GET %s: %w", path, noAnswerError{err})
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, answerError(resp, data)
-	}
-	return resp, nil
+	return fmt.Errorf("leasegate: %s: the gateway ended the stream", what)
 }
 
 // ObserveRetry is how long Observe waits before it reconnects a stream

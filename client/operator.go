@@ -1,15 +1,12 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/leasegate/leasegate"
@@ -142,61 +139,20 @@ type Event struct {
 // (nil), fn returns an error (that error) or the stream fails. The first
 // event is the state. It uses the Client's transport without its timeout.
 func (c *Client) Watch(ctx context.Context, resource string, fn func(Event) error) error {
-	req, err := c.newRequest(ctx, http.MethodGet, lockPath(resource)+"/events", nil, "text/event-stream")
-	if err != nil {
-		return err
-	}
-	hc := *c.hc
-	hc.Timeout = 0
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	return c.events(ctx, lockPath(resource)+"/events", "watch "+resource, resource, func(kind, data string) error {
+		ev := Event{Kind: kind}
+		if data != "null" {
+			var v struct {
+				HeldLock
+				At time.Time `json:"at"`
+			}
+			if err := json.Unmarshal([]byte(data), &v); err != nil {
+				return fmt.Errorf("leasegate: watch %s: event %s: %w", resource, kind, err)
+			}
+			ev.Lock, ev.At = &v.HeldLock, v.At
 		}
-		return fmt.Errorf("leasegate: watch %s: %w", resource, noAnswerError{err})
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return answerError(resp, data)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	kind, data := "", ""
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			kind = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data = strings.TrimPrefix(line, "data: ")
-		case line == "" && kind != "":
-			ev := Event{Kind: kind}
-			if data != "null" {
-				var v struct {
-					HeldLock
-					At time.Time `json:"at"`
-				}
-				if err := json.Unmarshal([]byte(data), &v); err != nil {
-					return fmt.Errorf("leasegate: watch %s: event %s: %w", resource, kind, err)
-				}
-				ev.Lock, ev.At = &v.HeldLock, v.At
-			}
-			if kind == "error" {
-				return fmt.Errorf("%w: the event stream of %s failed", leasegate.ErrUnavailable, resource)
-			}
-			if err := fn(ev); err != nil {
-				return err
-			}
-			kind, data = "", ""
-		}
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("leasegate: watch %s: %w", resource, noAnswerError{err})
-	}
-	return fmt.Errorf("leasegate: watch %s: the gateway ended the stream", resource)
+		return fn(ev)
+	})
 }
 
 // Operator is the gateway's operator routes as the domain's
