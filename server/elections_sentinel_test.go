@@ -10,7 +10,6 @@ import (
 	"github.com/leasegate/leasegate/election"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
-	"github.com/leasegate/leasegate/server"
 )
 
 // TestElectionsOnSentinel: under Sentinel (a plain client to the master,
@@ -21,18 +20,7 @@ import (
 func TestElectionsOnSentinel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sn := redistest.StartSentinel(t)
-	cfg := server.DefaultConfig()
-	cfg.Redis.SentinelMaster = sn.MasterName
-	cfg.Redis.SentinelAddrs = sn.Addrs()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	rdb, err := server.NewRedisClient(cfg)
-	if err != nil {
-		t.Fatalf("NewRedisClient: %v", err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := sentinelClient(t)
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: "el:released"})
 	t.Cleanup(w.Close)
 	s := election.New(rdb, nil, w, election.Options{Prefix: "el:", ReleaseChannel: "el:released"})

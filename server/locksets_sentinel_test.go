@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/redislock"
@@ -17,18 +19,7 @@ import (
 func TestLockSetsOnSentinel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sn := redistest.StartSentinel(t)
-	cfg := server.DefaultConfig()
-	cfg.Redis.SentinelMaster = sn.MasterName
-	cfg.Redis.SentinelAddrs = sn.Addrs()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	rdb, err := server.NewRedisClient(cfg)
-	if err != nil {
-		t.Fatalf("NewRedisClient: %v", err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := sentinelClient(t)
 	l := redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "sets:", MinReplicas: 1, ReplicaTimeout: time.Second}), nil, 0)
 
 	got, err := l.AcquireSet(ctx, "", leasegate.LockSetRequest{Resources: []string{"a", "b", "c"}, Owner: "svc-a", TTL: time.Minute})
@@ -46,4 +37,23 @@ func TestLockSetsOnSentinel(t *testing.T) {
 	if err != nil || len(rel.Released) != 3 {
 		t.Errorf("ReleaseSet: got %+v, %v; want all three released", rel, err)
 	}
+}
+
+// sentinelClient is the gateway's Redis client (server.NewRedisClient) to
+// the master of a fresh Sentinel setup.
+func sentinelClient(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	sn := redistest.StartSentinel(t)
+	cfg := server.DefaultConfig()
+	cfg.Redis.SentinelMaster = sn.MasterName
+	cfg.Redis.SentinelAddrs = sn.Addrs()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	rdb, err := server.NewRedisClient(cfg)
+	if err != nil {
+		t.Fatalf("NewRedisClient: %v", err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }
