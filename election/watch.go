@@ -8,7 +8,6 @@ import (
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/redislock"
-	"github.com/leasegate/leasegate/scripts"
 )
 
 // Observe implements leasegate.ElectionService: GET
@@ -37,23 +36,14 @@ func (s *Service) Observe(ctx context.Context, tenant, name string, events chan<
 	wake, unwatch := s.waiter.WatchKey(k.Lock(), shard)
 	defer unwatch()
 
-	id := redislock.NewWatcherID()
-	interest := func() error {
-		c, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
-		defer cancel()
-		return scripts.Watch.Run(c, s.rdb, []string{k.Waiters()}, id, s.opts.InterestTTL.Milliseconds()).Err()
-	}
-	if err := interest(); err != nil {
+	interest, leave, err := redislock.WatchInterest(ctx, s.rdb, k.Waiters(), s.opts.OpTimeout, s.opts.InterestTTL)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return scriptreply.Unavailable(err)
 	}
-	defer func() {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.OpTimeout)
-		_ = scripts.Interest.Run(c, s.rdb, []string{k.Waiters()}, id).Err()
-		cancel()
-	}()
+	defer leave()
 
 	read := func() (*leasegate.Leader, bool, error) {
 		c, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)

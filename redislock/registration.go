@@ -61,6 +61,6 @@ func (l *Locker) leave(ctx context.Context, resource string, r *registration) er
 	return nil
 }
 
-// NewWatcherID is a fresh id for an event watcher's entry among a key's
+// newWatcherID is a fresh id for an event watcher's entry among a key's
 // waiters (watch.lua), unique across gateways as a waiter's id is.
-func NewWatcherID() string { return "watch-" + newWaiterID() }
+func newWatcherID() string { return "watch-" + newWaiterID() }

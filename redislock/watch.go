@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/scripts"
@@ -108,23 +110,14 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 	wake, unwatch := o.waiter.watchChan(k.Lock(), l.shardChannel(resource))
 	defer unwatch()
 
-	id := NewWatcherID()
-	interest := func() error {
-		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
-		defer cancel()
-		return scripts.Watch.Run(c, o.rdb, []string{k.Waiters()}, id, o.opts.InterestTTL.Milliseconds()).Err()
-	}
-	if err := interest(); err != nil {
+	interest, leave, err := WatchInterest(ctx, o.rdb, k.Waiters(), o.opts.OpTimeout, o.opts.InterestTTL)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return scriptreply.Unavailable(err)
 	}
-	defer func() {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.opts.OpTimeout)
-		_ = scripts.Interest.Run(c, o.rdb, []string{k.Waiters()}, id).Err()
-		cancel()
-	}()
+	defer leave()
 
 	read := func() (*leasegate.Lock, error) {
 		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
@@ -226,4 +219,28 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 		}
 		prev = cur
 	}
+}
+
+// WatchInterest enters a new event watcher among the waiters of
+// waitersKey (watch.lua, for ttl), so that releases of the resource are
+// published while it watches. renew enters it again (before ttl runs
+// out); leave takes it out (interest.lua), also after ctx has ended.
+// Each call is bounded by opTimeout. Used by the lock and election
+// watchers alike.
+func WatchInterest(ctx context.Context, rdb redis.Scripter, waitersKey string, opTimeout, ttl time.Duration) (renew func() error, leave func(), err error) {
+	id := newWatcherID()
+	renew = func() error {
+		c, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		return scripts.Watch.Run(c, rdb, []string{waitersKey}, id, ttl.Milliseconds()).Err()
+	}
+	if err := renew(); err != nil {
+		return nil, nil, err
+	}
+	leave = func() {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		defer cancel()
+		_ = scripts.Interest.Run(c, rdb, []string{waitersKey}, id).Err()
+	}
+	return renew, leave, nil
 }
