@@ -306,13 +306,11 @@ func (c *Client) Observe(ctx context.Context, name string) <-chan Leader {
 			if sent && ld == last {
 				return nil
 			}
-			select {
-			case out <- ld:
-				last, sent = ld, true
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := sendOrDone(ctx, out, ld); err != nil {
+				return err
 			}
+			last, sent = ld, true
+			return nil
 		}
 		for ctx.Err() == nil {
 			err := c.ObserveEvents(ctx, name, func(ev ElectionEvent) error {
@@ -395,14 +393,7 @@ func (s electionService) Observe(ctx context.Context, tenant, name string, event
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
-	err := s.c.ObserveEvents(ctx, name, func(ev ElectionEvent) error {
-		select {
-		case events <- ev:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+	err := s.c.ObserveEvents(ctx, name, func(ev ElectionEvent) error { return sendOrDone(ctx, events, ev) })
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -115,6 +115,24 @@ func (o acquireOptions) acquireBody(secs int64) map[string]any {
 	return body
 }
 
+// lockAcquireBody checks ttl and opts of a lock's or a lock set's acquire
+// and builds its body: acquireBody's fields and lock_delay_ms.
+func lockAcquireBody(ttl time.Duration, opts []AcquireOption) (map[string]any, error) {
+	o := acquireOpts(opts)
+	secs, err := ttlSeconds(ttl)
+	if err != nil {
+		return nil, err
+	}
+	if o.wait < 0 {
+		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", o.wait))
+	}
+	body := o.acquireBody(secs)
+	if err := o.addLockDelay(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
 // addLockDelay puts lock_delay_ms in body when WithLockDelay was given.
 func (o acquireOptions) addLockDelay(body map[string]any) error {
 	if !o.lockDelaySet {
@@ -178,16 +196,8 @@ func ttlSeconds(ttl time.Duration) (int64, error) {
 // same on every attempt and a same-owner acquire is idempotent (it keeps
 // the token), so a retry never grants the lock twice.
 func (c *Client) Acquire(ctx context.Context, resource string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	o := acquireOpts(opts)
-	secs, err := ttlSeconds(ttl)
+	body, err := lockAcquireBody(ttl, opts)
 	if err != nil {
-		return nil, err
-	}
-	if o.wait < 0 {
-		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", o.wait))
-	}
-	body := o.acquireBody(secs)
-	if err := o.addLockDelay(body); err != nil {
 		return nil, err
 	}
 	var out struct {

@@ -33,16 +33,8 @@ func (e *SetNotAcquiredError) Is(target error) bool { return target == ErrNotAcq
 // *SetNotAcquiredError having taken none. Retries are safe as Acquire's
 // are: a member the owner already holds counts as acquired.
 func (c *Client) AcquireSet(ctx context.Context, resources []string, ttl time.Duration, opts ...AcquireOption) ([]*Lease, error) {
-	o := acquireOpts(opts)
-	secs, err := ttlSeconds(ttl)
+	body, err := lockAcquireBody(ttl, opts)
 	if err != nil {
-		return nil, err
-	}
-	if o.wait < 0 {
-		return nil, invalid("wait", fmt.Sprintf("%v must not be negative", o.wait))
-	}
-	body := o.acquireBody(secs)
-	if err := o.addLockDelay(body); err != nil {
 		return nil, err
 	}
 	body["resources"] = resources

@@ -204,15 +204,21 @@ func (o lockOperator) Watch(ctx context.Context, tenant, resource string, events
 			lk := e.Lock.domain().Lock
 			ev.Lock = &lk
 		}
-		select {
-		case events <- ev:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return sendOrDone(ctx, events, ev)
 	})
 	if ctx.Err() != nil {
 		return nil
 	}
 	return domainErr(err)
+}
+
+// sendOrDone sends v on ch, or gives up with ctx's error when ctx ends
+// first (the operator and election services' event channels).
+func sendOrDone[T any](ctx context.Context, ch chan<- T, v T) error {
+	select {
+	case ch <- v:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
