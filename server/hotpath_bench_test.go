@@ -20,13 +20,17 @@ import (
 // BenchmarkHotPathCycle is BenchmarkHTTPAcquireRelease's in-process
 // parallel cycle with what production has and that benchmark leaves out:
 // a JSON access log (written to io.Discard) on the request logger.
-// Sub-benchmarks: the gateway as configured by default, and with
-// auto-pipelining off. Results: docs/benchmarks.md ("After").
+// Sub-benchmarks: the gateway as configured by default, with
+// auto-pipelining off, and the default gateway with one caller at a time
+// (serial: every pipeline holds one call, so the instructions a cycle
+// takes do not depend on how calls happened to batch; bench/tracingcost.sh
+// counts them). Results: docs/benchmarks.md ("After").
 func BenchmarkHotPathCycle(b *testing.B) {
 	for _, tc := range []struct {
-		name  string
-		batch bool
-	}{{"autopipe", true}, {"no-autopipe", false}} {
+		name   string
+		batch  bool
+		serial bool
+	}{{"autopipe", true, false}, {"no-autopipe", false, false}, {"serial", true, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv := redistest.Start(b)
 			cfg := server.DefaultConfig()
@@ -47,6 +51,15 @@ func BenchmarkHotPathCycle(b *testing.B) {
 			}
 			var seq atomic.Int64
 			b.ReportAllocs()
+			if tc.serial {
+				for b.Loop() {
+					if !send(http.MethodPost, "/locks/hot", acquireBody, http.StatusOK) ||
+						!send(http.MethodDelete, "/locks/hot", releaseBody, http.StatusNoContent) {
+						return
+					}
+				}
+				return
+			}
 			b.SetParallelism(32)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
