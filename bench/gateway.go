@@ -13,7 +13,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/server"
 )
@@ -146,19 +145,17 @@ func ownerBodies(cfg Config, extra string) (acquires, releases [][]byte) {
 	return acquires, releases
 }
 
-// gatewayLogger is `leasegate serve`'s logger (JSON lines at level) on w.
+// gatewayLogger is `leasegate serve`'s logger (server.NewLogger) on w,
+// io.Discard when w is nil.
 func gatewayLogger(level string, w io.Writer) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("bench: gateway log level: %w", err)
-	}
 	if w == nil {
 		w = io.Discard
 	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.TimeKey = "ts"
-	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
-	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
+	log, err := server.NewLogger(w, level)
+	if err != nil {
+		return nil, fmt.Errorf("bench: gateway log level: %w", err)
+	}
+	return log, nil
 }
 
 func (g *gateway) close() {

@@ -335,7 +335,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	abuseSvc := abuse.New(s.rdb, abuse.Options{
 		Prefix:   cfg.KeyPrefix,
 		Policies: cfg.AbusePolicies,
-		Log:      NewAbuseLogger(abuseLog),
+		Log:      newAbuseLogger(abuseLog),
 		Metrics:  s.metrics,
 		Outbox:   cfg.webhooksOn(),
 	})
@@ -364,7 +364,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
 		OpTimeout: cfg.HTTP.RequestTimeout,
 	})
-	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: NewAbuseLogger(abuseLog).Named("claims")})
+	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: newAbuseLogger(abuseLog).Named("claims")})
 	// Elections are leases of the lock engine under their own keys: the
 	// same scripts, Waiter and release channel (docs/elections.md).
 	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{
@@ -412,14 +412,25 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	return s, nil
 }
 
-// NewAbuseLogger is the abuse log: its own zap logger writing one JSON
-// object a line to w (zap escapes every user-supplied string).
-func NewAbuseLogger(w io.Writer) *zap.Logger {
+// NewLogger is the gateway's one log format: a JSON object a line on w
+// (zap escapes every user-supplied string), its time under "ts" in
+// RFC 3339 with nanoseconds, at level (debug, info, warn, error). The
+// request log, the abuse log and `leasegate bench`'s gateways all use it.
+func NewLogger(w io.Writer, level string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, err
+	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), zapcore.InfoLevel)
-	return zap.New(core).Named("abuse")
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
+}
+
+// newAbuseLogger is the abuse log: NewLogger at info, named "abuse".
+func newAbuseLogger(w io.Writer) *zap.Logger {
+	log, _ := NewLogger(w, "info") // a fixed, valid level
+	return log.Named("abuse")
 }
 
 func (s *Server) connect() error {

@@ -159,15 +159,11 @@ func (l goRedisLog) Printf(_ context.Context, format string, v ...any) {
 	}
 }
 
-// newLogger writes JSON lines to w at the given level.
+// newLogger is server.NewLogger with --log-level's name in its error.
 func newLogger(level string, w io.Writer) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+	log, err := server.NewLogger(w, level)
+	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.TimeKey = "ts"
-	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)
-	return zap.New(core), nil
+	return log, nil
 }
