@@ -32,6 +32,10 @@ type Metrics struct {
 	Releases *prometheus.CounterVec // result: released, not_found, forbidden
 	Renewals *prometheus.CounterVec // result: renewed, not_found, forbidden
 	Waiters  prometheus.Gauge
+	// MaxWaiters is the configured cap (--max-waiters) on the acquires
+	// waiting at once on this gateway: locks, lock sets, semaphores and
+	// election campaigns together; 0 is no cap.
+	MaxWaiters prometheus.Gauge
 	// LockDelayRefusals counts acquires refused because the last lease
 	// expired and is still in its lock delay (docs/fencing.md), by kind:
 	// lock, lock_set, election.
@@ -217,6 +221,8 @@ func New(reg *prometheus.Registry) *Metrics {
 		Releases: counterVec("lock_releases_total", "Release results: released, not_found, forbidden.", "result"),
 		Renewals: counterVec("lock_renewals_total", "Renew results: renewed, not_found, forbidden.", "result"),
 		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
+		MaxWaiters: gauge("max_waiters",
+			"The configured --max-waiters: the most acquires (locks, lock sets, semaphores and election campaigns together) waiting at once on this gateway; 0 is no cap."),
 		LockDelayRefusals: counterVec("lock_delay_refusals_total",
 			"Acquires refused because the last lease ended by expiry and is still in its lock delay, by kind: lock, lock_set, election.",
 			"kind"),
@@ -278,7 +284,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(m.Elections, m.Resignations, m.ElectionWaiters)
 	reg.MustRegister(
-		m.RequestDuration, m.Problems, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
+		m.RequestDuration, m.Problems, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.MaxWaiters, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,
