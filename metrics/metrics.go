@@ -36,6 +36,10 @@ type Metrics struct {
 	// waiting at once on this gateway: locks, lock sets, semaphores and
 	// election campaigns together; 0 is no cap.
 	MaxWaiters prometheus.Gauge
+	// LocksHeld is how many resource locks were held at the lock index's
+	// last complete sweep, over every tenant (server/operator.go);
+	// exported only once a sweep has succeeded, and not after a failed one.
+	LocksHeld *KnownGauge
 	// LockDelayRefusals counts acquires refused because the last lease
 	// expired and is still in its lock delay (docs/fencing.md), by kind:
 	// lock, lock_set, election.
@@ -223,6 +227,8 @@ func New(reg *prometheus.Registry) *Metrics {
 		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
 		MaxWaiters: gauge("max_waiters",
 			"The configured --max-waiters: the most acquires (locks, lock sets, semaphores and election campaigns together) waiting at once on this gateway; 0 is no cap."),
+		LocksHeld: NewKnownGauge(prometheus.BuildFQName(ns, "", "locks_held"),
+			"Resource locks (lock-set members included) held at the lock index's last complete sweep, over every tenant of this gateway's keys; absent until a sweep succeeds and after a failed one."),
 		LockDelayRefusals: counterVec("lock_delay_refusals_total",
 			"Acquires refused because the last lease ended by expiry and is still in its lock delay, by kind: lock, lock_set, election.",
 			"kind"),
@@ -284,7 +290,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(m.Elections, m.Resignations, m.ElectionWaiters)
 	reg.MustRegister(
-		m.RequestDuration, m.Problems, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.MaxWaiters, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
+		m.RequestDuration, m.Problems, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.MaxWaiters, m.LocksHeld, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,

@@ -554,8 +554,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	hupCtx, stopHUP := context.WithCancel(ctx)
 	defer stopHUP()
 	s.reloadKeysOnSIGHUP(hupCtx)
-	go s.sweepIndexes(hupCtx)
-	go s.sampleActivity(hupCtx)
+	go s.Maintain(hupCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	select {
