@@ -191,6 +191,11 @@ func TestDashboardAndAlertsOnARealPrometheus(t *testing.T) {
 		n, err := promQuery(prom, `count_over_time(leasegate_lock_acquires_total{job="leasegate",outcome="contended"}[1m]) >= 4`)
 		return err == nil && n > 0
 	})
+	// The held locks, counted by the first index sweep.
+	redistest.Eventually(t, 30*time.Second, "prometheus to scrape the held locks", func() bool {
+		n, err := promQuery(prom, `leasegate_locks_held{job="leasegate"}`)
+		return err == nil && n > 0
+	})
 	inst := strings.TrimPrefix(l.url, "http://")
 	// Queries of events that only an outage makes (Redis state changes
 	// and errors) are asked again after the fault below.

@@ -142,7 +142,7 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.IPExtractor = deps.IPExtractor
-	e.HTTPErrorHandler = errorHandler(deps.Log)
+	e.HTTPErrorHandler = errorHandler(deps.Log, deps.Metrics)
 	if deps.Tracer != nil {
 		e.Use(traceRequests(deps.Tracer, deps.Metrics))
 	}

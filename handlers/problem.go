@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/api"
+	"github.com/leasegate/leasegate/metrics"
 )
 
 // errorOf maps any error to the domain error the client sees and the
@@ -88,8 +89,27 @@ func Problem(c echo.Context, log *zap.Logger, err error) api.Problem {
 	return api.ProblemOf(e, status)
 }
 
+// CountProblem counts p, just answered on c, in m
+// (leasegate_http_problems_total): by the route template, as the request
+// histogram labels it, and by the slug of p's type. A code outside the
+// contract (a bug: it is answered 500) is counted as "unknown", so a
+// label never carries free text. The JSON and the HTML error handlers
+// each count the answer they write, and only then, so an answer is
+// counted once even when the ops page's falls back to the JSON one.
+func CountProblem(c echo.Context, m *metrics.Metrics, p api.Problem) {
+	route := c.Path()
+	if route == "" || route == "/*" {
+		route = "unmatched"
+	}
+	typ := "unknown"
+	if code, ok := api.CodeOfType(p.Type); ok {
+		typ = string(code)
+	}
+	m.ProblemAnswered(route, typ)
+}
+
 // errorHandler is Echo's HTTPErrorHandler: every error becomes problem+json.
-func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
+func errorHandler(log *zap.Logger, m *metrics.Metrics) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -97,6 +117,7 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		p := Problem(c, log, err)
 		c.Response().Header()[echo.HeaderContentType] = ctProblem
 		c.Response().WriteHeader(p.Status)
+		CountProblem(c, m, p)
 		if c.Request().Method == http.MethodHead {
 			return
 		}

@@ -23,12 +23,23 @@ type Metrics struct {
 
 	// HTTP
 	RequestDuration *prometheus.HistogramVec // route, method, status
+	// Problems counts the problem answers (JSON, or the ops page's HTML),
+	// by route template and problem type: the code's slug (ProblemAnswered).
+	Problems *prometheus.CounterVec // route, type
 
 	// Resource locks
 	Acquires *prometheus.CounterVec // outcome: acquired, contended, waited, timed_out, abandoned
 	Releases *prometheus.CounterVec // result: released, not_found, forbidden
 	Renewals *prometheus.CounterVec // result: renewed, not_found, forbidden
 	Waiters  prometheus.Gauge
+	// MaxWaiters is the configured cap (--max-waiters) on the acquires
+	// waiting at once on this gateway: locks, lock sets, semaphores and
+	// election campaigns together; 0 is no cap.
+	MaxWaiters prometheus.Gauge
+	// LocksHeld is how many resource locks were held at the lock index's
+	// last complete sweep, over every tenant (server/operator.go);
+	// exported only once a sweep has succeeded, and not after a failed one.
+	LocksHeld *KnownGauge
 	// LockDelayRefusals counts acquires refused because the last lease
 	// expired and is still in its lock delay (docs/fencing.md), by kind:
 	// lock, lock_set, election.
@@ -166,6 +177,15 @@ func (m *Metrics) RenewResult(result string) prometheus.Counter {
 	return m.renewals.with(result)
 }
 
+// ProblemAnswered counts one problem answer on route (its template, or
+// "unmatched") of type typ (a code's slug). Not on the hot path of
+// success answers, so no cached children: both label sets are bounded
+// (routes are templates, types a fixed set), but their product is not
+// worth exporting at 0 before anything failed.
+func (m *Metrics) ProblemAnswered(route, typ string) {
+	m.Problems.WithLabelValues(route, typ).Inc()
+}
+
 // RedisState records a Redis node's state: up when it is first seen
 // (changed false), and each change of state after that (changed true).
 func (m *Metrics) RedisState(node string, up, changed bool) {
@@ -196,12 +216,19 @@ func New(reg *prometheus.Registry) *Metrics {
 			"HTTP request latency by route template, method and status.",
 			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 			"route", "method", "status"),
+		Problems: counterVec("http_problems_total",
+			"Problem answers (application/problem+json, or the ops page's HTML error page) by route template and problem type: the slug of the type URI, or unknown for a code outside the contract.",
+			"route", "type"),
 		Acquires: counterVec("lock_acquires_total",
 			"Acquire outcomes: acquired, contended, waited (acquired after waiting), timed_out (waited, not acquired), abandoned (the client left while waiting).",
 			"outcome"),
 		Releases: counterVec("lock_releases_total", "Release results: released, not_found, forbidden.", "result"),
 		Renewals: counterVec("lock_renewals_total", "Renew results: renewed, not_found, forbidden.", "result"),
 		Waiters:  gauge("lock_waiters", "Acquires currently waiting (wait_ms) in this gateway."),
+		MaxWaiters: gauge("max_waiters",
+			"The configured --max-waiters: the most acquires (locks, lock sets, semaphores and election campaigns together) waiting at once on this gateway; 0 is no cap."),
+		LocksHeld: NewKnownGauge(prometheus.BuildFQName(ns, "", "locks_held"),
+			"Resource locks (lock-set members included) held at the lock index's last complete sweep, over every tenant of this gateway's keys; absent until a sweep succeeds and after a failed one."),
 		LockDelayRefusals: counterVec("lock_delay_refusals_total",
 			"Acquires refused because the last lease ended by expiry and is still in its lock delay, by kind: lock, lock_set, election.",
 			"kind"),
@@ -263,7 +290,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(m.Elections, m.Resignations, m.ElectionWaiters)
 	reg.MustRegister(
-		m.RequestDuration, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
+		m.RequestDuration, m.Problems, m.Acquires, m.Releases, m.Renewals, m.Waiters, m.MaxWaiters, m.LocksHeld, m.LockDelayRefusals, m.LockIndexFailures, m.ReleaseMessages, m.ReleaseShardChannels,
 		m.RedisErrors, m.RedisLatency, m.RedisUp, m.RedisStateChanges,
 		m.AbuseAttempts, m.AbuseFlags, m.AbuseBans, m.AuthRefusals, m.BuildInfo,
 		m.WebhookDeliveries, m.WebhookOutbox, m.WebhookPending, m.WebhookDead,

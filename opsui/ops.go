@@ -300,6 +300,8 @@ func (a *UI) pageErrors(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 		pageHeaders(h)
 		h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 		c.Response().WriteHeader(p.Status)
+		// The same answer as the JSON routes', in HTML: counted as theirs.
+		handlers.CountProblem(c, a.deps.Metrics, p)
 		if c.Request().Method == http.MethodHead {
 			return
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/apptest"
 )
@@ -92,4 +94,21 @@ func TestOpsPageErrorsAreHTMLForBrowsers(t *testing.T) {
 			"Authorization", "Bearer "+loginClientKey).Problem(t, 403, "forbidden")
 		apptest.Do(t, env.E, "GET", "/abuse/flagged/u-1", "", "Accept", browserAccept).Problem(t, 401, "unauthorized")
 	})
+}
+
+// The page's HTML error answers are problem answers of the same table:
+// each is counted once in leasegate_http_problems_total, as the JSON ones.
+func TestOpsPageErrorsAreCountedAsProblems(t *testing.T) {
+	env := newLoginEnv(t, handlers.DefaultConfig())
+	b := newBrowser(t, env.E)
+	b.mustLogin()
+	form := url.Values{"csrf": {strings.Repeat("0", 64)}, "user_id": {"u-1"}}
+	res, body := b.do("POST", "/ops/clear", form, "Accept", browserAccept)
+	wantHTMLError(t, res, body, 403, "missing or wrong CSRF token", "/ops/")
+	if res, _ := b.do("POST", "/ops/clear", form); res.StatusCode != 403 {
+		t.Fatalf("the script's post: got %d, want 403", res.StatusCode)
+	}
+	if got := testutil.ToFloat64(env.Metrics.Problems.WithLabelValues("/ops/clear", "forbidden")); got != 2 {
+		t.Errorf(`http_problems_total{route="/ops/clear",type="forbidden"}: got %v, want 2 (one HTML, one JSON)`, got)
+	}
 }

@@ -156,4 +156,12 @@ func TestListingOnRealCluster(t *testing.T) {
 			t.Errorf("listed %q, which is not held", h.Resource)
 		}
 	}
+	// On Cluster a release leaves its entry in the index (a listing or a
+	// sweep prunes it): the sweep does not count it as held.
+	mustAcquire(t, l, "n-3", "a", time.Minute)
+	mustRelease(t, l, "n-3", "a")
+	swept, err := o.Sweep(ctx, "", 7)
+	if err != nil || swept.Held != len(want) {
+		t.Errorf("Sweep: got %+v, %v; want %d held", swept, err, len(want))
+	}
 }

@@ -261,35 +261,51 @@ func heldAt(v []interface{}, nowMS int64) bool {
 	return err == nil && exp > nowMS
 }
 
+// SweepResult is what a Sweep of a tenant's index found.
+type SweepResult struct {
+	// Held is how many entries had a live lease (expires_at after the
+	// Redis clock) when their page was read: the tenant's held locks, as
+	// far as the index knows them (on Redis Cluster it misses a grant
+	// whose second step failed, OnIndexFailure).
+	Held int
+	// Removed is how many entries it pruned: leases that had ended.
+	Removed int
+}
+
 // Sweep walks tenant's whole index in pages of batch and prunes the
 // entries of leases that ended without a listing seeing them (releases
-// and expiries leave their entry). It returns how many it removed.
-func (o *Operator) Sweep(ctx context.Context, tenant string, batch int) (int, error) {
+// and expiries leave their entry), counting the live ones on the way:
+// the same check of every entry against its lock key and the Redis
+// clock, so the count costs no extra command. A failed sweep returns
+// what it found so far with the error.
+func (o *Operator) Sweep(ctx context.Context, tenant string, batch int) (SweepResult, error) {
 	if batch <= 0 {
 		batch = 500
 	}
 	idx := o.locks.keys.LockIndex(tenant)
-	lo, removed := "-", 0
+	lo := "-"
+	var r SweepResult
 	for {
 		names, err := o.rdb.ZRangeByLex(ctx, idx, &redis.ZRangeBy{Min: lo, Max: "+", Count: int64(batch)}).Result()
 		if err != nil {
-			return removed, scriptreply.Unavailable(err)
+			return r, scriptreply.Unavailable(err)
 		}
 		if len(names) == 0 {
-			return removed, nil
+			return r, nil
 		}
-		_, stale, err := o.check(ctx, tenant, names)
+		live, stale, err := o.check(ctx, tenant, names)
 		if err != nil {
-			return removed, err
+			return r, err
 		}
+		r.Held += len(live)
 		if len(stale) > 0 {
 			if err := o.prune(ctx, tenant, stale); err != nil {
-				return removed, err
+				return r, err
 			}
-			removed += len(stale)
+			r.Removed += len(stale)
 		}
 		if len(names) < batch {
-			return removed, nil
+			return r, nil
 		}
 		lo = "(" + names[len(names)-1]
 	}

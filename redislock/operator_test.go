@@ -156,9 +156,9 @@ func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
 			t.Fatalf("index has %d entries, want 21 (a release takes its own out, expiries leave theirs)", n)
 		}
 		e.Advance(t, e.stale+time.Millisecond)
-		removed, err := o.Sweep(ctx, "", 7)
-		if err != nil || removed != 20 {
-			t.Errorf("Sweep: got %d, %v; want 20 removed", removed, err)
+		swept, err := o.Sweep(ctx, "", 7)
+		if err != nil || swept.Removed != 20 || swept.Held != 1 {
+			t.Errorf("Sweep: got %+v, %v; want 20 removed and 1 held", swept, err)
 		}
 		if got := e.RDB.ZRange(ctx, idx, 0, -1).Val(); fmt.Sprint(got) != "[live]" {
 			t.Errorf("index after the sweep: %v, want [live]", got)

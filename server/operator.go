@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -46,8 +47,22 @@ func (s *Server) tenants() []string {
 	return s.keyring.Tenants()
 }
 
-// sweepIndexes sweeps the lock index of every tenant every interval until
-// ctx ends (expiries are counted then; docs/operations.md).
+// Maintain does the gateway's periodic work until ctx ends: it sweeps
+// the lock indexes (at once, then every IndexSweepInterval: expiries and
+// leasegate_locks_held are counted there) and samples the ops page's
+// activity charts. Run runs it beside Serve; a program or test that
+// calls Serve itself runs it too, or those figures stay empty.
+func (s *Server) Maintain(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sweepIndexes(ctx) })
+	wg.Go(func() { s.sampleActivity(ctx) })
+	wg.Wait()
+}
+
+// sweepIndexes sweeps the lock index of every tenant at start and then
+// every interval until ctx ends (expiries are counted then, and the held
+// locks; docs/operations.md, docs/metrics.md). The first sweep is at once
+// so that leasegate_locks_held is there from the start.
 func (s *Server) sweepIndexes(ctx context.Context) {
 	every := s.cfg.IndexSweepInterval
 	if every <= 0 {
@@ -56,21 +71,41 @@ func (s *Server) sweepIndexes(ctx context.Context) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		s.sweepOnce(ctx, every)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		for _, tenant := range s.tenants() {
-			c, cancel := context.WithTimeout(ctx, every)
-			n, err := s.operator.Sweep(c, tenant, 500)
-			cancel()
-			if err != nil && ctx.Err() == nil {
+	}
+}
+
+// sweepOnce sweeps every tenant's index, each bounded by every, and sets
+// leasegate_locks_held to the live leases they hold together; when a
+// tenant's sweep fails the count is unknown and the gauge is left out
+// of the scrapes until a sweep of every tenant succeeds again.
+func (s *Server) sweepOnce(ctx context.Context, every time.Duration) {
+	held, complete := 0, true
+	for _, tenant := range s.tenants() {
+		c, cancel := context.WithTimeout(ctx, every)
+		r, err := s.operator.Sweep(c, tenant, 500)
+		cancel()
+		if err != nil {
+			complete = false
+			if ctx.Err() == nil {
 				s.log.Warn("lock index sweep failed", zap.String("tenant", tenant), zap.Error(err))
-			} else if n > 0 {
-				s.log.Debug("lock index swept", zap.String("tenant", tenant), zap.Int("removed", n))
 			}
+			continue
 		}
+		held += r.Held
+		if r.Removed > 0 {
+			s.log.Debug("lock index swept", zap.String("tenant", tenant), zap.Int("removed", r.Removed))
+		}
+	}
+	if complete {
+		s.metrics.LocksHeld.Set(float64(held))
+	} else {
+		s.metrics.LocksHeld.Forget()
 	}
 }
 

@@ -79,8 +79,8 @@ func TestOperatorToolsAreWired(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if n, err := s.operator.Sweep(ctx, "t1", 10); err != nil || n != 0 {
-		t.Errorf("Sweep: %d, %v; want nothing stale (releases took their entries out)", n, err)
+	if swept, err := s.operator.Sweep(ctx, "t1", 10); err != nil || swept.Removed != 0 {
+		t.Errorf("Sweep: %+v, %v; want nothing stale (releases took their entries out)", swept, err)
 	}
 }
 

@@ -68,7 +68,8 @@ type Config struct {
 
 	HTTP handlers.Config
 
-	// MaxWaiters caps the acquires (locks and semaphores) waiting at once
+	// MaxWaiters caps the acquires (locks, lock sets, semaphores and
+	// election campaigns: all share one redislock.Waiter) waiting at once
 	// on this gateway; one more is answered 503 at once (docs/waiting.md).
 	// 0: no cap.
 	MaxWaiters int
@@ -272,6 +273,9 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	s.metrics = metrics.New(prometheus.NewRegistry())
 	bi := Build()
 	s.metrics.BuildInfo.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
+	// The cap is exported so the waiters alert is a ratio to it, whatever
+	// each gateway is configured with (deploy/prometheus).
+	s.metrics.MaxWaiters.Set(float64(cfg.MaxWaiters))
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
@@ -561,8 +565,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	hupCtx, stopHUP := context.WithCancel(ctx)
 	defer stopHUP()
 	s.reloadKeysOnSIGHUP(hupCtx)
-	go s.sweepIndexes(hupCtx)
-	go s.sampleActivity(hupCtx)
+	go s.Maintain(hupCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	select {

@@ -14,7 +14,7 @@ import (
 
 // --max-waiters: with the cap reached, one more waiting acquire is
 // answered at once with 503 unavailable and Retry-After, and a plain
-// acquire still gets its answer.
+// acquire still gets its answer. The cap is exported, for the alert.
 func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
 	t.Parallel()
 	cfg := server.DefaultConfig()
@@ -35,6 +35,9 @@ func TestWaitingAcquiresBeyondMaxWaitersAreRefused(t *testing.T) {
 	apptest.WaitFor(t, "one waiter in /metrics", func() bool {
 		return strings.Contains(metricsText(t, base), "leasegate_lock_waiters 1")
 	})
+	if m := metricsText(t, base); !strings.Contains(m, "\nleasegate_max_waiters 1\n") {
+		t.Errorf("/metrics lacks leasegate_max_waiters 1 (the configured cap)")
+	}
 
 	start := time.Now()
 	a := apptest.Do(t, s.Handler(), http.MethodPost, "/locks/job", `{"owner":"w2","ttl_seconds":60,"wait_ms":25000}`)
