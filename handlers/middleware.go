@@ -82,6 +82,16 @@ func methodLabel(m string) string {
 	return "other"
 }
 
+// routeLabel is how the metrics, the log and the spans name a request's
+// route: its template, or "unmatched" for a path no route matched (never
+// the raw path, which carries resource names and user ids).
+func routeLabel(c echo.Context) string {
+	if r := c.Path(); r != "" && r != "/*" {
+		return r
+	}
+	return "unmatched"
+}
+
 // requestFields is the one log line's fields, pooled: zap's variadic
 // Write would otherwise put a fresh slice on the heap per request.
 type requestFields struct{ f [8]zap.Field }
@@ -108,10 +118,7 @@ func requestLogger(log *zap.Logger, m *metrics.Metrics, traced bool) echo.Middle
 				// logged status is the one the client gets.
 				c.Error(err)
 			}
-			route := c.Path()
-			if route == "" || route == "/*" {
-				route = "unmatched"
-			}
+			route := routeLabel(c)
 			status := c.Response().Status
 			elapsed := time.Since(start)
 			m.ObserveRequest(route, methodLabel(req.Method), status, elapsed)

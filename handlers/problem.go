@@ -97,15 +97,11 @@ func Problem(c echo.Context, log *zap.Logger, err error) api.Problem {
 // each count the answer they write, and only then, so an answer is
 // counted once even when the ops page's falls back to the JSON one.
 func CountProblem(c echo.Context, m *metrics.Metrics, p api.Problem) {
-	route := c.Path()
-	if route == "" || route == "/*" {
-		route = "unmatched"
-	}
 	typ := "unknown"
 	if code, ok := api.CodeOfType(p.Type); ok {
 		typ = string(code)
 	}
-	m.ProblemAnswered(route, typ)
+	m.ProblemAnswered(routeLabel(c), typ)
 }
 
 // errorHandler is Echo's HTTPErrorHandler: every error becomes problem+json.

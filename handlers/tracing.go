@@ -43,12 +43,9 @@ func traceRequests(tp trace.TracerProvider, m *metrics.Metrics) echo.MiddlewareF
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			// Echo v4 has routed the request before middleware runs.
-			route := c.Path()
+			route := routeLabel(c)
 			if untraced[route] {
 				return next(c)
-			}
-			if route == "" || route == "/*" {
-				route = "unmatched"
 			}
 			req := c.Request()
 			ctx := propagator.Extract(req.Context(), propagation.HeaderCarrier(req.Header))
