@@ -309,7 +309,13 @@ func TestOverlappingWaitingSetsDoNotDeadlock(t *testing.T) {
 					answers <- answer{res, err}
 				}()
 			}
-			redistest.Eventually(t, 5*time.Second, "both sets are waiting", func() bool { return r.w.Waiting() == 2 })
+			// A set counts among the Waiter's waiting before its first try;
+			// only a refused try enters it among x's waiters in Redis. x is
+			// released once both were refused, so both must wait.
+			_, xWaiters := m.wrap(r.l.Locker).Keys("x")
+			redistest.Eventually(t, 5*time.Second, "both sets refused and waiting", func() bool {
+				return r.w.Waiting() == 2 && r.RDB.HLen(ctx, xWaiters).Val() == 2
+			})
 			if st, err := l.Status(ctx, "y"); err == nil {
 				t.Errorf("y is held by %q while both sets wait, want free (no partial hold)", st.Owner)
 			}
