@@ -233,8 +233,8 @@ func startLoaded(t *testing.T) *loaded {
 
 // round is one round of the load, i its number: granted, contended and
 // waited acquires and releases of the lock class and of another, a
-// forced release (a webhook event), a semaphore permit, a refused key, a
-// flagged user and a ban. It returns the first unexpected error.
+// forced release (a webhook event), a one-second lease left to expire, a
+// semaphore permit, a refused key, a flagged user and a ban. It returns the first unexpected error.
 func (l *loaded) round(ctx context.Context, i int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -253,6 +253,11 @@ func (l *loaded) round(ctx context.Context, i int) error {
 	if _, err := l.ops.Acquire(ctx, testClass+"stuck", time.Minute, client.WithOwner("w")); err != nil {
 		errs = append(errs, err)
 	} else if _, err := l.ops.ForceRelease(ctx, testClass+"stuck", "load"); err != nil {
+		errs = append(errs, err)
+	}
+	// A job lease left to expire: the held locks rise and fall with
+	// the rounds' pace instead of being always 0 at a sweep.
+	if _, err := l.c.Acquire(ctx, fmt.Sprintf("job-%d", i), time.Second, client.WithOwner("cron")); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := l.c.AcquirePermit(ctx, fmt.Sprintf("pool-%d", i), 3, time.Second); err != nil {

@@ -257,7 +257,8 @@ func screenshot(t *testing.T, prom, inst, path string) {
 	time.Sleep(45 * time.Second) // a minute of graph for the picture, not a synchronisation
 	panels := []string{
 		"Requests by route", "Acquire latency (POST /locks/{resource})",
-		"Contended acquires by class", "Redis round trip by operation (p99)",
+		"Errors by problem type", "Contended acquires by class",
+		"Held locks", "Redis round trip by operation (p99)",
 		"Hold time by class", "Auth refusals",
 	}
 	byTitle := map[string]string{}
