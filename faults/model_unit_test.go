@@ -3,6 +3,7 @@ package faults
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -128,14 +129,7 @@ func TestLeaseModel(t *testing.T) {
 // it, which pins the cause. With a real double grant put in, it is
 // refused either way.
 func TestARefusedProxyHistory(t *testing.T) {
-	b, err := os.ReadFile("testdata/proxy-r2-seed1796182025480359920.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []op
-	if err := json.Unmarshal(b, &ops); err != nil {
-		t.Fatal(err)
-	}
+	ops := readHistory(t, "proxy-r2-seed1796182025480359920.json")
 	// unknownWhenRanOut is ops with every waiting acquire answered
 	// not-granted no sooner than its wait_ms taken as an unknown outcome
 	// (what the old gateway's answer really was).
@@ -199,14 +193,7 @@ func TestARefusedProxyHistory(t *testing.T) {
 // checker finds anything, and with that one resignation taken as an
 // unknown outcome the history is linearizable.
 func TestARefusedElectionFailoverHistory(t *testing.T) {
-	b, err := os.ReadFile("testdata/sentinel-failover-min-replicas-election-r3-seed1796400309823194904.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []op
-	if err := json.Unmarshal(b, &ops); err != nil {
-		t.Fatal(err)
-	}
+	ops := readHistory(t, "sentinel-failover-min-replicas-election-r3-seed1796400309823194904.json")
 	model := leaseModel.ToModel()
 	t.Run("refused even with every 204 resignation taken as possibly lost", func(t *testing.T) {
 		if got := porcupine.CheckOperationsTimeout(model, porcupineOps(releasesMayBeLost(ops)), 10*time.Second); got != porcupine.Illegal {
@@ -237,4 +224,18 @@ func TestARefusedElectionFailoverHistory(t *testing.T) {
 			t.Errorf("got %v, want %v", got, porcupine.Ok)
 		}
 	})
+}
+
+// readHistory reads a history saved by -faults.report from testdata.
+func readHistory(t *testing.T, name string) []op {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []op
+	if err := json.Unmarshal(b, &ops); err != nil {
+		t.Fatal(err)
+	}
+	return ops
 }
