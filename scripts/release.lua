@@ -22,14 +22,24 @@
 --        -1 held by someone else, or the token does not match
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- A refusal below writes nothing, so a read-only replica (a demoted
+-- primary a connection still reached during a failover) would answer it
+-- from data that may lack the lease. So each refusal first runs HDEL of a
+-- field no lease has: a write that changes nothing (nothing is
+-- replicated), which a replica refuses, and the call fails with READONLY
+-- instead of a false refusal (docs/safety.md). Inline, not a function:
+-- a Lua closure per call would cost the grants and releases too.
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires_at', 'acquired_at')
 if not cur[1] or not cur[3] or tonumber(cur[3]) <= now_ms then
+  redis.call('HDEL', KEYS[1], 'primary_check')
   return 0
 end
 if cur[1] ~= ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'primary_check')
   return -1
 end
 if ARGV[2] ~= '' and cur[2] ~= ARGV[2] then
+  redis.call('HDEL', KEYS[1], 'primary_check')
   return -1
 end
 redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at', 'lock_delay')

@@ -14,14 +14,24 @@
 -- An expired lease is never renewed: it must be acquired again (new token).
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- A refusal below writes nothing, so a read-only replica (a demoted
+-- primary a connection still reached during a failover) would answer it
+-- from data that may lack the lease. So each refusal first runs HDEL of a
+-- field no lease has: a write that changes nothing (nothing is
+-- replicated), which a replica refuses, and the call fails with READONLY
+-- instead of a false refusal (docs/safety.md). Inline, not a function:
+-- a Lua closure per call would cost the grants and releases too.
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'acquired_at', 'expires_at', 'lock_delay')
 if not cur[1] or not cur[4] or tonumber(cur[4]) <= now_ms then
+  redis.call('HDEL', KEYS[1], 'primary_check')
   return {0}
 end
 if cur[1] ~= ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'primary_check')
   return {-1}
 end
 if ARGV[4] ~= '' and cur[2] ~= ARGV[4] then
+  redis.call('HDEL', KEYS[1], 'primary_check')
   return {-1}
 end
 local exp = now_ms + tonumber(ARGV[2])
