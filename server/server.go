@@ -336,10 +336,13 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if abuseLog == nil {
 		abuseLog = os.Stdout
 	}
+	// One logger (one lock on the writer) for the abuse and claims lines,
+	// so that the two never interleave within a line.
+	abuseLogger := newAbuseLogger(abuseLog)
 	abuseSvc := abuse.New(s.rdb, abuse.Options{
 		Prefix:   cfg.KeyPrefix,
 		Policies: cfg.AbusePolicies,
-		Log:      newAbuseLogger(abuseLog),
+		Log:      abuseLogger,
 		Metrics:  s.metrics,
 		Outbox:   cfg.webhooksOn(),
 	})
@@ -368,7 +371,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
 		OpTimeout: cfg.HTTP.RequestTimeout,
 	})
-	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: newAbuseLogger(abuseLog).Named("claims")})
+	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims")})
 	// Elections are leases of the lock engine under their own keys: the
 	// same scripts, Waiter and release channel (docs/elections.md).
 	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{
