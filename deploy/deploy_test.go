@@ -216,12 +216,7 @@ func startLoaded(t *testing.T) *loaded {
 		BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 		Timeout: time.Second, ClaimAfter: 200 * time.Millisecond, Poll: 10 * time.Millisecond}
 	s := gatewaytest.Start(t, cfg, nil)
-	// The periodic work Run does beside Serve: the index sweeps that
-	// count the held locks and expiries.
-	ctx, stop := context.WithCancel(context.Background())
-	maintained := make(chan struct{})
-	go func() { s.Maintain(ctx); close(maintained) }()
-	t.Cleanup(func() { stop(); <-maintained })
+	gatewaytest.Maintain(t, s) // the sweeps that count held locks and expiries
 	url := gatewaytest.URL(s)
 	once := client.WithRetryPolicy(client.RetryPolicy{Attempts: 1})
 	return &loaded{redis: rs, url: url,
@@ -234,7 +229,8 @@ func startLoaded(t *testing.T) *loaded {
 // round is one round of the load, i its number: granted, contended and
 // waited acquires and releases of the lock class and of another, a
 // forced release (a webhook event), a one-second lease left to expire, a
-// semaphore permit, a refused key, a flagged user and a ban. It returns the first unexpected error.
+// semaphore permit, a refused key, a flagged user and a ban. It returns
+// the first unexpected error.
 func (l *loaded) round(ctx context.Context, i int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

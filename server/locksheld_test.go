@@ -1,12 +1,8 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,24 +11,6 @@ import (
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/server"
 )
-
-// locksHeld reads leasegate_locks_held from s's /metrics, and whether it
-// is there at all.
-func locksHeld(t *testing.T, s *server.Server) (float64, bool) {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if v, ok := strings.CutPrefix(l, "leasegate_locks_held "); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("metric line %q: %v", l, err)
-			}
-			return n, true
-		}
-	}
-	return 0, false
-}
 
 // TestLocksHeldFollowsTheLeases: on a real redis-server,
 // leasegate_locks_held is the live leases at the last sweep of the lock
@@ -46,15 +24,12 @@ func TestLocksHeldFollowsTheLeases(t *testing.T) {
 	cfg.RedisURL = srv.URL() + "?max_retries=-1"
 	cfg.IndexSweepInterval = 20 * time.Millisecond
 	s := gatewaytest.Start(t, cfg, nil)
-	ctx, stop := context.WithCancel(context.Background())
-	maintained := make(chan struct{})
-	go func() { s.Maintain(ctx); close(maintained) }()
-	t.Cleanup(func() { stop(); <-maintained })
+	gatewaytest.Maintain(t, s)
 	h := s.Handler()
 	wantHeld := func(n float64, why string) {
 		t.Helper()
 		redistest.Eventually(t, 10*time.Second, fmt.Sprintf("leasegate_locks_held %v (%s)", n, why), func() bool {
-			got, ok := locksHeld(t, s)
+			got, ok := metricOK(t, s, "leasegate_locks_held")
 			return ok && got == n
 		})
 	}
@@ -76,7 +51,7 @@ func TestLocksHeldFollowsTheLeases(t *testing.T) {
 
 	srv.Kill()
 	redistest.Eventually(t, 10*time.Second, "leasegate_locks_held to be left out while Redis is down", func() bool {
-		_, ok := locksHeld(t, s)
+		_, ok := metricOK(t, s, "leasegate_locks_held")
 		return !ok
 	})
 	srv.Restart()

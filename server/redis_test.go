@@ -389,20 +389,27 @@ func redisOps(t *testing.T, s *server.Server, op string) float64 {
 // the server's /metrics; 0 when it is not there.
 func metric(t *testing.T, s *server.Server, series string) float64 {
 	t.Helper()
+	v, _ := metricOK(t, s, series)
+	return v
+}
+
+// metricOK is metric, and whether the series is there at all.
+func metricOK(t *testing.T, s *server.Server, series string) (float64, bool) {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)
 	prefix := series + " "
 	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if strings.HasPrefix(l, prefix) {
-			v, err := strconv.ParseFloat(strings.TrimPrefix(l, prefix), 64)
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatalf("metric line %q: %v", l, err)
 			}
-			return v
+			return f, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // startWithACLUser starts a redis-server with the user "leasegate",

@@ -43,3 +43,13 @@ func Start(t testing.TB, cfg server.Config, log *zap.Logger) *server.Server {
 
 // URL is the gateway's base URL.
 func URL(s *server.Server) string { return "http://" + s.Addr() }
+
+// Maintain runs s's periodic work (server.Server.Maintain: the lock index
+// sweeps that count expiries and held locks, the activity samples), which
+// server.Run does beside Serve, until the test ends.
+func Maintain(t testing.TB, s *server.Server) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Maintain(ctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+}
