@@ -73,15 +73,23 @@ func lookBinary(t testing.TB, name string) string {
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), args: args}
-	s.port = FreePort(t)
-	// FreePort's port is free when it answers, not when redis-server
-	// binds it: with tests in parallel another may take it in between.
-	// A first start that finds it taken tries another port.
-	for try := 1; !s.startOnce(try < 3); try++ {
-		s.port = FreePort(t)
-	}
+	s.startOnFreePort()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// startOnFreePort starts the server on a port FreePort picks. That port
+// is free when FreePort answers, not when redis-server binds it: with
+// tests in parallel another may take it in between, so a start that
+// finds it taken tries another port, up to three in all.
+func (s *Server) startOnFreePort() {
+	s.t.Helper()
+	for try := 1; ; try++ {
+		s.port = FreePort(s.t)
+		if s.startOnce(try < 3) {
+			return
+		}
+	}
 }
 
 // Eventually polls cond every millisecond until it holds, and fails the

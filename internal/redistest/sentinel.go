@@ -47,8 +47,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 			t.Fatalf("write %s: %v", conf, err)
 		}
 		sn := &Server{t: t, bin: bin, dir: dir, lead: []string{conf, "--sentinel"}, readyLine: "+monitor master"}
-		sn.port = FreePort(t)
-		sn.start()
+		sn.startOnFreePort()
 		t.Cleanup(sn.Stop)
 		s.Sentinels = append(s.Sentinels, sn)
 	}

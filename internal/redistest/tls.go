@@ -121,8 +121,7 @@ func StartTLS(t testing.TB, ca *CA, kp KeyPair, args ...string) *Server {
 		"--tls-auth-clients", "optional",
 	}
 	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), args: append(all, args...), tls: true}
-	s.port = FreePort(t)
-	s.start()
+	s.startOnFreePort()
 	t.Cleanup(s.Stop)
 	return s
 }
