@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -249,7 +250,11 @@ func buildGateway(t *testing.T) string {
 			return
 		}
 		binary.path = dir + "/leasegate"
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/leasegate/leasegate/cmd/leasegate").CombinedOutput()
+		args := []string{"build", "-o", binary.path}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "github.com/leasegate/leasegate/cmd/leasegate")...).CombinedOutput()
 		if err != nil {
 			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -281,12 +286,21 @@ type subprocess struct {
 	bin, addr, redisURL string
 	cmd                 *exec.Cmd
 	exited              chan struct{}
+	// With the race detector on (raceBuild), the running gateway's
+	// stderr, read once it has exited: a race report fails the test.
+	t      *testing.T
+	stderr *bytes.Buffer
 }
 
 func (g *subprocess) start(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command(g.bin, "serve", "--addr", g.addr, "--redis-url", g.redisURL,
 		"--request-timeout", requestTimeout.String(), "--abuse-log", "stderr", "--log-level", "error")
+	g.t, g.stderr = t, nil
+	if raceBuild {
+		g.stderr = new(bytes.Buffer)
+		cmd.Stderr = g.stderr
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gateway: %v", err)
 	}
@@ -317,6 +331,10 @@ func (g *subprocess) kill() {
 	_ = g.cmd.Process.Signal(syscall.SIGKILL)
 	<-g.exited
 	g.cmd = nil
+	// cmd.Wait has returned, so the copy into stderr is done.
+	if g.stderr != nil && strings.Contains(g.stderr.String(), "WARNING: DATA RACE") {
+		g.t.Errorf("the gateway reported a data race:\n%s", g.stderr)
+	}
 }
 
 func setupGatewayKill(t *testing.T, _ settings) env {

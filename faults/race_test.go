@@ -1,0 +1,8 @@
+//go:build race
+
+package faults
+
+// raceBuild: these tests run with the race detector, and so do the
+// gateways they start (buildGateway), which then share the tests'
+// compiled packages.
+const raceBuild = true
