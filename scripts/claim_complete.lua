@@ -10,6 +10,12 @@
 --        {3, token, completed_at_ms, result}  already done by this very completion (same owner, token, result)
 --        {0}                                  nothing pending (none, abandoned, or the lease expired)
 --        {-1}                                 another owner or token holds it, or another completion did it
+-- First a write that changes nothing (and so is not replicated): a
+-- read-only replica (a demoted primary a connection still reached during
+-- a failover) refuses it, and the call fails with READONLY instead of an
+-- answer read from data that may be stale (docs/safety.md). No claim has
+-- the field.
+redis.call('HDEL', KEYS[1], 'primary_check')
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local h = redis.call('HMGET', KEYS[1], 'state', 'owner', 'token', 'expires_at', 'completed_at', 'result')

@@ -14,7 +14,9 @@ import (
 
 // TestRefusalsFailOnAReplica: a read-only replica (a demoted primary a
 // connection still reaches during a failover) answers no release, renewal
-// or proclamation with "not found" or "someone else's": each fails with
+// or proclamation of a lock or election, no release or renewal of a
+// semaphore permit, and no completion or abandonment of a claim with "not
+// found" or "someone else's": each fails with
 // READONLY, as their grants and writes do, because a refusal read from a
 // replica may be untrue (docs/safety.md, "A refused election history
 // under Sentinel failover"). On the primary the same refusals answer as
@@ -34,42 +36,87 @@ func TestRefusalsFailOnAReplica(t *testing.T) {
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	})
 
-	// A lease of someone else's, on both nodes: the renewal and the
-	// release by "me" are refused with -1, the proclamation too.
+	// Someone else's lease, permit and pending claim, on both nodes: a
+	// renewal, release, proclamation, completion or abandonment by "me" is
+	// refused with -1, and of a name with nothing there with 0.
 	if err := primary.HSet(ctx, "held", "owner", "other", "token", "7", "acquired_at", "1", "expires_at", "99999999999999").Err(); err != nil {
 		t.Fatal(err)
 	}
-	redistest.Eventually(t, 10*time.Second, "the lease replicated", func() bool {
-		return replica.Exists(ctx, "held").Val() == 1
+	if err := primary.ZAdd(ctx, "permits", redis.Z{Score: 99999999999999, Member: "other"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.HSet(ctx, "holders", "other", "7:1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.HSet(ctx, "claimed", "state", "pending", "owner", "other", "token", "7", "claimed_at", "1", "expires_at", "99999999999999").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, 10*time.Second, "the lease, the permit and the claim replicated", func() bool {
+		return replica.Exists(ctx, "held", "permits", "holders", "claimed").Val() == 4
 	})
+	// keys names the keys a call reads: the ones above, or ones that do
+	// not exist.
+	keys := func(held bool, names ...string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			if held {
+				out[i] = n
+			} else {
+				out[i] = "missing-" + n
+			}
+		}
+		return out
+	}
 	calls := []struct {
 		name string
-		run  func(rdb *redis.Client, key string) *redis.Cmd
+		run  func(rdb *redis.Client, held bool) *redis.Cmd
 	}{
-		{"release", func(rdb *redis.Client, key string) *redis.Cmd {
-			return scripts.Release.Run(ctx, rdb, []string{key, key + ":w"}, "me", "", "", "r")
+		{"release", func(rdb *redis.Client, held bool) *redis.Cmd {
+			return scripts.Release.Run(ctx, rdb, keys(held, "held", "held:w"), "me", "", "", "r")
 		}},
-		{"renew", func(rdb *redis.Client, key string) *redis.Cmd {
-			return scripts.Renew.Run(ctx, rdb, []string{key}, "me", 1000, 1000, "")
+		{"renew", func(rdb *redis.Client, held bool) *redis.Cmd {
+			return scripts.Renew.Run(ctx, rdb, keys(held, "held"), "me", 1000, 1000, "")
 		}},
-		{"proclaim", func(rdb *redis.Client, key string) *redis.Cmd {
-			return scripts.Proclaim.Run(ctx, rdb, []string{key, key + ":w"}, "me", "7", "v", "")
+		{"proclaim", func(rdb *redis.Client, held bool) *redis.Cmd {
+			return scripts.Proclaim.Run(ctx, rdb, keys(held, "held", "held:w"), "me", "7", "v", "")
+		}},
+		{"semaphore release", func(rdb *redis.Client, held bool) *redis.Cmd {
+			return scripts.SemRelease.Run(ctx, rdb, keys(held, "permits", "holders"), "me", "", "", "")
+		}},
+		{"semaphore renew", func(rdb *redis.Client, held bool) *redis.Cmd {
+			return scripts.SemRenew.Run(ctx, rdb, keys(held, "permits", "holders", "limit", "fence"), "me", 1000, 1000)
+		}},
+		{"claim completion", func(rdb *redis.Client, held bool) *redis.Cmd {
+			return scripts.ClaimComplete.Run(ctx, rdb, keys(held, "claimed"), "me", "7", "true", 1000)
+		}},
+		{"claim abandonment", func(rdb *redis.Client, held bool) *redis.Cmd {
+			return scripts.ClaimAbandon.Run(ctx, rdb, keys(held, "claimed"), "me", "7")
 		}},
 	}
 	for _, c := range calls {
-		for _, key := range []string{"missing", "held"} {
-			if err := c.run(replica, key).Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
-				t.Errorf("%s of %q on the replica: got %v, want a READONLY error", c.name, key, err)
+		for _, held := range []bool{false, true} {
+			if err := c.run(replica, held).Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
+				t.Errorf("%s (held by another: %v) on the replica: got %v, want a READONLY error", c.name, held, err)
 			}
-			if err := c.run(primary, key).Err(); err != nil {
-				t.Errorf("%s of %q on the primary: %v, want a refusal", c.name, key, err)
+			v, err := c.run(primary, held).Result()
+			first := v
+			if reply, ok := v.([]any); ok && len(reply) > 0 {
+				first = reply[0]
+			}
+			if n, ok := first.(int64); err != nil || !ok || n > 0 {
+				t.Errorf("%s (held by another: %v) on the primary: got %v, %v; want a refusal (0 or -1)", c.name, held, v, err)
 			}
 		}
 	}
-	if n := primary.Exists(ctx, "missing").Val(); n != 0 {
-		t.Errorf("the refusals created %q on the primary", "missing")
+	if got := primary.Keys(ctx, "missing-*").Val(); len(got) != 0 {
+		t.Errorf("the refusals created %q on the primary", got)
 	}
-	if f := primary.HExists(ctx, "held", "primary_check").Val(); f {
-		t.Error("the refusals left a field on the lease")
+	for _, key := range []string{"held", "claimed"} {
+		if f := primary.HExists(ctx, key, "primary_check").Val(); f {
+			t.Errorf("the refusals left a field on %q", key)
+		}
+	}
+	if n := primary.ZCard(ctx, "permits").Val(); n != 1 {
+		t.Errorf("the refusals left %d permits, want the 1 there was", n)
 	}
 }

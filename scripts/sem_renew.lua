@@ -8,6 +8,12 @@
 -- Reply: {1, token, acquired_at_ms, expires_at_ms}  renewed
 --        {0}                                        no live permit at all
 --        {-1}                                       permits are held, none by this owner
+-- First a write that changes nothing (an empty score range, so nothing
+-- is replicated): a read-only replica (a demoted primary a connection
+-- still reached during a failover) refuses it, and the call fails with
+-- READONLY instead of a refusal read from data that may be stale
+-- (docs/safety.md).
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '+inf', '-inf')
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now_ms))
