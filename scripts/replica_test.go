@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,17 +25,11 @@ import (
 func TestRefusalsFailOnAReplica(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := redistest.Start(t).Client(t)
-	replicaSrv := redistest.Start(t)
+	primarySrv := redistest.Start(t)
+	primary := primarySrv.Client(t)
+	replicaSrv := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(primarySrv.Port()))
+	replicaSrv.WaitReplicaLinked(t, 10*time.Second)
 	replica := replicaSrv.Client(t)
-	host, port, _ := strings.Cut(primary.Options().Addr, ":")
-	if err := replica.ReplicaOf(ctx, host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	redistest.Eventually(t, 10*time.Second, "the replica in sync", func() bool {
-		info, err := replica.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
 
 	// Someone else's lease, permit and pending claim, on both nodes: a
 	// renewal, release, proclamation, completion or abandonment by "me" is
