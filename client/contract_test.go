@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -83,14 +82,6 @@ func contractGateway(t *testing.T, url string) *client.Client {
 	// the contract, so they give Redis longer.
 	cfg.Redis.OutageGrace = 5 * time.Second
 	s := gatewaytest.Start(t, cfg, nil)
-	// A transport of its own, its idle connections closed before the
-	// gateway shuts down (cleanups run last first). Two requests at once
-	// can leave a connection dialed for one that the other's freed
-	// connection then served: unused, it counts as busy for the server's
-	// Shutdown until ReadHeaderTimeout closes it, 5 s later.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
 	return client.New(gatewaytest.URL(s),
-		client.WithHTTPClient(&http.Client{Transport: tr, Timeout: 60 * time.Second}),
 		client.WithRetryPolicy(client.RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: 5 * time.Millisecond}))
 }

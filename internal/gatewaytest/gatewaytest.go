@@ -7,6 +7,7 @@ package gatewaytest
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -29,6 +30,12 @@ func Start(t testing.TB, cfg server.Config, log *zap.Logger) *server.Server {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()
 	t.Cleanup(func() {
+		// Two requests at once can leave a connection the client dialed
+		// for one of them unused, when the other's freed connection served
+		// it. Shutdown counts such a connection as busy until
+		// ReadHeaderTimeout closes it, 5 s later; the tests' clients use
+		// the default transport, so closing its idle connections ends it.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := s.Shutdown(ctx); err != nil {
