@@ -294,24 +294,6 @@ func (v verdict) violations() int {
 	return v.ModelIllegal + v.DoubleGrants + v.StaleAccepted + v.SupersededAccepted + v.TokenRegressions
 }
 
-func (v *verdict) add(w verdict) {
-	v.Ops += w.Ops
-	v.Grants += w.Grants
-	v.Unknown += w.Unknown
-	v.Refused += w.Refused
-	v.Writes += w.Writes
-	v.Rejected += w.Rejected
-	v.Resources += w.Resources
-	v.ModelIllegal += w.ModelIllegal
-	v.ModelUnknown += w.ModelUnknown
-	v.ModelLostRelease += w.ModelLostRelease
-	v.DoubleGrants += w.DoubleGrants
-	v.StaleAccepted += w.StaleAccepted
-	v.SupersededAccepted += w.SupersededAccepted
-	v.SupersededRejected += w.SupersededRejected
-	v.TokenRegressions += w.TokenRegressions
-}
-
 // check runs the three checkers over a history. timeout bounds the
 // porcupine search of each resource. failover: Redis failed over during
 // the run, so a history the model refuses is checked once more with every

@@ -399,7 +399,11 @@ type outageReport struct {
 // callers are told (no 2xx that Redis could not have given, Retry-After on
 // every 503, a 2xx within 5 s of the restart) and reports the speeds,
 // which a shared machine cannot promise, with t.Logf and -outage.report.
+// In go test ./... it runs beside the package's other tests, which its
+// assertions allow; its figures are taken alone (-run TestOutageFigures,
+// docs/benchmarks.md).
 func TestOutageFigures(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	rounds, clients, window := max(*flagOutageRounds, 1), max(*flagOutageClients, 1), *flagOutageWindow
 	rep := outageReport{Clients: clients, WindowMs: ms(window), Grace: ms(server.DefaultOutageGrace)}
