@@ -49,8 +49,10 @@ func replicated(rdb redis.Scripter) *locker {
 func TestMinReplicasOnRealRedis(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	// Every case starts Redis servers of its own, so they run at once.
 
 	t.Run("an acknowledged grant is already on the replica when Acquire returns", func(t *testing.T) {
+		t.Parallel()
 		_, _, pc, rc := primaryWithReplica(t)
 		l := replicated(pc)
 		for i := 0; i < 20; i++ {
@@ -68,6 +70,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	})
 
 	t.Run("without any replica the grant is undone and the caller told unavailable", func(t *testing.T) {
+		t.Parallel()
 		pc := redistest.Start(t).Client(t)
 		l := replicated(pc)
 		res := t.Name()
@@ -81,6 +84,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	})
 
 	t.Run("a hung replica does not acknowledge, so the grant is undone until it is back", func(t *testing.T) {
+		t.Parallel()
 		_, replica, pc, _ := primaryWithReplica(t)
 		l := replicated(pc)
 		plain := wrap(redislock.New(pc, redislock.Options{}))
@@ -102,6 +106,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	})
 
 	t.Run("a same-owner re-acquire that is not replicated is undone too", func(t *testing.T) {
+		t.Parallel()
 		_, replica, pc, _ := primaryWithReplica(t)
 		l := replicated(pc)
 		res := t.Name()
@@ -120,6 +125,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	})
 
 	t.Run("a renew that is not replicated keeps the lease and its token", func(t *testing.T) {
+		t.Parallel()
 		_, replica, pc, _ := primaryWithReplica(t)
 		l := replicated(pc)
 		res := t.Name()
@@ -144,6 +150,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	})
 
 	t.Run("a contended acquire is answered as usual", func(t *testing.T) {
+		t.Parallel()
 		_, _, pc, _ := primaryWithReplica(t)
 		l := replicated(pc)
 		res := t.Name()
@@ -157,6 +164,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	})
 
 	t.Run("a flushed script cache falls back to EVAL inside the pipeline", func(t *testing.T) {
+		t.Parallel()
 		_, _, pc, _ := primaryWithReplica(t)
 		if err := pc.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatalf("script flush: %v", err)
