@@ -16,7 +16,11 @@ import (
 // TestRunSmoke runs both phases for a second at low concurrency against a
 // throwaway redis-server and checks that the report is sane. It asserts no
 // speed: docs/benchmarks.md has the figures.
+// The two smoke runs each have a Redis of their own and assert no speed,
+// so they run at once. Only TestRunSmoke takes a CPU profile: the
+// process has one.
 func TestRunSmoke(t *testing.T) {
+	t.Parallel()
 	cfg := smokeConfig(t)
 	var cpu, mem bytes.Buffer
 	cfg.CPUProfile = &cpu
@@ -187,6 +191,7 @@ func TestEtcdProgramSmoke(t *testing.T) {
 // at low concurrency and checks that the report is sane; no speed is
 // asserted.
 func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cfg := bench.DefaultConfig()
 	cfg.RedisURL = srv.URL()
