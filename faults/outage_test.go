@@ -307,6 +307,10 @@ func (l *outageLoad) outage(ctx context.Context, t *testing.T, srv *redistest.Se
 	known := rec.next(killed, func(c outageCall) bool { return down(c) && refused(c) })
 	srv.Kill()
 	p.killed = rec.since(killed)
+	// Kill returns once the process has exited: a call that starts after
+	// that cannot be answered by it. (p.killed is taken before the
+	// signal, for the figures; a call in between may still be served.)
+	dead := rec.since(time.Now())
 	p.knownDown = await(t, known, "503 after the kill of "+srv.String())
 	pause(ctx, window)
 	restarting := time.Now()
@@ -321,7 +325,7 @@ func (l *outageLoad) outage(ctx context.Context, t *testing.T, srv *redistest.Se
 		if refused(c) && !c.retryAfter {
 			noRetry++
 		}
-		if down(c) && c.ok() && c.start > p.killed && c.end < p.accepting {
+		if down(c) && c.ok() && c.start > dead && c.end < p.accepting {
 			wrong++
 		}
 	}
