@@ -308,8 +308,11 @@ func (l *outageLoad) outage(ctx context.Context, t *testing.T, srv *redistest.Se
 	srv.Kill()
 	p.killed = rec.since(killed)
 	// Kill returns once the process has exited: a call that starts after
-	// that cannot be answered by it. (p.killed is taken before the
-	// signal, for the figures; a call in between may still be served.)
+	// that and ends before the restart begins cannot be answered by
+	// Redis. (p.killed is taken before the signal, for the figures; a
+	// call in between may still be served, and one that ends just after
+	// the restart may be served by the new process before the watcher
+	// sees it accept.)
 	dead := rec.since(time.Now())
 	p.knownDown = await(t, known, "503 after the kill of "+srv.String())
 	pause(ctx, window)
@@ -325,7 +328,7 @@ func (l *outageLoad) outage(ctx context.Context, t *testing.T, srv *redistest.Se
 		if refused(c) && !c.retryAfter {
 			noRetry++
 		}
-		if down(c) && c.ok() && c.start > dead && c.end < p.accepting {
+		if down(c) && c.ok() && c.start > dead && c.end < p.restarting {
 			wrong++
 		}
 	}
