@@ -15,10 +15,9 @@ import (
 
 // TestRunSmoke runs both phases for a second at low concurrency against a
 // throwaway redis-server and checks that the report is sane. It asserts no
-// speed: docs/benchmarks.md has the figures.
-// The two smoke runs each have a Redis of their own and assert no speed,
-// so they run at once. Only TestRunSmoke takes a CPU profile: the
-// process has one.
+// speed: docs/benchmarks.md has the figures. It and
+// TestRunSmokeHandoffAndPrimitives each have a Redis of their own, so
+// they run at once; only this one takes a CPU profile (a process has one).
 func TestRunSmoke(t *testing.T) {
 	t.Parallel()
 	cfg := smokeConfig(t)
