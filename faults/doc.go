@@ -2,9 +2,10 @@
 // acquire, hold, renew and release leases through the real HTTP gateway
 // while Redis is killed, restarted, stalled, cut off by a TCP proxy or
 // failed over, and the gateway itself is killed. Every call is recorded,
-// and three checkers read the histories: a porcupine model of a leased
-// lock, a fencing checker over a simulated downstream store, and token
-// monotonicity per resource.
+// and three checkers read the lock histories: a porcupine model of a
+// leased lock, a fencing checker over a simulated downstream store, and
+// token monotonicity per resource. Elections, lock sets and semaphores
+// run beside the locks, each with checkers of its own.
 //
 // The package holds tests only. The short run is part of go test ./...;
 // the long run is
