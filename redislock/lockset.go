@@ -112,7 +112,7 @@ func (l *Locker) runAcquireSet(ctx context.Context, tenant string, resources []s
 	for _, r := range resources {
 		args = append(args, r)
 	}
-	v, acked, err := l.run(ctx, scripts.AcquireSet, keys, args...)
+	v, acked, err := l.rep.Run(ctx, scripts.AcquireSet, keys, args...)
 	if err != nil {
 		return res, nil, nil, scriptreply.Unavailable(err)
 	}

@@ -90,6 +90,7 @@ const DefaultReplicaTimeout = 100 * time.Millisecond
 type Locker struct {
 	rdb    redis.Scripter
 	opts   Options
+	rep    Replication
 	keys   keyspace.Space
 	tenant string
 	// The script arguments that never change, converted to interface
@@ -112,6 +113,7 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
 	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
+		rep:          Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout},
 		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel,
 		secondStepIndex: onCluster(rdb), indexCache: &indexKeys{m: map[string]string{}}}
 }
@@ -178,7 +180,7 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	if reg != nil {
 		id, regTTL, standsFor = reg.id, reg.ttl.Milliseconds(), max(reg.standsFor.Load(), 1)
 	}
-	v, acked, err := l.run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, id, regTTL, standsFor, resource, delayMS)
+	v, acked, err := l.rep.Run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, id, regTTL, standsFor, resource, delayMS)
 	if err != nil {
 		return leasegate.AcquireResult{}, scriptreply.Unavailable(err)
 	}
@@ -292,7 +294,7 @@ func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, toke
 	if ttlMS <= 0 {
 		return leasegate.Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
 	}
-	v, acked, err := l.run(ctx, scripts.Renew, []string{lock},
+	v, acked, err := l.rep.Run(ctx, scripts.Renew, []string{lock},
 		owner, ttlMS, l.retentionArg, scriptreply.TokenArg(token))
 	if err != nil {
 		return leasegate.Lock{}, scriptreply.Unavailable(err)

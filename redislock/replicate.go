@@ -42,26 +42,37 @@ import (
 // equal to the number of replicas, a promoted replica has every grant the
 // gateway answered 200 for.
 
-// run runs script with keys and args. Without MinReplicas it is plain
+// Replication runs a grant's script and, with MinReplicas above 0, a
+// WAIT on the connection that ran it (above). The lock engine and the
+// semaphores use it; RDB must then be a *redis.Client or a
+// *redis.ClusterClient.
+type Replication struct {
+	RDB         redis.Scripter
+	MinReplicas int
+	// Timeout bounds the WAIT (at least 1 ms).
+	Timeout time.Duration
+}
+
+// Run runs script with keys and args. Without MinReplicas it is plain
 // Script.Run. With it, the script and a WAIT go in one pipeline on one
 // connection; acked is nil when enough replicas acknowledged, else the
 // ErrNotReplicated to return (err is only the script's own failure).
-func (l *Locker) run(ctx context.Context, script *redis.Script, keys []string, args ...interface{}) (v interface{}, acked error, err error) {
-	if l.opts.MinReplicas <= 0 {
-		v, err := script.Run(ctx, l.rdb, keys, args...).Result()
+func (r Replication) Run(ctx context.Context, script *redis.Script, keys []string, args ...interface{}) (v interface{}, acked error, err error) {
+	if r.MinReplicas <= 0 {
+		v, err := script.Run(ctx, r.RDB, keys, args...).Result()
 		return v, nil, err
 	}
-	pipe, err := l.pipelineFor(ctx, keys[0])
+	pipe, err := r.pipelineFor(ctx, keys[0])
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd, wait := l.evalAndWait(ctx, pipe, script, false, keys, args)
+	cmd, wait := r.evalAndWait(ctx, pipe, script, false, keys, args)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd, wait = l.evalAndWait(ctx, pipe, script, true, keys, args)
+		cmd, wait = r.evalAndWait(ctx, pipe, script, true, keys, args)
 	}
 	v, err = cmd.Result()
 	if err != nil {
-		if c, ok := l.rdb.(*redis.ClusterClient); ok && isRedirect(err) {
+		if c, ok := r.RDB.(*redis.ClusterClient); ok && isRedirect(err) {
 			// The slot moved since the client last looked: refresh so the
 			// next call goes to the new owner.
 			c.ReloadState(ctx)
@@ -72,28 +83,28 @@ func (l *Locker) run(ctx context.Context, script *redis.Script, keys []string, a
 	if werr != nil {
 		return v, fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, werr), nil
 	}
-	if n < int64(l.opts.MinReplicas) {
-		return v, fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, l.opts.MinReplicas, l.opts.ReplicaTimeout), nil
+	if n < int64(r.MinReplicas) {
+		return v, fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, r.MinReplicas, r.Timeout), nil
 	}
 	return v, nil, nil
 }
 
-func (l *Locker) evalAndWait(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, eval bool, keys []string, args []interface{}) (*redis.Cmd, *redis.Cmd) {
+func (r Replication) evalAndWait(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, eval bool, keys []string, args []interface{}) (*redis.Cmd, *redis.Cmd) {
 	var cmd *redis.Cmd
 	if eval {
 		cmd = script.Eval(ctx, pipe, keys, args...)
 	} else {
 		cmd = script.EvalSha(ctx, pipe, keys, args...)
 	}
-	wait := pipe.Do(ctx, "wait", l.opts.MinReplicas, l.opts.ReplicaTimeout.Milliseconds())
+	wait := pipe.Do(ctx, "wait", r.MinReplicas, r.Timeout.Milliseconds())
 	_, _ = pipe.Exec(ctx) // errors are read from each command
 	return cmd, wait
 }
 
 // pipelineFor returns a pipeline that runs on the one connection that
 // serves key.
-func (l *Locker) pipelineFor(ctx context.Context, key string) (redis.Pipeliner, error) {
-	switch c := l.rdb.(type) {
+func (r Replication) pipelineFor(ctx context.Context, key string) (redis.Pipeliner, error) {
+	switch c := r.RDB.(type) {
 	case *redis.ClusterClient:
 		node, err := c.MasterForKey(ctx, key)
 		if err != nil {
@@ -103,7 +114,7 @@ func (l *Locker) pipelineFor(ctx context.Context, key string) (redis.Pipeliner, 
 	case *redis.Client:
 		return c.Pipeline(), nil
 	}
-	return nil, fmt.Errorf("redislock: MinReplicas needs a *redis.Client or *redis.ClusterClient, not %T", l.rdb)
+	return nil, fmt.Errorf("redislock: MinReplicas needs a *redis.Client or *redis.ClusterClient, not %T", r.RDB)
 }
 
 func isRedirect(err error) bool {

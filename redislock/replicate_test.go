@@ -18,28 +18,8 @@ import (
 // client of each.
 func primaryWithReplica(t *testing.T) (primary, replica *redistest.Server, pc, rc *redis.Client) {
 	t.Helper()
-	primary = redistest.Start(t, "--repl-diskless-sync-delay", "0")
-	replica = redistest.Start(t, "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
-	pc, rc = primary.Client(t), replica.Client(t)
-	replica.WaitReplicaLinked(t, 20*time.Second)
-	// A write on one connection acknowledged by WAIT on it: the replica
-	// is loaded and acknowledging.
-	conn := pc.Conn()
-	defer conn.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		acks, err := int64(0), conn.Set(context.Background(), t.Name()+":probe", "1", time.Minute).Err()
-		if err == nil {
-			acks, err = conn.Wait(context.Background(), 1, 100*time.Millisecond).Result()
-		}
-		if err == nil && acks == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica not acknowledging after 20s: got %d acks (%v), want 1", acks, err)
-		}
-	}
-	return primary, replica, pc, rc
+	primary, replica = redistest.StartReplicated(t)
+	return primary, replica, primary.Client(t), replica.Client(t)
 }
 
 func replicated(rdb redis.Scripter) *locker {

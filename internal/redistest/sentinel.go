@@ -158,3 +158,28 @@ func (r *Server) WaitReplicaLinked(t testing.TB, d time.Duration) {
 		return nil
 	})
 }
+
+// StartReplicated starts a primary and one replica of it, and returns
+// once the replica acknowledges writes: a write on one connection of the
+// primary was acknowledged by WAIT on that connection, as a grant with
+// min-replicas is.
+func StartReplicated(t testing.TB) (primary, replica *Server) {
+	t.Helper()
+	primary = Start(t, "--repl-diskless-sync-delay", "0")
+	replica = Start(t, "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
+	replica.WaitReplicaLinked(t, 20*time.Second)
+	conn := primary.Client(t).Conn()
+	defer conn.Close()
+	ctx := context.Background()
+	poll(t, time.Now().Add(20*time.Second), 10*time.Millisecond, func() error {
+		acks, err := int64(0), conn.Set(ctx, "redistest:replication-probe", "1", time.Minute).Err()
+		if err == nil {
+			acks, err = conn.Wait(ctx, 1, 100*time.Millisecond).Result()
+		}
+		if err != nil || acks != 1 {
+			return fmt.Errorf("%s: replica not acknowledging after 20s: got %d acks (%v), want 1", replica, acks, err)
+		}
+		return nil
+	})
+	return primary, replica
+}
