@@ -533,10 +533,7 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	if mv.Grants == 0 {
 		t.Errorf("no permit was granted: the semaphore workload did not run")
 	}
-	// A permit's grant does not wait for replicas (--min-replicas is the
-	// locks'), so a failover can lose one: the limit is promised only
-	// where Redis does not fail over.
-	if sc.promised && !sc.failover && mv.violations() > 0 {
+	if sc.promised && mv.violations() > 0 {
 		t.Errorf("%s: the docs promise the limit here, and the semaphore checker found %d grants over it", sc.name, mv.OverLimit)
 	}
 	for _, n := range append(notes, enotes...) {

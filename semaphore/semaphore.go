@@ -44,12 +44,23 @@ type Options struct {
 	// OpTimeout bounds each Redis call of a waiting acquire (default
 	// redislock.DefaultOpTimeout).
 	OpTimeout time.Duration
+	// MinReplicas, when above 0, makes every grant (an acquire that gave
+	// a permit, and every renew) wait until that many replicas have it,
+	// as the locks' do (redislock.Options.MinReplicas): an acquire not
+	// acknowledged in time is undone, a renew is not confirmed, and both
+	// return redislock.ErrNotReplicated. rdb must then be a *redis.Client
+	// or a *redis.ClusterClient.
+	MinReplicas int
+	// ReplicaTimeout bounds that wait (default
+	// redislock.DefaultReplicaTimeout).
+	ReplicaTimeout time.Duration
 }
 
 // Service is leasegate.SemaphoreService on Redis. It is safe for
 // concurrent use.
 type Service struct {
 	rdb    redis.Scripter
+	rep    redislock.Replication
 	opts   Options
 	keys   keyspace.Space
 	waiter *redislock.Waiter
@@ -65,7 +76,9 @@ func New(rdb redis.Scripter, w *redislock.Waiter, opts Options) *Service {
 	if w == nil {
 		w = redislock.NewWaiter(nil, redislock.WaiterOptions{})
 	}
-	return &Service{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, waiter: w}
+	opts.ReplicaTimeout = scriptreply.Positive(opts.ReplicaTimeout, redislock.DefaultReplicaTimeout)
+	rep := redislock.Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout}
+	return &Service{rdb: rdb, rep: rep, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, waiter: w}
 }
 
 // Keys returns the keys of name in tenant.
@@ -129,7 +142,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 }
 
 func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasegate.SemaphoreRequest) (leasegate.SemaphoreResult, error) {
-	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.SemAcquire, "sem_acquire",
+	v, arr, flag, acked, err := s.run(ctx, scripts.SemAcquire, "sem_acquire",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
 		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds())
 	if err != nil {
@@ -142,6 +155,17 @@ func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasega
 		limit, ok2 := arr[5].(int64)
 		if err != nil || !ok1 || !ok2 {
 			return leasegate.SemaphoreResult{}, reply.Reply("sem_acquire", v)
+		}
+		if acked != nil {
+			// Not on enough replicas: a failover could lose it and give
+			// the slot to another. Undone, as a lock's grant is, so an
+			// error from Acquire always means "no permit". If the undo
+			// fails, the permit runs out by its TTL, held by an owner
+			// who was told no.
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_, _ = s.release(uctx, k, req.Owner, p.Token)
+			return leasegate.SemaphoreResult{}, acked
 		}
 		return leasegate.SemaphoreResult{Acquired: true, Permit: p, Holders: int(holders), Limit: int(limit)}, nil
 	case flag == 0 && len(arr) == 4:
@@ -209,7 +233,7 @@ func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl tim
 		return leasegate.Permit{}, fmt.Errorf("semaphore: ttl %v must be at least 1ms", ttl)
 	}
 	k := s.Keys(tenant, name)
-	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.SemRenew, "sem_renew",
+	v, arr, flag, acked, err := s.run(ctx, scripts.SemRenew, "sem_renew",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
 		owner, ttl.Milliseconds(), s.opts.FenceRetention.Milliseconds())
 	if err != nil {
@@ -221,14 +245,25 @@ func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl tim
 	case flag == -1 && len(arr) == 1:
 		return leasegate.Permit{}, leasegate.ErrSemaphoreForbidden
 	case flag == 1 && len(arr) == 4:
-		return decodePermit(name, owner, arr[1:4])
+		p, err := decodePermit(name, owner, arr[1:4])
+		if err == nil && acked != nil {
+			// The extension may not survive a failover: the holder
+			// counts on the expiry it had. The permit stays (as a
+			// lock's lease does): taking it for a replica's hiccup
+			// would stop a holder in the middle of its work.
+			return leasegate.Permit{}, acked
+		}
+		return p, err
 	}
 	return leasegate.Permit{}, reply.Reply("sem_renew", v)
 }
 
 // Release implements leasegate.SemaphoreService.
 func (s *Service) Release(ctx context.Context, tenant, name, owner string, token int64) (leasegate.ReleaseResult, error) {
-	k := s.Keys(tenant, name)
+	return s.release(ctx, s.Keys(tenant, name), owner, token)
+}
+
+func (s *Service) release(ctx context.Context, k keyspace.Semaphore, owner string, token int64) (leasegate.ReleaseResult, error) {
 	msg, channel := "", s.opts.ReleaseChannel
 	if channel != "" {
 		msg = k.Permits()
@@ -242,6 +277,18 @@ func (s *Service) Release(ctx context.Context, tenant, name, owner string, token
 		return 0, scriptreply.Unavailable(err)
 	}
 	return reply.Release("sem_release", v)
+}
+
+// run runs a granting script through the replication check and reads
+// its {flag, ...} reply; acked is the redislock.ErrNotReplicated of a
+// write too few replicas acknowledged, nil otherwise.
+func (s *Service) run(ctx context.Context, script *redis.Script, op string, keys []string, args ...any) (v any, arr []any, flag int64, acked, err error) {
+	v, acked, err = s.rep.Run(ctx, script, keys, args...)
+	if err != nil {
+		return nil, nil, 0, nil, scriptreply.Unavailable(err)
+	}
+	arr, flag, err = reply.Flagged(op, v)
+	return v, arr, flag, acked, err
 }
 
 // decodePermit reads {token, acquired_at_ms, expires_at_ms}.

@@ -369,7 +369,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	deps.Semaphores = semaphore.New(s.rdb, s.waiter, semaphore.Options{
 		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
 		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
-		OpTimeout: cfg.HTTP.RequestTimeout,
+		OpTimeout:   cfg.HTTP.RequestTimeout,
+		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
 	})
 	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims")})
 	// Elections are leases of the lock engine under their own keys: the
