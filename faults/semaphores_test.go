@@ -53,10 +53,7 @@ type semWorkload struct {
 	names   []string
 	clients int
 	http    *http.Client
-
-	mu  sync.Mutex
-	ops []semOp
-	odd []string
+	ledger[semOp]
 }
 
 func newSemWorkload(base, scenario string, names, clients int) *semWorkload {
@@ -68,18 +65,7 @@ func newSemWorkload(base, scenario string, names, clients int) *semWorkload {
 }
 
 func (w *semWorkload) run(ctx context.Context, seed uint64) (wait func()) {
-	var wg sync.WaitGroup
-	for c := range w.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.client(ctx, c, rand.New(rand.NewPCG(seed, uint64(2000+c))))
-		}()
-	}
-	return func() {
-		wg.Wait()
-		w.http.CloseIdleConnections()
-	}
+	return runClients(ctx, w.clients, seed, 2000, w.http, w.client)
 }
 
 func (w *semWorkload) client(ctx context.Context, id int, r *rand.Rand) {
@@ -88,10 +74,7 @@ func (w *semWorkload) client(ctx context.Context, id int, r *rand.Rand) {
 		if r.IntN(3) == 0 {
 			body["wait_ms"] = 200 + r.IntN(600)
 		}
-		o := w.acquire(ctx, w.names[r.IntN(len(w.names))], body)
-		w.mu.Lock()
-		w.ops = append(w.ops, o)
-		w.mu.Unlock()
+		w.add(w.acquire(ctx, w.names[r.IntN(len(w.names))], body))
 		pause(ctx, jitter(r, 20*time.Millisecond, 150*time.Millisecond))
 	}
 }
@@ -144,21 +127,6 @@ func (w *semWorkload) acquire(ctx context.Context, name string, body map[string]
 	}
 	o.Outcome, o.From, o.Until = outGranted, from.UnixMilli(), until.UnixMilli()
 	return o
-}
-
-func (w *semWorkload) unexpected(s string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.odd) < 10 {
-		w.odd = append(w.odd, s)
-	}
-}
-
-// snapshot returns the history and the answers outside the contract.
-func (w *semWorkload) snapshot() ([]semOp, []string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.ops), slices.Clone(w.odd)
 }
 
 // semVerdict is the semaphore checker's count.

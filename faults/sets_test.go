@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"sync"
 	"time"
 )
 
@@ -57,10 +56,7 @@ type setWorkload struct {
 	resources []string
 	clients   int
 	http      *http.Client
-
-	mu  sync.Mutex
-	ops []setOp
-	odd []string
+	ledger[setOp]
 }
 
 func newSetWorkload(base, scenario string, resources, clients int) *setWorkload {
@@ -72,18 +68,7 @@ func newSetWorkload(base, scenario string, resources, clients int) *setWorkload 
 }
 
 func (w *setWorkload) run(ctx context.Context, seed uint64) (wait func()) {
-	var wg sync.WaitGroup
-	for c := range w.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.client(ctx, c, rand.New(rand.NewPCG(seed, uint64(1000+c))))
-		}()
-	}
-	return func() {
-		wg.Wait()
-		w.http.CloseIdleConnections()
-	}
+	return runClients(ctx, w.clients, seed, 1000, w.http, w.client)
 }
 
 func (w *setWorkload) client(ctx context.Context, id int, r *rand.Rand) {
@@ -97,10 +82,7 @@ func (w *setWorkload) client(ctx context.Context, id int, r *rand.Rand) {
 		if r.IntN(3) == 0 {
 			body["wait_ms"] = 200 + r.IntN(600)
 		}
-		o := w.acquire(ctx, body)
-		w.mu.Lock()
-		w.ops = append(w.ops, o)
-		w.mu.Unlock()
+		w.add(w.acquire(ctx, body))
 		pause(ctx, jitter(r, 20*time.Millisecond, 150*time.Millisecond))
 	}
 }
@@ -193,14 +175,6 @@ func (w *setWorkload) holder(ctx context.Context, resource string) string {
 	return "?"
 }
 
-func (w *setWorkload) unexpected(s string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.odd) < 10 {
-		w.odd = append(w.odd, s)
-	}
-}
-
 // setVerdict is the lock-set checkers' count.
 type setVerdict struct {
 	Ops     int `json:"set_ops"`
@@ -264,11 +238,4 @@ func checkSets(ops []setOp) (setVerdict, []string) {
 		}
 	}
 	return v, notes
-}
-
-// snapshot returns the history and the answers outside the contract.
-func (w *setWorkload) snapshot() ([]setOp, []string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]setOp(nil), w.ops...), append([]string(nil), w.odd...)
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -103,6 +104,54 @@ func (w *workload) run(ctx context.Context, seed uint64) (wait func()) {
 }
 
 // pause waits d or until ctx ends: workload pacing, not synchronisation.
+// ledger is the history of a side workload (lock sets, semaphores) and
+// its answers outside the contract (the first 10). It is safe for
+// concurrent use.
+type ledger[T any] struct {
+	mu  sync.Mutex
+	ops []T
+	odd []string
+}
+
+func (l *ledger[T]) add(o T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ops = append(l.ops, o)
+}
+
+func (l *ledger[T]) unexpected(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.odd) < 10 {
+		l.odd = append(l.odd, s)
+	}
+}
+
+// snapshot returns the history and the answers outside the contract.
+func (l *ledger[T]) snapshot() ([]T, []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ops), slices.Clone(l.odd)
+}
+
+// runClients runs n clients, each with a random stream of its own (seed,
+// stream+id), until ctx ends; wait waits for them and closes hc's idle
+// connections.
+func runClients(ctx context.Context, n int, seed, stream uint64, hc *http.Client, client func(ctx context.Context, id int, r *rand.Rand)) (wait func()) {
+	var wg sync.WaitGroup
+	for c := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client(ctx, c, rand.New(rand.NewPCG(seed, stream+uint64(c))))
+		}()
+	}
+	return func() {
+		wg.Wait()
+		hc.CloseIdleConnections()
+	}
+}
+
 func pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
