@@ -18,6 +18,7 @@ import (
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/keyspace"
+	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
 )
 
@@ -40,12 +41,25 @@ type Options struct {
 	// Audit receives one record per forced removal, naming the operator
 	// (the abuse log's style). Nil logs nothing.
 	Audit *zap.Logger
+	// MinReplicas, when above 0, makes every claim that gives the caller
+	// the pending lease, and every completion, wait until that many
+	// replicas have it (redislock.Options.MinReplicas; rdb must then be a
+	// *redis.Client or a *redis.ClusterClient). Not acknowledged in
+	// time, both return redislock.ErrNotReplicated: a new claim is
+	// abandoned first, so the caller does not hold it; a renewal (the
+	// same owner claiming again) and a completion are left in place,
+	// since the holder may be in the middle of the work, or done with it.
+	MinReplicas int
+	// ReplicaTimeout bounds that wait (default
+	// redislock.DefaultReplicaTimeout).
+	ReplicaTimeout time.Duration
 }
 
 // Service is leasegate.ClaimService on Redis. It is safe for concurrent
 // use.
 type Service struct {
 	rdb   redis.Scripter
+	rep   redislock.Replication
 	opts  Options
 	keys  keyspace.Space
 	audit *zap.Logger
@@ -60,7 +74,9 @@ func New(rdb redis.Scripter, opts Options) *Service {
 	if audit == nil {
 		audit = zap.NewNop()
 	}
-	return &Service{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, audit: audit}
+	opts.ReplicaTimeout = scriptreply.Positive(opts.ReplicaTimeout, redislock.DefaultReplicaTimeout)
+	rep := redislock.Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout}
+	return &Service{rdb: rdb, rep: rep, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, audit: audit}
 }
 
 // Key is the key of claim (scope, key) in tenant.
@@ -71,7 +87,7 @@ func (s *Service) Claim(ctx context.Context, tenant string, req leasegate.ClaimR
 	if req.TTL.Milliseconds() <= 0 {
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: ttl %v must be at least 1ms", req.TTL)
 	}
-	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.Claim, "claim", []string{s.Key(tenant, req.Scope, req.Key)},
+	v, arr, flag, acked, err := s.run(ctx, scripts.Claim, "claim", []string{s.Key(tenant, req.Scope, req.Key)},
 		req.Owner, req.TTL.Milliseconds(), s.opts.Retention.Milliseconds())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
@@ -83,6 +99,17 @@ func (s *Service) Claim(ctx context.Context, tenant string, req leasegate.ClaimR
 		reclaimed, ok2 := arr[5].(int64)
 		if err != nil || !ok1 || !ok2 {
 			return leasegate.ClaimResult{}, reply.Reply("claim", v)
+		}
+		if acked != nil {
+			if created == 1 {
+				// A failover could lose it and let another do the work:
+				// abandoned, so an error from Claim means "not yours".
+				// If that fails, the lease runs out by its TTL.
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				defer cancel()
+				_ = s.Abandon(uctx, tenant, req.Scope, req.Key, req.Owner, c.Token)
+			}
+			return leasegate.ClaimResult{}, acked
 		}
 		return leasegate.ClaimResult{State: leasegate.ClaimPending, Claim: c, Token: c.Token,
 			Created: created == 1, Reclaimed: reclaimed == 1}, nil
@@ -109,7 +136,7 @@ func (s *Service) Complete(ctx context.Context, tenant string, req leasegate.Com
 	if keep.Milliseconds() <= 0 {
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: keep %v must be at least 1ms", keep)
 	}
-	v, arr, flag, err := reply.RunFlagged(ctx, s.rdb, scripts.ClaimComplete, "claim_complete", []string{s.Key(tenant, req.Scope, req.Key)},
+	v, arr, flag, acked, err := s.run(ctx, scripts.ClaimComplete, "claim_complete", []string{s.Key(tenant, req.Scope, req.Key)},
 		req.Owner, strconv.FormatInt(req.Token, 10), string(req.Result), keep.Milliseconds())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
@@ -122,9 +149,26 @@ func (s *Service) Complete(ctx context.Context, tenant string, req leasegate.Com
 	case (flag == 1 || flag == 3) && len(arr) == 4:
 		res, err := decodeDone("claim_complete", v, arr[1:])
 		res.Replayed = flag == 3
+		if err == nil && acked != nil {
+			// The result stays: the work is done. Completing again with
+			// the same token and result replays it.
+			return leasegate.ClaimResult{}, acked
+		}
 		return res, err
 	}
 	return leasegate.ClaimResult{}, reply.Reply("claim_complete", v)
+}
+
+// run runs a granting script through the replication check and reads
+// its {flag, ...} reply; acked is the redislock.ErrNotReplicated of a
+// write too few replicas acknowledged, nil otherwise.
+func (s *Service) run(ctx context.Context, script *redis.Script, op string, keys []string, args ...any) (v any, arr []any, flag int64, acked, err error) {
+	v, acked, err = s.rep.Run(ctx, script, keys, args...)
+	if err != nil {
+		return nil, nil, 0, nil, scriptreply.Unavailable(err)
+	}
+	arr, flag, err = reply.Flagged(op, v)
+	return v, arr, flag, acked, err
 }
 
 // Abandon implements leasegate.ClaimService.

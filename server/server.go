@@ -372,7 +372,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		OpTimeout:   cfg.HTTP.RequestTimeout,
 		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
 	})
-	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims")})
+	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims"),
+		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout})
 	// Elections are leases of the lock engine under their own keys: the
 	// same scripts, Waiter and release channel (docs/elections.md).
 	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{

@@ -1,0 +1,102 @@
+package claim_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/claim"
+	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redislock"
+)
+
+// With MinReplicas a claim's lease and its completion wait for the
+// replicas, as a lock's grant does (docs/deployment.md): a failover must
+// not lose a claim answered 200 and let the work run twice.
+func TestMinReplicasOnRealRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	req := func(owner string) leasegate.ClaimRequest {
+		return leasegate.ClaimRequest{Scope: "reward", Key: "user-42", Owner: owner, TTL: time.Minute}
+	}
+	replicated := func(p *redistest.Server) *claim.Service {
+		return claim.New(p.Client(t), claim.Options{MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
+	}
+	notReplicated := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
+			t.Fatalf("%s: got %v, want ErrNotReplicated wrapping ErrUnavailable", what, err)
+		}
+	}
+
+	t.Run("an acknowledged claim and completion are on the replica when they return", func(t *testing.T) {
+		t.Parallel()
+		primary, replica := redistest.StartReplicated(t)
+		s, onReplica := replicated(primary), claim.New(replica.Client(t), claim.Options{})
+		got, err := s.Claim(ctx, "", req("a"))
+		if err != nil || got.State != leasegate.ClaimPending {
+			t.Fatalf("claim: got %+v, %v; want pending", got, err)
+		}
+		if r, err := onReplica.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimPending || r.Claim.Token != got.Token {
+			t.Fatalf("the replica after the claim: got %+v, %v; want pending under token %d", r, err, got.Token)
+		}
+		done, err := s.Complete(ctx, "", leasegate.CompleteRequest{Scope: "reward", Key: "user-42", Owner: "a", Token: got.Token, Result: []byte(`{"paid":5}`)})
+		if err != nil || done.State != leasegate.ClaimDone {
+			t.Fatalf("complete: got %+v, %v; want done", done, err)
+		}
+		if r, err := onReplica.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimDone || string(r.Result) != `{"paid":5}` {
+			t.Fatalf("the replica after the completion: got %+v, %v; want done with the result", r, err)
+		}
+	})
+
+	t.Run("without a replica a new claim is abandoned and the caller told unavailable", func(t *testing.T) {
+		t.Parallel()
+		s := replicated(redistest.Start(t))
+		_, err := s.Claim(ctx, "", req("a"))
+		notReplicated(t, "claim", err)
+		if r, err := s.Get(ctx, "", "reward", "user-42"); !errors.Is(err, leasegate.ErrClaimNotFound) {
+			t.Fatalf("get after the abandoned claim: got %+v, %v; want nothing pending", r, err)
+		}
+	})
+
+	t.Run("a renewal a hung replica does not acknowledge keeps the claim and its token", func(t *testing.T) {
+		t.Parallel()
+		primary, replica := redistest.StartReplicated(t)
+		s := replicated(primary)
+		got, err := s.Claim(ctx, "", req("a"))
+		if err != nil || got.State != leasegate.ClaimPending {
+			t.Fatalf("claim: got %+v, %v; want pending", got, err)
+		}
+		replica.Pause()
+		_, err = s.Claim(ctx, "", req("a"))
+		replica.Resume()
+		notReplicated(t, "renewal with the replica paused", err)
+		if r, err := s.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimPending || r.Claim.Owner != "a" || r.Claim.Token != got.Token {
+			t.Fatalf("get after the unconfirmed renewal: got %+v, %v; want a's claim under token %d", r, err, got.Token)
+		}
+	})
+
+	t.Run("a completion a hung replica does not acknowledge stays done and replays once it is back", func(t *testing.T) {
+		t.Parallel()
+		primary, replica := redistest.StartReplicated(t)
+		s := replicated(primary)
+		got, err := s.Claim(ctx, "", req("a"))
+		if err != nil || got.State != leasegate.ClaimPending {
+			t.Fatalf("claim: got %+v, %v; want pending", got, err)
+		}
+		complete := leasegate.CompleteRequest{Scope: "reward", Key: "user-42", Owner: "a", Token: got.Token, Result: []byte(`{"paid":5}`)}
+		replica.Pause()
+		_, err = s.Complete(ctx, "", complete)
+		replica.Resume()
+		notReplicated(t, "completion with the replica paused", err)
+		if r, err := s.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimDone || string(r.Result) != `{"paid":5}` {
+			t.Fatalf("get after the unconfirmed completion: got %+v, %v; want done with the result", r, err)
+		}
+		done, err := s.Complete(ctx, "", complete)
+		if err != nil || done.State != leasegate.ClaimDone || !done.Replayed {
+			t.Fatalf("completing again after the replica is back: got %+v, %v; want the done state replayed", done, err)
+		}
+	})
+}
