@@ -87,7 +87,7 @@ func (s *Service) Claim(ctx context.Context, tenant string, req leasegate.ClaimR
 	if req.TTL.Milliseconds() <= 0 {
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: ttl %v must be at least 1ms", req.TTL)
 	}
-	v, arr, flag, acked, err := s.run(ctx, scripts.Claim, "claim", []string{s.Key(tenant, req.Scope, req.Key)},
+	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.Claim, "claim", []string{s.Key(tenant, req.Scope, req.Key)},
 		req.Owner, req.TTL.Milliseconds(), s.opts.Retention.Milliseconds())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
@@ -136,7 +136,7 @@ func (s *Service) Complete(ctx context.Context, tenant string, req leasegate.Com
 	if keep.Milliseconds() <= 0 {
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: keep %v must be at least 1ms", keep)
 	}
-	v, arr, flag, acked, err := s.run(ctx, scripts.ClaimComplete, "claim_complete", []string{s.Key(tenant, req.Scope, req.Key)},
+	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.ClaimComplete, "claim_complete", []string{s.Key(tenant, req.Scope, req.Key)},
 		req.Owner, strconv.FormatInt(req.Token, 10), string(req.Result), keep.Milliseconds())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
@@ -157,18 +157,6 @@ func (s *Service) Complete(ctx context.Context, tenant string, req leasegate.Com
 		return res, err
 	}
 	return leasegate.ClaimResult{}, reply.Reply("claim_complete", v)
-}
-
-// run runs a granting script through the replication check and reads
-// its {flag, ...} reply; acked is the redislock.ErrNotReplicated of a
-// write too few replicas acknowledged, nil otherwise.
-func (s *Service) run(ctx context.Context, script *redis.Script, op string, keys []string, args ...any) (v any, arr []any, flag int64, acked, err error) {
-	v, acked, err = s.rep.Run(ctx, script, keys, args...)
-	if err != nil {
-		return nil, nil, 0, nil, scriptreply.Unavailable(err)
-	}
-	arr, flag, err = reply.Flagged(op, v)
-	return v, arr, flag, acked, err
 }
 
 // Abandon implements leasegate.ClaimService.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/scriptreply"
 )
 
 // Replication check (Options.MinReplicas).
@@ -87,6 +89,18 @@ func (r Replication) Run(ctx context.Context, script *redis.Script, keys []strin
 		return v, fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, r.MinReplicas, r.Timeout), nil
 	}
 	return v, nil, nil
+}
+
+// RunFlagged is Run with the reply read as {flag, ...} by d
+// (scriptreply.Decoder.Flagged); a Redis failure is
+// scriptreply.Unavailable.
+func (r Replication) RunFlagged(ctx context.Context, d scriptreply.Decoder, script *redis.Script, op string, keys []string, args ...any) (v any, arr []any, flag int64, acked, err error) {
+	v, acked, err = r.Run(ctx, script, keys, args...)
+	if err != nil {
+		return nil, nil, 0, nil, scriptreply.Unavailable(err)
+	}
+	arr, flag, err = d.Flagged(op, v)
+	return v, arr, flag, acked, err
 }
 
 func (r Replication) evalAndWait(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, eval bool, keys []string, args []interface{}) (*redis.Cmd, *redis.Cmd) {

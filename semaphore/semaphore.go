@@ -142,7 +142,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 }
 
 func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasegate.SemaphoreRequest) (leasegate.SemaphoreResult, error) {
-	v, arr, flag, acked, err := s.run(ctx, scripts.SemAcquire, "sem_acquire",
+	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.SemAcquire, "sem_acquire",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
 		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds())
 	if err != nil {
@@ -233,7 +233,7 @@ func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl tim
 		return leasegate.Permit{}, fmt.Errorf("semaphore: ttl %v must be at least 1ms", ttl)
 	}
 	k := s.Keys(tenant, name)
-	v, arr, flag, acked, err := s.run(ctx, scripts.SemRenew, "sem_renew",
+	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.SemRenew, "sem_renew",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
 		owner, ttl.Milliseconds(), s.opts.FenceRetention.Milliseconds())
 	if err != nil {
@@ -277,18 +277,6 @@ func (s *Service) release(ctx context.Context, k keyspace.Semaphore, owner strin
 		return 0, scriptreply.Unavailable(err)
 	}
 	return reply.Release("sem_release", v)
-}
-
-// run runs a granting script through the replication check and reads
-// its {flag, ...} reply; acked is the redislock.ErrNotReplicated of a
-// write too few replicas acknowledged, nil otherwise.
-func (s *Service) run(ctx context.Context, script *redis.Script, op string, keys []string, args ...any) (v any, arr []any, flag int64, acked, err error) {
-	v, acked, err = s.rep.Run(ctx, script, keys, args...)
-	if err != nil {
-		return nil, nil, 0, nil, scriptreply.Unavailable(err)
-	}
-	arr, flag, err = reply.Flagged(op, v)
-	return v, arr, flag, acked, err
 }
 
 // decodePermit reads {token, acquired_at_ms, expires_at_ms}.
