@@ -2,7 +2,6 @@ package scripts_test
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +24,8 @@ import (
 func TestRefusalsFailOnAReplica(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primarySrv := redistest.Start(t)
-	primary := primarySrv.Client(t)
-	replicaSrv := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(primarySrv.Port()))
-	replicaSrv.WaitReplicaLinked(t, 10*time.Second)
-	replica := replicaSrv.Client(t)
+	primarySrv, replicaSrv := redistest.StartReplicated(t)
+	primary, replica := primarySrv.Client(t), replicaSrv.Client(t)
 
 	// Someone else's lease, permit and pending claim, on both nodes: a
 	// renewal, release, proclamation, completion or abandonment by "me" is

@@ -31,11 +31,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
 	bin := Binary(t)
 	s := &Sentinel{MasterName: "lgmaster"}
-	// No diskless-sync delay: the replica syncs at once, and either node
-	// can be the primary after a failover.
-	s.Primary = Start(t, "--repl-diskless-sync-delay", "0")
-	s.Replica = Start(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", fmt.Sprint(s.Primary.Port()))
-	s.Replica.WaitReplicaLinked(t, 20*time.Second)
+	s.Primary, s.Replica = StartReplicated(t)
 	for i := 0; i < 3; i++ {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "sentinel.conf")
@@ -165,8 +161,10 @@ func (r *Server) WaitReplicaLinked(t testing.TB, d time.Duration) {
 // min-replicas is.
 func StartReplicated(t testing.TB) (primary, replica *Server) {
 	t.Helper()
+	// No diskless-sync delay on either: the replica syncs at once, and
+	// either node can be the primary after a Sentinel failover.
 	primary = Start(t, "--repl-diskless-sync-delay", "0")
-	replica = Start(t, "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
+	replica = Start(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
 	replica.WaitReplicaLinked(t, 20*time.Second)
 	conn := primary.Client(t).Conn()
 	defer conn.Close()
