@@ -24,6 +24,14 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	replicated := func(p *redistest.Server) *claim.Service {
 		return claim.New(p.Client(t), claim.Options{MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
 	}
+	mustClaim := func(t *testing.T, s *claim.Service) leasegate.ClaimResult {
+		t.Helper()
+		got, err := s.Claim(ctx, "", req("a"))
+		if err != nil || got.State != leasegate.ClaimPending {
+			t.Fatalf("claim: got %+v, %v; want pending", got, err)
+		}
+		return got
+	}
 	notReplicated := func(t *testing.T, what string, err error) {
 		t.Helper()
 		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
@@ -35,10 +43,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)
 		s, onReplica := replicated(primary), claim.New(replica.Client(t), claim.Options{})
-		got, err := s.Claim(ctx, "", req("a"))
-		if err != nil || got.State != leasegate.ClaimPending {
-			t.Fatalf("claim: got %+v, %v; want pending", got, err)
-		}
+		got := mustClaim(t, s)
 		if r, err := onReplica.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimPending || r.Claim.Token != got.Token {
 			t.Fatalf("the replica after the claim: got %+v, %v; want pending under token %d", r, err, got.Token)
 		}
@@ -65,12 +70,9 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)
 		s := replicated(primary)
-		got, err := s.Claim(ctx, "", req("a"))
-		if err != nil || got.State != leasegate.ClaimPending {
-			t.Fatalf("claim: got %+v, %v; want pending", got, err)
-		}
+		got := mustClaim(t, s)
 		replica.Pause()
-		_, err = s.Claim(ctx, "", req("a"))
+		_, err := s.Claim(ctx, "", req("a"))
 		replica.Resume()
 		notReplicated(t, "renewal with the replica paused", err)
 		if r, err := s.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimPending || r.Claim.Owner != "a" || r.Claim.Token != got.Token {
@@ -82,13 +84,10 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)
 		s := replicated(primary)
-		got, err := s.Claim(ctx, "", req("a"))
-		if err != nil || got.State != leasegate.ClaimPending {
-			t.Fatalf("claim: got %+v, %v; want pending", got, err)
-		}
+		got := mustClaim(t, s)
 		complete := leasegate.CompleteRequest{Scope: "reward", Key: "user-42", Owner: "a", Token: got.Token, Result: []byte(`{"paid":5}`)}
 		replica.Pause()
-		_, err = s.Complete(ctx, "", complete)
+		_, err := s.Complete(ctx, "", complete)
 		replica.Resume()
 		notReplicated(t, "completion with the replica paused", err)
 		if r, err := s.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimDone || string(r.Result) != `{"paid":5}` {

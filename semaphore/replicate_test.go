@@ -21,6 +21,20 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	req := func(owner string) leasegate.SemaphoreRequest {
 		return leasegate.SemaphoreRequest{Name: "pool", Owner: owner, TTL: time.Minute, Limit: 2}
 	}
+	mustAcquire := func(t *testing.T, s *semaphore.Service, owner, what string) leasegate.SemaphoreResult {
+		t.Helper()
+		got, err := s.Acquire(ctx, "", req(owner))
+		if err != nil || !got.Acquired {
+			t.Fatalf("%s: got %+v, %v; want a permit", what, got, err)
+		}
+		return got
+	}
+	notReplicated := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
+			t.Fatalf("%s: got %v, want ErrNotReplicated wrapping ErrUnavailable", what, err)
+		}
+	}
 	replicated := func(p *redistest.Server) *semaphore.Service {
 		return semaphore.New(p.Client(t), nil, semaphore.Options{MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
 	}
@@ -31,10 +45,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		s := replicated(primary)
 		onReplica := semaphore.New(replica.Client(t), nil, semaphore.Options{})
 		for _, owner := range []string{"a", "b"} {
-			got, err := s.Acquire(ctx, "", req(owner))
-			if err != nil || !got.Acquired {
-				t.Fatalf("acquire by %s: got %+v, %v; want a permit", owner, got, err)
-			}
+			got := mustAcquire(t, s, owner, "acquire by "+owner)
 			st, err := onReplica.Status(ctx, "", "pool")
 			if err != nil || len(st.Holders) == 0 || st.Holders[len(st.Holders)-1].Token == 0 {
 				t.Fatalf("status on the replica after %s's grant: got %+v, %v", owner, st, err)
@@ -53,9 +64,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		t.Parallel()
 		s := replicated(redistest.Start(t))
 		_, err := s.Acquire(ctx, "", req("a"))
-		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
-			t.Fatalf("acquire: got %v, want ErrNotReplicated wrapping ErrUnavailable", err)
-		}
+		notReplicated(t, "acquire", err)
 		if st, err := s.Status(ctx, "", "pool"); !errors.Is(err, leasegate.ErrSemaphoreNotHeld) {
 			t.Fatalf("status after the undone grant: got %+v, %v; want no permit", st, err)
 		}
@@ -65,16 +74,11 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)
 		s := replicated(primary)
-		got, err := s.Acquire(ctx, "", req("a"))
-		if err != nil || !got.Acquired {
-			t.Fatalf("acquire: got %+v, %v; want a permit", got, err)
-		}
+		got := mustAcquire(t, s, "a", "acquire")
 		replica.Pause()
-		_, err = s.Renew(ctx, "", "pool", "a", 2*time.Minute)
+		_, err := s.Renew(ctx, "", "pool", "a", 2*time.Minute)
 		replica.Resume()
-		if !errors.Is(err, redislock.ErrNotReplicated) {
-			t.Fatalf("renew with the replica paused: got %v, want ErrNotReplicated", err)
-		}
+		notReplicated(t, "renew with the replica paused", err)
 		st, err := s.Status(ctx, "", "pool")
 		if err != nil || len(st.Holders) != 1 || st.Holders[0].Owner != "a" || st.Holders[0].Token != got.Permit.Token {
 			t.Fatalf("status after the unconfirmed renew: got %+v, %v; want a's permit %d", st, err, got.Permit.Token)
@@ -88,15 +92,10 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		replica.Pause()
 		_, err := s.Acquire(ctx, "", req("a"))
 		replica.Resume()
-		if !errors.Is(err, redislock.ErrNotReplicated) {
-			t.Fatalf("acquire with the replica paused: got %v, want ErrNotReplicated", err)
-		}
+		notReplicated(t, "acquire with the replica paused", err)
 		if _, err := s.Status(ctx, "", "pool"); !errors.Is(err, leasegate.ErrSemaphoreNotHeld) {
 			t.Fatalf("status after the undone grant: got %v, want no permit", err)
 		}
-		got, err := s.Acquire(ctx, "", req("a"))
-		if err != nil || !got.Acquired {
-			t.Fatalf("acquire after the replica is back: got %+v, %v; want a permit", got, err)
-		}
+		mustAcquire(t, s, "a", "acquire after the replica is back")
 	})
 }
