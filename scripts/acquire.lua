@@ -49,13 +49,21 @@ if exp + delay > keep then
   keep = exp + delay
 end
 
--- register enters a waiting acquire among the resource's waiters.
+-- register enters a waiting acquire among the resource's waiters. Every
+-- refusal runs it, and it always writes: a refusal is read from data a
+-- read-only replica (a demoted primary a connection still reached during
+-- a failover) may hold stale, so it must fail there with READONLY rather
+-- than answer "held" (docs/safety.md). Without a waiter that write is an
+-- HDEL of a field no lease has, which changes nothing and is not
+-- replicated (proclaim.lua, release.lua).
 local function register()
   if waiter then
     redis.call('HSET', KEYS[2], ARGV[4], ARGV[6])
     if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then
       redis.call('PEXPIRE', KEYS[2], ARGV[5])
     end
+  else
+    redis.call('HDEL', KEYS[1], 'primary_check')
   end
 end
 

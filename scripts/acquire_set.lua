@@ -67,6 +67,9 @@ if #refused > 2 then
         redis.call('PEXPIRE', KEYS[2 * i], ARGV[5])
       end
     end
+  else
+    -- A refusal must not be read from a replica: acquire.lua's register().
+    redis.call('HDEL', KEYS[1], 'primary_check')
   end
   return refused
 end

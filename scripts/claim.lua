@@ -32,6 +32,9 @@ if h[1] == 'pending' then
   local cur = tonumber(h[5])
   if cur > now_ms then
     if h[2] ~= owner then
+      -- A refusal must not be read from a replica (acquire.lua's
+      -- register()): HDEL of a field no claim has is the write it refuses.
+      redis.call('HDEL', KEYS[1], 'primary_check')
       return {0, string.format('%.0f', cur - now_ms)}
     end
     redis.call('HSET', KEYS[1], 'expires_at', exps)

@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,11 +40,14 @@ func TestRefusalsFailOnAReplica(t *testing.T) {
 	if err := primary.HSet(ctx, "holders", "other", "7:1").Err(); err != nil {
 		t.Fatal(err)
 	}
+	if err := primary.Set(ctx, "limit1", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := primary.HSet(ctx, "claimed", "state", "pending", "owner", "other", "token", "7", "claimed_at", "1", "expires_at", "99999999999999").Err(); err != nil {
 		t.Fatal(err)
 	}
 	redistest.Eventually(t, 10*time.Second, "the lease, the permit and the claim replicated", func() bool {
-		return replica.Exists(ctx, "held", "permits", "holders", "claimed").Val() == 4
+		return replica.Exists(ctx, "held", "permits", "holders", "limit1", "claimed").Val() == 5
 	})
 	// keys names the keys a call reads: the ones above, or ones that do
 	// not exist.
@@ -84,20 +88,37 @@ func TestRefusalsFailOnAReplica(t *testing.T) {
 			return scripts.ClaimAbandon.Run(ctx, rdb, keys(held, "claimed"), "me", "7")
 		}},
 	}
+	// Taking what another holds is refused too: a lease, a lock set, a
+	// permit of a full semaphore (or one asked with another limit) and a
+	// pending claim. Of a name with nothing there these calls grant, a
+	// write a replica refuses anyway, so only the held case is a refusal.
+	heldOnly := []struct {
+		name string
+		run  func(rdb *redis.Client, held bool) *redis.Cmd
+	}{
+		{"acquire", func(rdb *redis.Client, _ bool) *redis.Cmd {
+			return scripts.Acquire.Run(ctx, rdb, []string{"held", "held:w"}, "me", 1000, 1000, "", 1000, 1, "r", 0)
+		}},
+		{"lock set acquire", func(rdb *redis.Client, _ bool) *redis.Cmd {
+			return scripts.AcquireSet.Run(ctx, rdb, []string{"held", "held:w"}, "me", 1000, 1000, "", 1000, 0, "r")
+		}},
+		{"semaphore acquire (full)", func(rdb *redis.Client, _ bool) *redis.Cmd {
+			return scripts.SemAcquire.Run(ctx, rdb, []string{"permits", "holders", "limit", "fence"}, "me", 1000, 1, 1000)
+		}},
+		{"semaphore acquire (another limit)", func(rdb *redis.Client, _ bool) *redis.Cmd {
+			return scripts.SemAcquire.Run(ctx, rdb, []string{"permits", "holders", "limit1", "fence"}, "me", 1000, 2, 1000)
+		}},
+		{"claim", func(rdb *redis.Client, _ bool) *redis.Cmd {
+			return scripts.Claim.Run(ctx, rdb, []string{"claimed"}, "me", 1000, 1000)
+		}},
+	}
 	for _, c := range calls {
 		for _, held := range []bool{false, true} {
-			if err := c.run(replica, held).Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
-				t.Errorf("%s (held by another: %v) on the replica: got %v, want a READONLY error", c.name, held, err)
-			}
-			v, err := c.run(primary, held).Result()
-			first := v
-			if reply, ok := v.([]any); ok && len(reply) > 0 {
-				first = reply[0]
-			}
-			if n, ok := first.(int64); err != nil || !ok || n > 0 {
-				t.Errorf("%s (held by another: %v) on the primary: got %v, %v; want a refusal (0 or -1)", c.name, held, v, err)
-			}
+			checkRefusal(t, c.name, held, func(rdb *redis.Client) *redis.Cmd { return c.run(rdb, held) }, primary, replica)
 		}
+	}
+	for _, c := range heldOnly {
+		checkRefusal(t, c.name, true, func(rdb *redis.Client) *redis.Cmd { return c.run(rdb, true) }, primary, replica)
 	}
 	if got := primary.Keys(ctx, "missing-*").Val(); len(got) != 0 {
 		t.Errorf("the refusals created %q on the primary", got)
@@ -109,5 +130,29 @@ func TestRefusalsFailOnAReplica(t *testing.T) {
 	}
 	if n := primary.ZCard(ctx, "permits").Val(); n != 1 {
 		t.Errorf("the refusals left %d permits, want the 1 there was", n)
+	}
+}
+
+// checkRefusal runs call on the replica, where it must fail with
+// READONLY, and on the primary, where it must answer a refusal: a first
+// reply element (or an acquire's first word) of 0 or -1.
+func checkRefusal(t *testing.T, name string, held bool, call func(*redis.Client) *redis.Cmd, primary, replica *redis.Client) {
+	t.Helper()
+	if err := call(replica).Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
+		t.Errorf("%s (held by another: %v) on the replica: got %v, want a READONLY error", name, held, err)
+	}
+	v, err := call(primary).Result()
+	first := v
+	if reply, ok := v.([]any); ok && len(reply) > 0 {
+		first = reply[0]
+	}
+	if s, ok := first.(string); ok {
+		n, perr := strconv.ParseInt(strings.Fields(s + " x")[0], 10, 64)
+		if perr == nil {
+			first = n
+		}
+	}
+	if n, ok := first.(int64); err != nil || !ok || n > 0 {
+		t.Errorf("%s (held by another: %v) on the primary: got %v, %v; want a refusal (0 or -1)", name, held, v, err)
 	}
 }

@@ -37,6 +37,10 @@ local n = redis.call('ZCARD', KEYS[1])
 if n > 0 then
   local cur = tonumber(redis.call('GET', KEYS[3]) or '')
   if cur and cur ~= limit then
+    -- A refusal must not be read from a replica (acquire.lua's register()):
+    -- an empty ZREMRANGEBYSCORE is the write a replica refuses, as in
+    -- sem_release.lua.
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '+inf', '-inf')
     return {-1, string.format('%.0f', cur), n}
   end
 end
@@ -65,6 +69,7 @@ if redis.call('ZSCORE', KEYS[1], owner) then
 end
 
 if n >= limit then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '+inf', '-inf')
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return {0, n, limit, string.format('%.0f', math.max(tonumber(first[2]) - now_ms, 0))}
 end
