@@ -79,6 +79,15 @@ func New(rdb redis.Scripter, opts Options) *Service {
 	return &Service{rdb: rdb, rep: rep, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, audit: audit}
 }
 
+// waits is the scripts' argument that says the gateway waits for
+// replicas after them (claim.lua's ARGV[4]).
+func (s *Service) waits() string {
+	if s.opts.MinReplicas > 0 {
+		return "1"
+	}
+	return "0"
+}
+
 // Key is the key of claim (scope, key) in tenant.
 func (s *Service) Key(tenant, scope, key string) string { return s.keys.Claim(tenant, scope, key) }
 
@@ -88,7 +97,7 @@ func (s *Service) Claim(ctx context.Context, tenant string, req leasegate.ClaimR
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: ttl %v must be at least 1ms", req.TTL)
 	}
 	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.Claim, "claim", []string{s.Key(tenant, req.Scope, req.Key)},
-		req.Owner, req.TTL.Milliseconds(), s.opts.Retention.Milliseconds())
+		req.Owner, req.TTL.Milliseconds(), s.opts.Retention.Milliseconds(), s.waits())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
 	}
@@ -122,7 +131,13 @@ func (s *Service) Claim(ctx context.Context, tenant string, req leasegate.ClaimR
 		return leasegate.ClaimResult{}, leasegate.Detailed(leasegate.ErrClaimInProgress,
 			fmt.Sprintf("another owner is doing this work; its lease has %d ms left", ms), max(retry, time.Millisecond))
 	case flag == 2 && len(arr) == 4:
-		return decodeDone("claim", v, arr[1:])
+		res, err := decodeDone("claim", v, arr[1:])
+		if err == nil && acked != nil {
+			// A completion the replicas do not have yet: a failover
+			// could lose it, so it is not answered as done.
+			return leasegate.ClaimResult{}, acked
+		}
+		return res, err
 	}
 	return leasegate.ClaimResult{}, reply.Reply("claim", v)
 }
@@ -137,7 +152,7 @@ func (s *Service) Complete(ctx context.Context, tenant string, req leasegate.Com
 		return leasegate.ClaimResult{}, fmt.Errorf("claim: keep %v must be at least 1ms", keep)
 	}
 	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.ClaimComplete, "claim_complete", []string{s.Key(tenant, req.Scope, req.Key)},
-		req.Owner, strconv.FormatInt(req.Token, 10), string(req.Result), keep.Milliseconds())
+		req.Owner, strconv.FormatInt(req.Token, 10), string(req.Result), keep.Milliseconds(), s.waits())
 	if err != nil {
 		return leasegate.ClaimResult{}, err
 	}

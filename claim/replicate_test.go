@@ -98,4 +98,35 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 			t.Fatalf("completing again after the replica is back: got %+v, %v; want the done state replayed", done, err)
 		}
 	})
+
+	// A done answer reads the completion and writes nothing: without a
+	// replicated write of its own, its WAIT would return at once and a
+	// completion no replica has would be answered done, then could be
+	// lost by a failover and the work run again under another result.
+	// That is Redis 7.2 and later, whose WAIT counts the connection's
+	// writes only; 7.0 (Debian 12's, which CI runs) counted every
+	// command, so there this case passes without the rewrite too.
+	t.Run("a completion the replicas do not have is not answered as done until they do", func(t *testing.T) {
+		t.Parallel()
+		primary, replica := redistest.StartReplicated(t)
+		s := replicated(primary)
+		got := mustClaim(t, s)
+		complete := leasegate.CompleteRequest{Scope: "reward", Key: "user-42", Owner: "a", Token: got.Token, Result: []byte(`{"paid":5}`)}
+		replica.Pause()
+		_, err := s.Complete(ctx, "", complete)
+		notReplicated(t, "completion with the replica paused", err)
+		// Another gateway (or another pooled connection): a connection
+		// that has written nothing, whose WAIT has nothing of its own to
+		// wait for.
+		other := replicated(primary)
+		_, err = other.Claim(ctx, "", req("b"))
+		notReplicated(t, "another owner's claim of the unreplicated completion", err)
+		_, err = other.Complete(ctx, "", complete)
+		notReplicated(t, "the completion replayed with the replica paused", err)
+		replica.Resume()
+		res, err := other.Claim(ctx, "", req("b"))
+		if err != nil || res.State != leasegate.ClaimDone || string(res.Result) != `{"paid":5}` {
+			t.Fatalf("claim after the replica is back: got %+v, %v; want done with the result", res, err)
+		}
+	})
 }

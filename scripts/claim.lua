@@ -6,6 +6,13 @@
 -- ARGV[2] ttl in milliseconds (integer > 0)
 -- ARGV[3] retention in milliseconds: how long a pending claim's hash outlives
 --         its lease, so the next holder's token is still larger
+-- ARGV[4] '1' when the gateway waits for replicas after this script
+--         (--min-replicas), else '0': a done answer then rewrites its state
+--         (HSET of the same value, which Redis replicates), so the WAIT
+--         that follows on this connection covers the completion it read.
+--         A read writes nothing, and WAIT only waits for the connection's
+--         own writes: without it a completion not yet on any replica
+--         could be answered done, and then lost by a failover.
 --
 -- Reply: {1, token, claimed_at_ms, expires_at_ms, created, reclaimed}
 --            pending, held by the caller; created = 1 when this call started
@@ -25,6 +32,9 @@ local retention = tonumber(ARGV[3])
 
 local h = redis.call('HMGET', KEYS[1], 'state', 'owner', 'token', 'claimed_at', 'expires_at', 'completed_at', 'result')
 if h[1] == 'done' then
+  if ARGV[4] == '1' then
+    redis.call('HSET', KEYS[1], 'state', 'done')
+  end
   return {2, h[3], h[6], h[7]}
 end
 local reclaimed = 0

@@ -5,6 +5,8 @@
 -- ARGV[2] token
 -- ARGV[3] result (one JSON value, stored byte for byte)
 -- ARGV[4] keep in milliseconds: how long the done claim is kept
+-- ARGV[5] '1' when the gateway waits for replicas (claim.lua's ARGV[4]): a
+--         replayed completion rewrites its state, so the WAIT covers it
 --
 -- Reply: {1, token, completed_at_ms, result}  completed now
 --        {3, token, completed_at_ms, result}  already done by this very completion (same owner, token, result)
@@ -21,6 +23,9 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local h = redis.call('HMGET', KEYS[1], 'state', 'owner', 'token', 'expires_at', 'completed_at', 'result')
 if h[1] == 'done' then
   if h[2] == ARGV[1] and h[3] == ARGV[2] and h[6] == ARGV[3] then
+    if ARGV[5] == '1' then
+      redis.call('HSET', KEYS[1], 'state', 'done')
+    end
     return {3, h[3], h[5], h[6]}
   end
   return {-1}

@@ -82,7 +82,7 @@ func TestRefusalsFailOnAReplica(t *testing.T) {
 			return scripts.SemRenew.Run(ctx, rdb, keys(held, "permits", "holders", "limit", "fence"), "me", 1000, 1000)
 		}},
 		{"claim completion", func(rdb *redis.Client, held bool) *redis.Cmd {
-			return scripts.ClaimComplete.Run(ctx, rdb, keys(held, "claimed"), "me", "7", "true", 1000)
+			return scripts.ClaimComplete.Run(ctx, rdb, keys(held, "claimed"), "me", "7", "true", 1000, "0")
 		}},
 		{"claim abandonment", func(rdb *redis.Client, held bool) *redis.Cmd {
 			return scripts.ClaimAbandon.Run(ctx, rdb, keys(held, "claimed"), "me", "7")
@@ -109,7 +109,7 @@ func TestRefusalsFailOnAReplica(t *testing.T) {
 			return scripts.SemAcquire.Run(ctx, rdb, []string{"permits", "holders", "limit1", "fence"}, "me", 1000, 2, 1000)
 		}},
 		{"claim", func(rdb *redis.Client, _ bool) *redis.Cmd {
-			return scripts.Claim.Run(ctx, rdb, []string{"claimed"}, "me", 1000, 1000)
+			return scripts.Claim.Run(ctx, rdb, []string{"claimed"}, "me", 1000, 1000, "0")
 		}},
 	}
 	for _, c := range calls {
