@@ -105,7 +105,9 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	// lost by a failover and the work run again under another result.
 	// That is Redis 7.2 and later, whose WAIT counts the connection's
 	// writes only; 7.0 (Debian 12's, which CI runs) counted every
-	// command, so there this case passes without the rewrite too.
+	// command, so there this case passes without the rewrite too;
+	// scripts.TestDoneAnswersWriteWhenTheGatewayWaits shows the write on
+	// any version.
 	t.Run("a completion the replicas do not have is not answered as done until they do", func(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)

@@ -156,3 +156,57 @@ func checkRefusal(t *testing.T, name string, held bool, call func(*redis.Client)
 		t.Errorf("%s (held by another: %v) on the primary: got %v, %v; want a refusal (0 or -1)", name, held, v, err)
 	}
 }
+
+// TestDoneAnswersWriteWhenTheGatewayWaits: with the gateway waiting for
+// replicas (the last argument '1'), a claim of a done key and a replayed
+// completion write (the claim's state, rewritten), so the WAIT after them
+// covers the completion they read on Redis 7.2 and later, whose WAIT
+// counts the connection's own writes only (docs/claims.md). The write
+// shows on any version: it moves the primary's replication offset, and a
+// replica refuses the claim. Without it ('0') a claim of a done key stays
+// a read, which a replica answers.
+func TestDoneAnswersWriteWhenTheGatewayWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primarySrv, replicaSrv := redistest.StartReplicated(t)
+	primary, replica := primarySrv.Client(t), replicaSrv.Client(t)
+	if err := primary.HSet(ctx, "done", "state", "done", "owner", "a", "token", "7", "completed_at", "1", "result", `"r"`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, 10*time.Second, "the done claim replicated", func() bool {
+		return replica.Exists(ctx, "done").Val() == 1
+	})
+	offset := func() string {
+		info := primary.Info(ctx, "replication").Val()
+		_, rest, _ := strings.Cut(info, "master_repl_offset:")
+		return strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
+	}
+	done := func(what string, cmd *redis.Cmd) {
+		t.Helper()
+		reply, err := cmd.Slice()
+		if err != nil || len(reply) != 4 || reply[1] != "7" || reply[3] != `"r"` {
+			t.Errorf("%s: got %v, %v; want the done state", what, reply, err)
+		}
+	}
+	claim := func(rdb *redis.Client, waits string) *redis.Cmd {
+		return scripts.Claim.Run(ctx, rdb, []string{"done"}, "b", 1000, 1000, waits)
+	}
+	replay := func(rdb *redis.Client, waits string) *redis.Cmd {
+		return scripts.ClaimComplete.Run(ctx, rdb, []string{"done"}, "a", "7", `"r"`, 1000, waits)
+	}
+	for name, call := range map[string]func(*redis.Client, string) *redis.Cmd{"claim": claim, "replayed completion": replay} {
+		before := offset()
+		done(name+" on the primary, the gateway waiting", call(primary, "1"))
+		if after := offset(); after == before {
+			t.Errorf("%s, the gateway waiting: the replication offset stayed at %s, so it wrote nothing a WAIT could wait for", name, after)
+		}
+		done(name+" on the primary", call(primary, "0"))
+	}
+	if err := claim(replica, "1").Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
+		t.Errorf("claim of a done key on the replica, the gateway waiting: got %v, want READONLY (a write)", err)
+	}
+	done("claim of a done key on the replica", claim(replica, "0"))
+	if got := primary.HGetAll(ctx, "done").Val(); len(got) != 5 || got["state"] != "done" {
+		t.Errorf("the done claim became %v", got)
+	}
+}
