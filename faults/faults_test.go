@@ -366,6 +366,7 @@ type result struct {
 	Verdict    verdict       `json:"verdict"`
 	Sets       setVerdict    `json:"lock_sets"`
 	Semaphores semVerdict    `json:"semaphores"`
+	Claims     claimVerdict  `json:"claims"`
 	Notes      []string      `json:"notes,omitempty"`
 	// Elections is the verdict of the election workload that ran beside
 	// the locks' under the same faults (docs/elections.md).
@@ -435,6 +436,9 @@ func logResults(t *testing.T, results []result) {
 			r.Scenario, r.Sets.Ops, r.Sets.Grants, r.Sets.Refused, r.Sets.Unknown, r.Sets.Overlaps, r.Sets.PartialHolds)
 		t.Logf("%-32s semaphores: ops=%d grants=%d refused=%d unknown=%d | over-limit=%d",
 			r.Scenario, r.Semaphores.Ops, r.Semaphores.Grants, r.Semaphores.Refused, r.Semaphores.Unknown, r.Semaphores.OverLimit)
+		c := r.Claims
+		t.Logf("%-32s claims: ops=%d started=%d completed=%d answered-done=%d refused=%d unknown=%d | double-holders=%d ran-again=%d two-results=%d",
+			r.Scenario, c.Ops, c.Started, c.Completed, c.Replayed, c.Refused, c.Unknown, c.DoubleHolders, c.RanAgain, c.TwoResults)
 		t.Logf("%-32s promised=%-5v ops=%d grants=%d unknown=%d writes=%d faults=%d | model illegal=%d timed-out=%d lost-release=%d double-grants=%d | fencing stale=%d superseded-accepted=%d superseded-rejected=%d | token regressions=%d",
 			r.Scenario, r.Promised, v.Ops, v.Grants, v.Unknown, v.Writes, len(r.Faults), v.ModelIllegal, v.ModelUnknown, v.ModelLostRelease, v.DoubleGrants, v.StaleAccepted, v.SupersededAccepted, v.SupersededRejected, v.TokenRegressions)
 		e := r.Elections
@@ -488,7 +492,9 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	waitSets := sw.run(ctx, s.seed)
 	mw := newSemWorkload(e.base, sc.name, 2, 4)
 	waitSems := mw.run(ctx, s.seed)
-	wait := func() { waitLocks(); waitElections(); waitSets(); waitSems() }
+	cw := newClaimWorkload(e.base, sc.name, 4)
+	waitClaims := cw.run(ctx, s.seed)
+	wait := func() { waitLocks(); waitElections(); waitSets(); waitSems(); waitClaims() }
 	var faults []string
 	for i := 0; i < s.rounds; i++ {
 		// Spread the faults over the scenario, leaving a quiet tail.
@@ -512,7 +518,10 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	semOps, semOdd := mw.snapshot()
 	mv, semNotes := checkSems(semOps)
 	notes = append(notes, semNotes...)
-	res := result{Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Sets: sv, Notes: notes,
+	claimOps, claimOdd := cw.snapshot()
+	cv, claimNotes := checkClaims(claimOps)
+	notes = append(notes, claimNotes...)
+	res := result{Claims: cv, Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Sets: sv, Notes: notes,
 		Elections: ev, ElectionNotes: enotes, ElectionClient: ew.clients, Semaphores: mv}
 	t.Logf("%s: %+v", sc.name, v)
 	t.Logf("%s elections: %+v", sc.name, ev)
@@ -535,6 +544,16 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	}
 	if sc.promised && mv.violations() > 0 {
 		t.Errorf("%s: the docs promise the limit here, and the semaphore checker found %d grants over it", sc.name, mv.OverLimit)
+	}
+	t.Logf("%s: claims %+v", sc.name, cv)
+	if len(claimOdd) > 0 {
+		t.Errorf("claim answers outside the contract: %q", claimOdd)
+	}
+	if cv.Started == 0 || cv.Completed == 0 {
+		t.Errorf("no claim was started or completed: the claim workload did not run")
+	}
+	if sc.promised && cv.violations() > 0 {
+		t.Errorf("%s: the docs promise claims here, and the claim checkers found %d double holders, %d claims run again and %d second results", sc.name, cv.DoubleHolders, cv.RanAgain, cv.TwoResults)
 	}
 	for _, n := range append(notes, enotes...) {
 		t.Log(n)
