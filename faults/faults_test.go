@@ -456,8 +456,9 @@ func logResults(t *testing.T, results []result) {
 	}
 }
 
-// saveIllegal writes the history of every resource the model refused
-// next to the -faults.report file, as JSON, one file per resource.
+// saveIllegal writes the history of every resource the model refused, or
+// another checker found a violation on, next to the -faults.report file,
+// as JSON, one file per resource.
 func saveIllegal(t *testing.T, scenario string, illegal map[string][]op) {
 	t.Helper()
 	if *flagReport == "" {
@@ -500,7 +501,11 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 		// Spread the faults over the scenario, leaving a quiet tail.
 		gap := time.Until(end) / time.Duration(s.rounds-i+1)
 		pause(ctx, jitter(r, gap/2, gap))
+		// The fault's span in Unix ms, the Redis clock's unit (one host),
+		// to read a kept history against.
+		at := time.Now().UnixMilli()
 		f := e.inject(t, i, r, w)
+		f = fmt.Sprintf("%s (Unix ms %d to %d)", f, at, time.Now().UnixMilli())
 		faults = append(faults, f)
 		t.Logf("fault %d: %s", i+1, f)
 	}

@@ -362,6 +362,11 @@ func check(h *history, timeout time.Duration, failover bool) (verdict, []string,
 		v.SupersededAccepted += sa
 		v.SupersededRejected += sr
 		notes = append(notes, n...)
+		if dg+tr+st+sa > 0 {
+			// Kept too: a search that timed out says nothing, and the
+			// other checkers' finding needs its history read.
+			illegal[r] = byRes[r]
+		}
 	}
 	return v, notes, illegal
 }
