@@ -26,6 +26,13 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 			t.Errorf("got %+v, want acquired %+v", res, want)
 		}
 	})
+	t.Run("a renewal of the caller's own lease is a grant", func(t *testing.T) {
+		res, err := New(redistest.ReplyScripter{Reply: "3 7 1000 2500 1500 svc-a"}, Options{}).
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+		if err != nil || !res.Acquired || res.Lock.Token != 7 || !res.Lock.AcquiredAt.Equal(time.UnixMilli(1000)) {
+			t.Errorf("got %+v, %v; want acquired under token 7 since 1000", res, err)
+		}
+	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc-b"}, Options{}).
 			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
@@ -67,7 +74,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		"an integer":              int64(1),
 		"empty":                   "",
 		"owner is missing":        "1 7 1000 2000 1000",
-		"flag out of range":       "3 7 1000 2000 1000 svc-a",
+		"flag out of range":       "4 7 1000 2000 1000 svc-a",
 		"a delay without free_at": "2 7 1000 2000 1000 svc-a",
 		"flag is negative":        "-1 7 1000 2000 1000 svc-a",
 		"token is not a number":   "1 seven 1000 2000 1000 svc-a",

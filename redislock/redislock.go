@@ -194,10 +194,18 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	}
 	res := leasegate.AcquireResult{Acquired: a.granted, Lock: a.lock, Delayed: a.delayed}
 	if res.Acquired && acked != nil {
-		l.undoAcquire(ctx, tenant, resource, owner, a.lock.Token)
+		// A new lease is undone: a failover could give it to another.
+		// A renewed one is left as it was, as Renew leaves it: the
+		// caller held it before this call and may be working under it,
+		// so taking it away now would let another owner in before the
+		// caller hears of it. Its extension may not survive a failover;
+		// the expiry the caller had does.
+		if !a.renewed {
+			l.undoAcquire(ctx, tenant, resource, owner, a.lock.Token)
+		}
 		return leasegate.AcquireResult{}, acked
 	}
-	if res.Acquired && a.acquiredMS == a.nowMS {
+	if res.Acquired && !a.renewed {
 		l.indexSecondStep(ctx, tenant, resource)
 	}
 	if !res.Acquired {
@@ -225,7 +233,9 @@ func delayArg(delay time.Duration) (int64, error) {
 
 // acquireReply is acquire.lua's answer.
 type acquireReply struct {
-	granted           bool
+	granted bool
+	// renewed: the caller held the lease already (flag 3).
+	renewed           bool
 	lock              leasegate.Lock
 	acquiredMS, nowMS int64
 	// delayed: refused by the expired lease's lock delay, until freeAtMS.
@@ -234,8 +244,9 @@ type acquireReply struct {
 }
 
 // decodeAcquire reads acquire.lua's one-string reply,
-// '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>':
-// five decimal fields (six with flag 2, a lock delay's refusal: then
+// '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>'
+// (flag 1 a new lease, 3 a renewed one, 0 refused): five decimal fields
+// (six with flag 2, a lock delay's refusal: then
 // free_at_ms comes before the owner), then the owner verbatim (it may
 // hold spaces).
 func decodeAcquire(resource, s string) (acquireReply, error) {
@@ -259,13 +270,14 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 	}
 	// The owner may be empty (the lock engine itself does not require
 	// one; the HTTP layer does): the space before it is still there.
-	if n[0] != 0 && n[0] != 1 && n[0] != 2 {
+	if n[0] < 0 || n[0] > 3 {
 		return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
 	}
 	return acquireReply{
 		delayed:  n[0] == 2,
 		freeAtMS: n[5],
-		granted:  n[0] == 1,
+		granted:  n[0] == 1 || n[0] == 3,
+		renewed:  n[0] == 3,
 		lock: leasegate.Lock{
 			Resource:   resource,
 			Owner:      rest,

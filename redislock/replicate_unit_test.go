@@ -36,6 +36,21 @@ func TestMinReplicasWhenWaitFails(t *testing.T) {
 		}
 	})
 
+	t.Run("a same-owner re-acquire is reported unavailable and the lease kept", func(t *testing.T) {
+		res := t.Name()
+		first, err := plain.Acquire(ctx, res, "a", time.Minute)
+		if err != nil || !first.Acquired {
+			t.Fatalf("acquire: got %+v, %v; want acquired", first, err)
+		}
+		if _, err := l.Acquire(ctx, res, "a", time.Minute); !errors.Is(err, redislock.ErrNotReplicated) {
+			t.Fatalf("re-acquire: got %v, want ErrNotReplicated", err)
+		}
+		got, err := plain.Status(ctx, res)
+		if err != nil || got.Token != first.Lock.Token || got.Owner != "a" {
+			t.Fatalf("status: got %+v, %v; want a's lease under token %d", got, err, first.Lock.Token)
+		}
+	})
+
 	t.Run("a renew is reported unavailable and the lease kept", func(t *testing.T) {
 		res := t.Name()
 		first, err := plain.Acquire(ctx, res, "a", time.Minute)

@@ -26,7 +26,9 @@
 --         the field, so a lease without a delay keeps its four fields.
 --
 -- Reply: one string, '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>'
---        flag 1: the caller holds the lease; 0: someone else holds it.
+--        flag 1: the caller holds a new lease; 3: the caller held the
+--        lease already and it was renewed (token and acquired_at kept);
+--        0: someone else holds it.
 --        or '2 <token> <acquired_at_ms> <expires_at_ms> <now_ms> <free_at_ms> <owner>'
 --        flag 2: the last lease (token .. expires_at, owner) has expired
 --        but is in its lock delay until free_at_ms: refused as contended.
@@ -88,7 +90,7 @@ if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
     end
   end
   redis.call('PEXPIREAT', KEYS[1], keep)
-  return '1 ' .. cur[2] .. ' ' .. cur[3] .. ' ' .. exps .. ' ' .. nows .. ' ' .. owner
+  return '3 ' .. cur[2] .. ' ' .. cur[3] .. ' ' .. exps .. ' ' .. nows .. ' ' .. owner
 end
 
 -- Expired by time (a release or force-release removes owner and

@@ -9,7 +9,8 @@
 -- ARGV[3] limit (integer 1..10000)
 -- ARGV[4] fence retention in milliseconds: how long the fence outlives the last permit
 --
--- Reply: {1, token, acquired_at_ms, expires_at_ms, holders, limit}  the caller holds a permit
+-- Reply: {1, token, acquired_at_ms, expires_at_ms, holders, limit}  the caller holds a new permit
+--        {2, token, acquired_at_ms, expires_at_ms, holders, limit}  the caller held it already: renewed
 --        {0, holders, limit, retry_ms}                              full: retry_ms until the earliest expiry
 --        {-1, limit_in_force, holders}                              the limit differs from the one in force
 -- Tokens and times are decimal strings; counts are integers.
@@ -61,7 +62,7 @@ if redis.call('ZSCORE', KEYS[1], owner) then
   if sep then
     redis.call('ZADD', KEYS[1], exp, owner)
     keep()
-    return {1, string.sub(h, 1, sep - 1), string.sub(h, sep + 1), exps, n, limit}
+    return {2, string.sub(h, 1, sep - 1), string.sub(h, sep + 1), exps, n, limit}
   end
   -- A permit without its holder record cannot happen; drop it and grant anew.
   redis.call('ZREM', KEYS[1], owner)

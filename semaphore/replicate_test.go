@@ -85,6 +85,21 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		}
 	})
 
+	t.Run("a same-owner re-acquire a hung replica does not acknowledge keeps the permit", func(t *testing.T) {
+		t.Parallel()
+		primary, replica := redistest.StartReplicated(t)
+		s := replicated(primary)
+		got := mustAcquire(t, s, "a", "acquire")
+		replica.Pause()
+		_, err := s.Acquire(ctx, "", req("a"))
+		replica.Resume()
+		notReplicated(t, "re-acquire with the replica paused", err)
+		st, err := s.Status(ctx, "", "pool")
+		if err != nil || len(st.Holders) != 1 || st.Holders[0].Owner != "a" || st.Holders[0].Token != got.Permit.Token {
+			t.Fatalf("status after the unconfirmed re-acquire: got %+v, %v; want a's permit %d", st, err, got.Permit.Token)
+		}
+	})
+
 	t.Run("a grant the replica misses while paused is undone, and granted once it is back", func(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)

@@ -149,7 +149,7 @@ func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasega
 		return leasegate.SemaphoreResult{}, err
 	}
 	switch {
-	case flag == 1 && len(arr) == 6:
+	case (flag == 1 || flag == 2) && len(arr) == 6:
 		p, err := decodePermit(req.Name, req.Owner, arr[1:4])
 		holders, ok1 := arr[4].(int64)
 		limit, ok2 := arr[5].(int64)
@@ -157,11 +157,17 @@ func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasega
 			return leasegate.SemaphoreResult{}, reply.Reply("sem_acquire", v)
 		}
 		if acked != nil {
+			if flag == 2 {
+				// Renewed: the caller held the permit before this call
+				// and may be working under it. Left as it was, as a
+				// lock's renewal is; its extension may not survive a
+				// failover, the expiry the caller had does.
+				return leasegate.SemaphoreResult{}, acked
+			}
 			// Not on enough replicas: a failover could lose it and give
-			// the slot to another. Undone, as a lock's grant is, so an
-			// error from Acquire always means "no permit". If the undo
-			// fails, the permit runs out by its TTL, held by an owner
-			// who was told no.
+			// the slot to another. Undone, as a lock's grant is. If the
+			// undo fails, the permit runs out by its TTL, held by an
+			// owner who was told no.
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			defer cancel()
 			_, _ = s.release(uctx, k, req.Owner, p.Token)
