@@ -235,9 +235,9 @@ func delayArg(delay time.Duration) (int64, error) {
 type acquireReply struct {
 	granted bool
 	// renewed: the caller held the lease already (flag 3).
-	renewed           bool
-	lock              leasegate.Lock
-	acquiredMS, nowMS int64
+	renewed bool
+	lock    leasegate.Lock
+	nowMS   int64
 	// delayed: refused by the expired lease's lock delay, until freeAtMS.
 	delayed  bool
 	freeAtMS int64
@@ -285,8 +285,7 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 			AcquiredAt: time.UnixMilli(n[2]).UTC(),
 			ExpiresAt:  time.UnixMilli(n[3]).UTC(),
 		},
-		acquiredMS: n[2],
-		nowMS:      n[4],
+		nowMS: n[4],
 	}, nil
 }
 
