@@ -1,12 +1,10 @@
 package faults
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -114,32 +112,24 @@ func (w *claimWorkload) call(ctx context.Context, key, owner string, complete bo
 	if complete {
 		path += "/complete"
 	}
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(b))
-	if err != nil {
+	status, data, ok := postJSON(ctx, w.http, path, body)
+	if !ok {
 		return o
 	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := w.http.Do(req)
-	if err != nil {
-		return o
-	}
-	data, _ := io.ReadAll(res.Body)
-	_ = res.Body.Close()
 	what := "POST /claims"
 	if complete {
 		what += "/complete"
 	}
 	switch {
-	case res.StatusCode == http.StatusServiceUnavailable:
+	case status == http.StatusServiceUnavailable:
 		return o
-	case !complete && res.StatusCode == http.StatusConflict,
-		complete && (res.StatusCode == http.StatusForbidden || res.StatusCode == http.StatusNotFound):
+	case !complete && status == http.StatusConflict,
+		complete && (status == http.StatusForbidden || status == http.StatusNotFound):
 		o.Outcome = outNotGranted
 		return o
-	case res.StatusCode == http.StatusOK || (!complete && res.StatusCode == http.StatusCreated):
+	case status == http.StatusOK || (!complete && status == http.StatusCreated):
 	default:
-		w.unexpected(fmt.Sprintf("%s: %d %s", what, res.StatusCode, data))
+		w.unexpected(fmt.Sprintf("%s: %d %s", what, status, data))
 		return o
 	}
 	var ans struct {
@@ -165,7 +155,7 @@ func (w *claimWorkload) call(ctx context.Context, key, owner string, complete bo
 			return o
 		}
 		o.Outcome, o.Done, o.Result, o.Token = outGranted, true, result, ans.Token
-	case ans.State == "pending" && res.StatusCode == http.StatusCreated:
+	case ans.State == "pending" && status == http.StatusCreated:
 		from, err1 := time.Parse(time.RFC3339Nano, ans.Claim.ClaimedAt)
 		until, err2 := time.Parse(time.RFC3339Nano, ans.Claim.ExpiresAt)
 		if err1 != nil || err2 != nil || ans.Claim.Owner != owner || ans.Claim.Token <= 0 {
@@ -176,7 +166,7 @@ func (w *claimWorkload) call(ctx context.Context, key, owner string, complete bo
 	default:
 		// 200 pending is the same owner claiming again, which a fresh
 		// owner never does.
-		w.unexpected(fmt.Sprintf("%s: %d %s", what, res.StatusCode, data))
+		w.unexpected(fmt.Sprintf("%s: %d %s", what, status, data))
 	}
 	return o
 }

@@ -1,12 +1,10 @@
 package faults
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -82,21 +80,13 @@ func (w *semWorkload) client(ctx context.Context, id int, r *rand.Rand) {
 // acquire sends one POST /semaphores/{name}.
 func (w *semWorkload) acquire(ctx context.Context, name string, body map[string]any) semOp {
 	o := semOp{Name: name, Owner: body["owner"].(string), Outcome: outUnknown}
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.base+"/semaphores/"+url.PathEscape(name), bytes.NewReader(b))
-	if err != nil {
+	status, data, ok := postJSON(ctx, w.http, w.base+"/semaphores/"+url.PathEscape(name), body)
+	if !ok {
 		return o
 	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := w.http.Do(req)
-	if err != nil {
-		return o
-	}
-	data, _ := io.ReadAll(res.Body)
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		if res.StatusCode != http.StatusServiceUnavailable {
-			w.unexpected(fmt.Sprintf("POST /semaphores: %d %s", res.StatusCode, data))
+	if status != http.StatusOK {
+		if status != http.StatusServiceUnavailable {
+			w.unexpected(fmt.Sprintf("POST /semaphores: %d %s", status, data))
 		}
 		return o
 	}

@@ -1,11 +1,9 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -91,21 +89,13 @@ func (w *setWorkload) client(ctx context.Context, id int, r *rand.Rand) {
 // back.
 func (w *setWorkload) acquire(ctx context.Context, body map[string]any) setOp {
 	o := setOp{Owner: body["owner"].(string), Resources: body["resources"].([]string), Outcome: outUnknown}
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.base+"/locks", bytes.NewReader(b))
-	if err != nil {
+	status, data, ok := postJSON(ctx, w.http, w.base+"/locks", body)
+	if !ok {
 		return o
 	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := w.http.Do(req)
-	if err != nil {
-		return o
-	}
-	data, _ := io.ReadAll(res.Body)
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		if res.StatusCode != http.StatusServiceUnavailable {
-			w.unexpected(fmt.Sprintf("POST /locks: %d %s", res.StatusCode, data))
+	if status != http.StatusOK {
+		if status != http.StatusServiceUnavailable {
+			w.unexpected(fmt.Sprintf("POST /locks: %d %s", status, data))
 		}
 		return o
 	}

@@ -152,6 +152,24 @@ func runClients(ctx context.Context, n int, seed, stream uint64, hc *http.Client
 	}
 }
 
+// postJSON sends body as JSON to url with hc and reads the answer; ok is
+// false when no answer came (the outcome is unknown).
+func postJSON(ctx context.Context, hc *http.Client, url string, body map[string]any) (status int, data []byte, ok bool) {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, false
+	}
+	data, _ = io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	return res.StatusCode, data, true
+}
+
 func pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
