@@ -155,15 +155,37 @@ func DeadAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// handedOut holds every port FreePort returned in this process.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago and
+// that it has not returned before in this process. A port is never
+// handed out twice because a test's server can outlive its use: a
+// Sentinel still watches a primary a test killed, a gateway still dials
+// a Redis it waits for, and a new server on that port would get their
+// commands (a Sentinel's REPLICAOF turns it into another test's replica).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
+	}
 }
 
 func (s *Server) start() {
