@@ -24,7 +24,7 @@ func redisFlags(fs *flag.FlagSet, r *server.RedisConfig) {
 	fs.StringVar(&r.TLSKey, "redis-tls-key", r.TLSKey, "PEM client key for mutual TLS (with --redis-tls-cert)")
 	fs.StringVar(&r.TLSServerName, "redis-tls-server-name", r.TLSServerName, "name expected in Redis's certificate (default: the host dialled)")
 	fs.BoolVar(&r.TLSInsecureSkipVerify, "redis-tls-insecure-skip-verify", r.TLSInsecureSkipVerify, "do NOT verify Redis's certificate (testing only; logged as a warning)")
-	fs.IntVar(&r.MinReplicas, "min-replicas", r.MinReplicas, "replicas that must acknowledge (WAIT) each grant of a lock, lock set, election, semaphore permit or claim, else it is undone and the caller gets 503; 0 = off")
+	fs.IntVar(&r.MinReplicas, "min-replicas", r.MinReplicas, "replicas that must acknowledge (WAIT) each grant of a lock, lock set, election, semaphore permit or claim, else a new grant is undone (a renewal is left as it was) and the caller gets 503; 0 = off")
 	fs.DurationVar(&r.MinReplicasTimeout, "min-replicas-timeout", r.MinReplicasTimeout, "how long each grant waits for --min-replicas acknowledgements")
 	fs.DurationVar(&r.OutageGrace, "outage-grace", r.OutageGrace, "longest a call waits for a Redis node that does not answer before it is answered 503 and the node is taken as down (calls are then answered 503 at once until it answers a PING); 0 = never wait (a reply still gets 100ms)")
 	fs.BoolVar(&r.AllowEviction, "allow-eviction", r.AllowEviction, "serve on a Redis whose maxmemory-policy may evict lock keys (a lock can then be granted twice); default: refuse to start, /readyz 503")
