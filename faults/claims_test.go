@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -338,16 +337,7 @@ func TestCheckersCatchBrokenClaims(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, f *fakeClaims) claimVerdict {
 		f.claims = map[string]*fakeClaim{}
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
-		w := newClaimWorkload(srv.URL, "control", 4)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		w.run(ctx, uint64(time.Now().UnixNano()))()
-		ops, odd := w.snapshot()
-		if len(odd) > 0 {
-			t.Fatalf("answers outside the contract: %q", odd)
-		}
+		ops := runControl(t, f, 5*time.Second, func(base string) sideWorkload[claimOp] { return newClaimWorkload(base, "control", 4) })
 		v, notes := checkClaims(ops)
 		t.Logf("%+v %q", v, notes)
 		if v.Started == 0 || v.Completed == 0 || (v.Refused == 0 && !f.noExclusion) || (v.Replayed == 0 && !f.forgetDone) {

@@ -247,16 +247,7 @@ func TestCheckersCatchABrokenLock(t *testing.T) {
 func runFakeSets(t *testing.T, f *fakeLocks, d time.Duration) setVerdict {
 	t.Helper()
 	f.leases, f.fence = map[string]fakeLease{}, map[string]int64{}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	w := newSetWorkload(srv.URL, "control", 5, 4)
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	w.run(ctx, uint64(time.Now().UnixNano()))()
-	ops, odd := w.snapshot()
-	if len(odd) > 0 {
-		t.Fatalf("answers outside the contract: %q", odd)
-	}
+	ops := runControl(t, f, d, func(base string) sideWorkload[setOp] { return newSetWorkload(base, "control", 5, 4) })
 	v, notes := checkSets(ops)
 	t.Logf("%+v", v)
 	for _, n := range notes {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -220,16 +219,7 @@ func TestCheckersCatchABrokenSemaphore(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, f *fakeSemaphores) semVerdict {
 		f.permits = map[string][]int64{}
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
-		w := newSemWorkload(srv.URL, "control", 2, 4)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		w.run(ctx, uint64(time.Now().UnixNano()))()
-		ops, odd := w.snapshot()
-		if len(odd) > 0 {
-			t.Fatalf("answers outside the contract: %q", odd)
-		}
+		ops := runControl(t, f, 3*time.Second, func(base string) sideWorkload[semOp] { return newSemWorkload(base, "control", 2, 4) })
 		v, notes := checkSems(ops)
 		t.Logf("%+v %q", v, notes)
 		if v.Grants == 0 || (v.Refused == 0 && !f.skipLimit) {

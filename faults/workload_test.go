@@ -10,11 +10,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -150,6 +152,31 @@ func runClients(ctx context.Context, n int, seed, stream uint64, hc *http.Client
 		wg.Wait()
 		hc.CloseIdleConnections()
 	}
+}
+
+// sideWorkload is a side workload (lock sets, semaphores, claims): its
+// clients and its ledger.
+type sideWorkload[T any] interface {
+	run(ctx context.Context, seed uint64) (wait func())
+	snapshot() ([]T, []string)
+}
+
+// runControl runs the side workload w, whose clients talk to fake (an
+// in-process service of a negative control), for d and returns its
+// history; an answer outside the contract fails the test.
+func runControl[T any](t *testing.T, fake http.Handler, d time.Duration, newW func(base string) sideWorkload[T]) []T {
+	t.Helper()
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	w := newW(srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	w.run(ctx, uint64(time.Now().UnixNano()))()
+	ops, odd := w.snapshot()
+	if len(odd) > 0 {
+		t.Fatalf("answers outside the contract: %q", odd)
+	}
+	return ops
 }
 
 // postJSON sends body as JSON to url with hc and reads the answer; ok is
