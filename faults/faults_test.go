@@ -456,6 +456,25 @@ func logResults(t *testing.T, results []result) {
 	}
 }
 
+// judgeSide fails a scenario on a side workload's (what's) answers
+// outside the contract, on a workload that did not run (nothing granted,
+// or for claims nothing started and completed), and, where the docs
+// promise safety, on any violation its checkers found (the verdict says
+// which).
+func judgeSide(t *testing.T, sc scenario, what string, verdict any, odd []string, ran bool, violations int) {
+	t.Helper()
+	t.Logf("%s: %s workload %+v", sc.name, what, verdict)
+	if len(odd) > 0 {
+		t.Errorf("%s answers outside the contract: %q", what, odd)
+	}
+	if !ran {
+		t.Errorf("the %s workload did not run: %+v", what, verdict)
+	}
+	if sc.promised && violations > 0 {
+		t.Errorf("%s: the docs promise safety here, and the %s checkers found %d violations: %+v", sc.name, what, violations, verdict)
+	}
+}
+
 // saveIllegal writes the history of every resource the model refused, or
 // another checker found a violation on, next to the -faults.report file,
 // as JSON, one file per resource.
@@ -530,36 +549,9 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 		Elections: ev, ElectionNotes: enotes, ElectionClient: ew.clients, Semaphores: mv}
 	t.Logf("%s: %+v", sc.name, v)
 	t.Logf("%s elections: %+v", sc.name, ev)
-	t.Logf("%s: lock sets %+v", sc.name, sv)
-	if len(setOdd) > 0 {
-		t.Errorf("lock-set answers outside the contract: %q", setOdd)
-	}
-	if sv.Grants == 0 {
-		t.Errorf("no lock set was granted: the set workload did not run")
-	}
-	if sc.promised && sv.violations() > 0 {
-		t.Errorf("%s: the docs promise safety here, and the lock-set checkers found %d overlaps and %d partial holds", sc.name, sv.Overlaps, sv.PartialHolds)
-	}
-	t.Logf("%s: semaphores %+v", sc.name, mv)
-	if len(semOdd) > 0 {
-		t.Errorf("semaphore answers outside the contract: %q", semOdd)
-	}
-	if mv.Grants == 0 {
-		t.Errorf("no permit was granted: the semaphore workload did not run")
-	}
-	if sc.promised && mv.violations() > 0 {
-		t.Errorf("%s: the docs promise the limit here, and the semaphore checker found %d grants over it", sc.name, mv.OverLimit)
-	}
-	t.Logf("%s: claims %+v", sc.name, cv)
-	if len(claimOdd) > 0 {
-		t.Errorf("claim answers outside the contract: %q", claimOdd)
-	}
-	if cv.Started == 0 || cv.Completed == 0 {
-		t.Errorf("no claim was started or completed: the claim workload did not run")
-	}
-	if sc.promised && cv.violations() > 0 {
-		t.Errorf("%s: the docs promise claims here, and the claim checkers found %d double holders, %d claims run again and %d second results", sc.name, cv.DoubleHolders, cv.RanAgain, cv.TwoResults)
-	}
+	judgeSide(t, sc, "lock-set", sv, setOdd, sv.Grants > 0, sv.violations())
+	judgeSide(t, sc, "semaphore", mv, semOdd, mv.Grants > 0, mv.violations())
+	judgeSide(t, sc, "claim", cv, claimOdd, cv.Started > 0 && cv.Completed > 0, cv.violations())
 	for _, n := range append(notes, enotes...) {
 		t.Log(n)
 	}
