@@ -39,6 +39,24 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		}
 	}
 
+	// unreplicatedCompletion claims as a on a primary with a replica,
+	// pauses the replica and completes: answered not replicated. The
+	// replica is left paused.
+	unreplicatedCompletion := func(t *testing.T) (primary, replica *redistest.Server, s *claim.Service, complete leasegate.CompleteRequest) {
+		t.Helper()
+		primary, replica = redistest.StartReplicated(t)
+		s = replicated(primary)
+		got := mustClaim(t, s)
+		complete = leasegate.CompleteRequest{Scope: "reward", Key: "user-42", Owner: "a", Token: got.Token, Result: []byte(`{"paid":5}`)}
+		replica.Pause()
+		_, err := s.Complete(ctx, "", complete)
+		if !errors.Is(err, redislock.ErrNotReplicated) {
+			replica.Resume()
+		}
+		notReplicated(t, "completion with the replica paused", err)
+		return primary, replica, s, complete
+	}
+
 	t.Run("an acknowledged claim and completion are on the replica when they return", func(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)
@@ -82,14 +100,8 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 
 	t.Run("a completion a hung replica does not acknowledge stays done and replays once it is back", func(t *testing.T) {
 		t.Parallel()
-		primary, replica := redistest.StartReplicated(t)
-		s := replicated(primary)
-		got := mustClaim(t, s)
-		complete := leasegate.CompleteRequest{Scope: "reward", Key: "user-42", Owner: "a", Token: got.Token, Result: []byte(`{"paid":5}`)}
-		replica.Pause()
-		_, err := s.Complete(ctx, "", complete)
+		_, replica, s, complete := unreplicatedCompletion(t)
 		replica.Resume()
-		notReplicated(t, "completion with the replica paused", err)
 		if r, err := s.Get(ctx, "", "reward", "user-42"); err != nil || r.State != leasegate.ClaimDone || string(r.Result) != `{"paid":5}` {
 			t.Fatalf("get after the unconfirmed completion: got %+v, %v; want done with the result", r, err)
 		}
@@ -110,18 +122,12 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 	// any version.
 	t.Run("a completion the replicas do not have is not answered as done until they do", func(t *testing.T) {
 		t.Parallel()
-		primary, replica := redistest.StartReplicated(t)
-		s := replicated(primary)
-		got := mustClaim(t, s)
-		complete := leasegate.CompleteRequest{Scope: "reward", Key: "user-42", Owner: "a", Token: got.Token, Result: []byte(`{"paid":5}`)}
-		replica.Pause()
-		_, err := s.Complete(ctx, "", complete)
-		notReplicated(t, "completion with the replica paused", err)
+		primary, replica, _, complete := unreplicatedCompletion(t)
 		// Another gateway (or another pooled connection): a connection
 		// that has written nothing, whose WAIT has nothing of its own to
 		// wait for.
 		other := replicated(primary)
-		_, err = other.Claim(ctx, "", req("b"))
+		_, err := other.Claim(ctx, "", req("b"))
 		notReplicated(t, "another owner's claim of the unreplicated completion", err)
 		_, err = other.Complete(ctx, "", complete)
 		notReplicated(t, "the completion replayed with the replica paused", err)
