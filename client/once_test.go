@@ -156,10 +156,13 @@ func TestOnceResultsKeepTheirBytes(t *testing.T) {
 func TestOnceKeepsTheLeaseAliveWhileFnRuns(t *testing.T) {
 	t.Parallel()
 	c := realGatewayClient(t)
-	// fn runs for longer than the claim's 1 s lease; KeepAlive renews it,
-	// so a second caller meanwhile is told claim-in-progress.
+	// fn runs for longer than the claim's 3 s lease; KeepAlive renews it,
+	// so a second caller meanwhile is told claim-in-progress. Three
+	// seconds, not one: a renewal gets a third of the TTL, and with a
+	// one-second lease renewals slower than 333 ms (race detector, CI's
+	// staticcheck and fuzz run on the same 2 cores) lost it, correctly.
 	got, err := c.Once(t.Context(), "reward", "slow", func(ctx context.Context) (json.RawMessage, error) {
-		deadline := time.Now().Add(2500 * time.Millisecond)
+		deadline := time.Now().Add(4 * time.Second)
 		for time.Now().Before(deadline) {
 			if _, err := c.Claim(ctx, "reward", "slow", time.Second); !errors.Is(err, leasegate.ErrClaimInProgress) {
 				return nil, fmt.Errorf("a second caller got %v, want ErrClaimInProgress", err)
@@ -171,7 +174,7 @@ func TestOnceKeepsTheLeaseAliveWhileFnRuns(t *testing.T) {
 			}
 		}
 		return json.RawMessage(`"done"`), nil
-	}, client.WithClaimTTL(time.Second))
+	}, client.WithClaimTTL(3*time.Second))
 	if err != nil || string(got) != `"done"` {
 		t.Fatalf("got %s, %v; want \"done\"", got, err)
 	}
