@@ -188,19 +188,21 @@ func TestLockForwardsTerminationToTheCommand(t *testing.T) {
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r, done := runCommand(ctx, env, "lock", "--ttl", "1s", "--owner", "long-job", "interrupted", "--",
+	r, done := runCommand(ctx, env, "lock", "--ttl", "3s", "--owner", "long-job", "interrupted", "--",
 		"sh", "-c", `trap 'echo got-term; exit 143' TERM; echo started; while :; do sleep 0.05; done`)
 	r.waitStarted(t)
-	// The lease outlives its 1s TTL while the command runs: read back
-	// every 50ms for 2.5s, each reading held by long-job (real time must
-	// pass: the keep-alive runs on it).
+	// The lease outlives its 3s TTL while the command runs: read back
+	// every 50ms for 4s, each reading held by long-job (real time must
+	// pass: the keep-alive runs on it). Three seconds, not one: a renewal
+	// gets a third of the TTL, and under the race detector beside CI's
+	// staticcheck and fuzz a renewal can take longer than 333 ms.
 	started := time.Now()
 	for {
 		st, err := client.New(g.url).Status(context.Background(), "interrupted")
 		if err != nil || st.Owner != "long-job" {
 			t.Fatalf("while running after %v: got %+v, %v; want held by long-job", time.Since(started), st, err)
 		}
-		if time.Since(started) >= 2500*time.Millisecond {
+		if time.Since(started) >= 4*time.Second {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
