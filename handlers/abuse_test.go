@@ -22,6 +22,7 @@ func newAbuseEnv(t *testing.T, pol abuse.Policies) *apptest.App {
 }
 
 func TestUserLockRoutes(t *testing.T) {
+	t.Parallel()
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 
 	t.Run("attempts count up, only the first acquires, the fifth flags", func(t *testing.T) {
@@ -128,6 +129,7 @@ func TestUserLockRoutes(t *testing.T) {
 }
 
 func TestAbuseLogRecordFromHTTP(t *testing.T) {
+	t.Parallel()
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 	var reqID string
 	for i := 0; i < 5; i++ {
@@ -153,6 +155,7 @@ func TestAbuseLogRecordFromHTTP(t *testing.T) {
 }
 
 func TestOpsReviewRoutes(t *testing.T) {
+	t.Parallel()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 2
 	pol.Allowlist["probe"] = true
@@ -307,6 +310,7 @@ func TestOpsReviewRoutes(t *testing.T) {
 }
 
 func TestConcurrentUserLockRequests(t *testing.T) {
+	t.Parallel()
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 	const n = 200
 	got := make([]*apptest.Answer, n)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestATK01_ReleaseByANonOwnerIsForbiddenAndTheLockStays(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	held := h.acquire(t, "atk01", "svc-a", 30)
 	for _, req := range []struct{ name, target, body string }{
@@ -32,6 +33,7 @@ func TestATK01_ReleaseByANonOwnerIsForbiddenAndTheLockStays(t *testing.T) {
 }
 
 func TestATK02_RenewByANonOwnerIsForbidden(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	held := h.acquire(t, "atk02", "svc-a", 30)
 	res := h.Do(t, http.MethodPost, "/locks/atk02/renew", `{"owner":"svc-b","ttl_seconds":3600}`)
@@ -42,6 +44,7 @@ func TestATK02_RenewByANonOwnerIsForbidden(t *testing.T) {
 }
 
 func TestATK03_ZeroOrNegativeTTLIsRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, ttl := range []string{"0", "-1", "-0", "-86400"} {
 		t.Run("ttl_seconds "+ttl, func(t *testing.T) {
@@ -62,6 +65,7 @@ func TestATK03_ZeroOrNegativeTTLIsRejected(t *testing.T) {
 }
 
 func TestATK04_TTLAboveMaxTTLIsRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Do(t, http.MethodPost, "/locks/atk04", `{"owner":"svc-a","ttl_seconds":86401}`).Fields(t, "ttl_seconds")
 	h.Do(t, http.MethodPost, "/locks/atk04", `{"owner":"svc-a","ttl_seconds":99999999999999999999}`).Fields(t, "ttl_seconds")
@@ -76,6 +80,7 @@ func TestATK04_TTLAboveMaxTTLIsRejected(t *testing.T) {
 }
 
 func TestATK05_SQLLookingResourceAndOwnerAreLiterals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	resource := "x'; DROP TABLE distributed_locks; --"
 	owner := `svc'); DELETE FROM locks WHERE ('1'='1`
@@ -102,6 +107,7 @@ func TestATK05_SQLLookingResourceAndOwnerAreLiterals(t *testing.T) {
 }
 
 func TestATK06_EmptyOrWhitespaceOwnerIsRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, owner := range []string{`""`, `" "`, `"\t\n  "`, `"\u00a0"`} {
 		t.Run("owner "+owner, func(t *testing.T) {
@@ -139,6 +145,7 @@ func TestATK06_EmptyOrWhitespaceOwnerIsRejected(t *testing.T) {
 }
 
 func TestATK07_NonIntegerTTLIsRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, ttl := range []string{`60.5`, `60.0`, `1e3`, `1E3`, `6e1`, `"3600"`, `null`, `true`, `[60]`, `{"s":60}`, `0x10`, `+60`, `060`} {
 		t.Run("ttl_seconds "+ttl, func(t *testing.T) {
@@ -159,6 +166,7 @@ func TestATK07_NonIntegerTTLIsRejected(t *testing.T) {
 }
 
 func TestATK08_MissingOwnerOrTTLIsRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	cases := []struct {
 		name, body string
@@ -182,6 +190,7 @@ func TestATK08_MissingOwnerOrTTLIsRejected(t *testing.T) {
 }
 
 func TestATK09_SameOwnerReacquireKeepsTheTokenAndMovesExpiry(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	first := h.acquire(t, "atk09", "svc-a", 30)
 	h.Backend.Advance(t, 10*time.Second)
@@ -198,6 +207,7 @@ func TestATK09_SameOwnerReacquireKeepsTheTokenAndMovesExpiry(t *testing.T) {
 }
 
 func TestATK10_ConcurrentAcquiresOfAFreeResourceHaveOneWinner(t *testing.T) {
+	t.Parallel()
 	t.Run("on miniredis", func(t *testing.T) { atk10(t, newHarness(t)) })
 	t.Run("on redis-server", func(t *testing.T) { atk10(t, newRealHarness(t)) })
 }
@@ -227,6 +237,7 @@ func atk10(t *testing.T, h *harness) {
 }
 
 func TestATK11_StatusOfAnExpiredOrMissingLockIsNotFound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	t.Run("never locked", func(t *testing.T) {
 		h.Do(t, http.MethodGet, "/locks/atk11-none", "").Problem(t, http.StatusNotFound, "not-found")
@@ -251,6 +262,7 @@ func TestATK11_StatusOfAnExpiredOrMissingLockIsNotFound(t *testing.T) {
 }
 
 func TestATK12_OverLongResourceIsRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, tc := range []struct {
 		name, resource string

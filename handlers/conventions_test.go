@@ -13,6 +13,7 @@ import (
 )
 
 func TestUnknownFieldsAreNamed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"ttl":5,"color":"red"}`).Fields(t, "color", "ttl")
 	if p.Detail == "" {
@@ -27,6 +28,7 @@ func TestUnknownFieldsAreNamed(t *testing.T) {
 }
 
 func TestDuplicateJSONKeysAreRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"owner":"svc-b"}`).Fields(t, "owner")
 	if got := h.status(t, "r"); got != nil {
@@ -35,6 +37,7 @@ func TestDuplicateJSONKeysAreRejected(t *testing.T) {
 }
 
 func TestMalformedBodiesAreBadRequests(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for name, body := range map[string]string{
 		"broken JSON":                   `{"owner":"svc-a",`,
@@ -66,6 +69,7 @@ func TestMalformedBodiesAreBadRequests(t *testing.T) {
 }
 
 func TestBodiesOverTheLimitAreTooLarge(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	big := `{"owner":"svc-a","ttl_seconds":30,"pad":"` + strings.Repeat("x", 16<<10) + `"}`
 	t.Run("with a Content-Length", func(t *testing.T) {
@@ -92,6 +96,7 @@ func TestBodiesOverTheLimitAreTooLarge(t *testing.T) {
 }
 
 func TestAnUnreadableBodyIsABadRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	req := httptest.NewRequest(http.MethodPost, "/locks/r", iotest.ErrReader(io.ErrUnexpectedEOF))
 	req.ContentLength = -1
@@ -100,6 +105,7 @@ func TestAnUnreadableBodyIsABadRequest(t *testing.T) {
 }
 
 func TestNonJSONContentTypesAreUnsupported(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	body := `{"owner":"svc-a","ttl_seconds":30}`
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "application/jsonp", "", "application/json;;"} {
@@ -122,6 +128,7 @@ func TestNonJSONContentTypesAreUnsupported(t *testing.T) {
 }
 
 func TestResourceNamesMustBeCleanUTF8(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for name, path := range map[string]string{
 		"invalid UTF-8":               "/locks/%FF",
@@ -153,6 +160,7 @@ func TestResourceNamesMustBeCleanUTF8(t *testing.T) {
 }
 
 func TestEncodedSlashesAreOneResource(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	lk := h.acquire(t, "team%2Fjob", "svc-a", 30)
 	if lk.Resource != "team/job" {
@@ -179,6 +187,7 @@ func TestEncodedSlashesAreOneResource(t *testing.T) {
 }
 
 func TestReleaseOwnerInBodyOrQuery(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, target, body string
 		status             int
@@ -221,6 +230,7 @@ func TestReleaseOwnerInBodyOrQuery(t *testing.T) {
 }
 
 func TestReleaseAndRenewWithAToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	held := h.acquire(t, "r", "svc-a", 30)
 	tok := itoa(int(held.Token))
@@ -279,6 +289,7 @@ func TestReleaseAndRenewWithAToken(t *testing.T) {
 }
 
 func TestRenewAnswers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Do(t, http.MethodPost, "/locks/none/renew", `{"owner":"svc-a","ttl_seconds":60}`).Problem(t, http.StatusNotFound, "not-found")
 	held := h.acquire(t, "r", "svc-a", 30)
@@ -295,6 +306,7 @@ func TestRenewAnswers(t *testing.T) {
 }
 
 func TestContendedAcquireIsNotAnError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.acquire(t, "r", "svc-a", 30)
 	h.Backend.Advance(t, 10500*1e6)
@@ -306,6 +318,7 @@ func TestContendedAcquireIsNotAnError(t *testing.T) {
 }
 
 func TestAcquireAnswerShape(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	lk := h.acquire(t, "shape", "svc-a", 30)
 	want := lockJSON{Resource: "shape", Owner: "svc-a", Token: epochMicros,
@@ -333,6 +346,7 @@ func TestAcquireAnswerShape(t *testing.T) {
 var epochMicros = epoch.UnixMicro()
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	t.Run("an unknown route is a 404 problem", func(t *testing.T) {
 		// GET /locks is the operators' listing (operator_test.go).
@@ -379,6 +393,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestRequestIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	res := h.Do(t, http.MethodGet, "/healthz", "", "X-Request-Id", "trace-42.a:b_c")
 	if got := res.Header.Get("X-Request-Id"); got != "trace-42.a:b_c" {
@@ -399,6 +414,7 @@ func TestRequestIDs(t *testing.T) {
 // A query string that does not parse must not lose parameters silently: a
 // release with a garbled token would otherwise release unconditionally.
 func TestAMalformedReleaseQueryIsRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	held := h.acquire(t, "r", "svc-a", 30)
 	for _, target := range []string{

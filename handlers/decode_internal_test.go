@@ -30,6 +30,7 @@ var loneSurrogates = map[string]string{
 var LoneSurrogates = loneSurrogates
 
 func TestStringFieldsRefuseLoneSurrogates(t *testing.T) {
+	t.Parallel()
 	for name, s := range loneSurrogates {
 		t.Run(name, func(t *testing.T) {
 			fields, err := decodeObject([]byte(`{"owner":"`+s+`","reason":"ok `+s+`"}`), "owner", "reason")
@@ -51,6 +52,7 @@ func TestStringFieldsRefuseLoneSurrogates(t *testing.T) {
 }
 
 func TestStringFieldsKeepSurrogatePairs(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`\ud83d\ude00`:           "😀",
 		`\uD83D\uDE00`:           "😀",
@@ -74,6 +76,7 @@ func TestStringFieldsKeepSurrogatePairs(t *testing.T) {
 // What encoding/json lets through and the contract does not (see the
 // comment above decodeObject): each of these must be refused.
 func TestDecodeObjectIsStrict(t *testing.T) {
+	t.Parallel()
 	allowed := []string{"owner", "ttl_seconds"}
 	for _, tc := range []struct {
 		name, body string
@@ -154,6 +157,7 @@ func checkDecodeErr(t *testing.T, err error, status int, fields ...string) {
 }
 
 func TestIntegerFieldsTakeIntegerLiteralsOnly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		raw  string
 		want int64

@@ -8,6 +8,7 @@ import (
 )
 
 func TestLoneSurrogatesInTheOwnerAreRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for name, s := range handlers.LoneSurrogates {
 		t.Run(name, func(t *testing.T) {
@@ -39,6 +40,7 @@ func TestLoneSurrogatesInTheOwnerAreRefused(t *testing.T) {
 }
 
 func TestSurrogatePairsAreOneCharacter(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	var got acquireJSON
 	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-\ud83d\ude00","ttl_seconds":30}`).JSON(t, http.StatusOK, &got)
@@ -64,6 +66,7 @@ func TestSurrogatePairsAreOneCharacter(t *testing.T) {
 // A member name with a lone surrogate is never a known field; it is
 // reported as sent, so two of them are two fields, not one U+FFFD twice.
 func TestLoneSurrogatesInFieldNamesAreUnknownFields(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Do(t, http.MethodPost, "/locks/r", `{"owner":"svc-a","ttl_seconds":30,"\udfff":1,"\ud800":2}`).Fields(t, `\ud800`, `\udfff`)
 	h.Do(t, http.MethodPost, "/locks/r", `{"owner\ud800":"svc-a","ttl_seconds":30}`).Fields(t, `owner\ud800`)

@@ -13,6 +13,7 @@ import (
 // An unexpected script reply is a 500 "internal" problem that reveals
 // nothing, is logged, and is never a grant.
 func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
+	t.Parallel()
 	// Every script answers "surprise", a reply no script documents, as a
 	// script edited without its decoder would.
 	h := apptest.NewApp(t, nil, apptest.Options{

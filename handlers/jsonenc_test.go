@@ -29,6 +29,7 @@ var awkwardStrings = []string{
 }
 
 func TestAppendStringWritesWhatEncodingJSONWrites(t *testing.T) {
+	t.Parallel()
 	for _, s := range awkwardStrings {
 		got := append(appendString(nil, s), '\n')
 		if want := stdJSON(t, s); !bytes.Equal(got, want) {
@@ -38,6 +39,7 @@ func TestAppendStringWritesWhatEncodingJSONWrites(t *testing.T) {
 }
 
 func TestHotAnswersAreTheBytesEncodingJSONWrites(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 1, 23, 59, 58, 123456789, time.FixedZone("x", 3600))
 	for _, s := range awkwardStrings {
 		l := leasegate.Lock{Resource: s, Owner: "o" + s, Token: 1796031000000001, AcquiredAt: at, ExpiresAt: at.Add(30 * time.Second)}

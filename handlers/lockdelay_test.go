@@ -13,6 +13,7 @@ import (
 )
 
 func TestLockDelayRoutes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 
 	t.Run("after an expiry another owner is answered contended until the delay ends", func(t *testing.T) {
@@ -61,6 +62,7 @@ func TestLockDelayRoutes(t *testing.T) {
 }
 
 func TestDefaultLockDelay(t *testing.T) {
+	t.Parallel()
 	cfg := handlers.DefaultConfig()
 	cfg.DefaultLockDelay = 2 * time.Second
 	h := &harness{apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:", Config: &cfg})}

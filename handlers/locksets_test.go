@@ -17,6 +17,7 @@ type setAnswerJSON struct {
 }
 
 func TestLockSetRoutes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 
 	t.Run("a free set answers a lock per member", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 // The request log is one JSON line per request whatever the client sends:
 // request ids, paths and owners with newlines, quotes, and ANSI escapes.
 func TestRequestLogStaysOneJSONLinePerRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	evil := "id\n{\"level\":\"error\",\"msg\":\"forged\"}\r\n\x1b[31mred\x1b[0m\"'\\"
 	requests := []struct{ method, target, body, id string }{

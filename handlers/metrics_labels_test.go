@@ -14,6 +14,7 @@ import (
 // sent, every made-up method would add a histogram series that lives for
 // the life of the process: an unauthenticated memory exhaustion.
 func TestRequestMetricsHaveABoundedMethodLabel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for i := range 40 {
 		for _, target := range []string{"/locks/a", "/no/such/route", "/healthz"} {

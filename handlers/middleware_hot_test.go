@@ -6,6 +6,7 @@ import (
 )
 
 func TestSafeRequestIDAcceptsWhatTheOldPatternAccepted(t *testing.T) {
+	t.Parallel()
 	pattern := regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 	ids := []string{"", "a", "abc-DEF_1.2:3", "has space", "x\ny", "é", "a/b", "{x}",
 		"0123456789012345678901234567890123456789012345678901234567890123",
@@ -18,6 +19,7 @@ func TestSafeRequestIDAcceptsWhatTheOldPatternAccepted(t *testing.T) {
 }
 
 func TestNewRequestIDsAreDistinctAndSafe(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for range 1000 {
 		id := newRequestID()

@@ -29,9 +29,11 @@ var specElectionRoutes = []specCase{
 }
 
 func TestElectionRoutesAnswerAsOpenAPISays(t *testing.T) {
+	t.Parallel()
 	runSpecCases(t, newSpecGateway(t), specElectionRoutes)
 }
 
 func TestElectionRoutesAnswerAsOpenAPISaysOnRealRedis(t *testing.T) {
+	t.Parallel()
 	runSpecCases(t, newSpecGatewayOnRealRedis(t), specElectionRoutes)
 }

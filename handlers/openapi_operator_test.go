@@ -25,9 +25,11 @@ var specOperatorRoutes = []specCase{
 }
 
 func TestOperatorRoutesAnswerAsOpenAPISays(t *testing.T) {
+	t.Parallel()
 	runSpecCases(t, newSpecGateway(t), specOperatorRoutes)
 }
 
 func TestOperatorRoutesAnswerAsOpenAPISaysOnRealRedis(t *testing.T) {
+	t.Parallel()
 	runSpecCases(t, newSpecGatewayOnRealRedis(t), specOperatorRoutes)
 }

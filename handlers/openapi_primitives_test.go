@@ -60,10 +60,12 @@ var specPrimitiveRoutes = []primitiveCase{
 }
 
 func TestPrimitiveRoutesAnswerAsOpenAPISays(t *testing.T) {
+	t.Parallel()
 	runPrimitiveCases(t, newSpecGateway(t))
 }
 
 func TestPrimitiveRoutesAnswerAsOpenAPISaysOnRealRedis(t *testing.T) {
+	t.Parallel()
 	runPrimitiveCases(t, newSpecGatewayOnRealRedis(t))
 }
 

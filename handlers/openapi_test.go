@@ -453,12 +453,14 @@ func abbreviate(s string) string {
 // TestRoutesAnswerAsOpenAPISays drives every route through the gateway
 // and validates each request and answer against api/openapi.yaml.
 func TestRoutesAnswerAsOpenAPISays(t *testing.T) {
+	t.Parallel()
 	runSpecCases(t, newSpecGateway(t), specRoutes)
 }
 
 // TestRoutesAnswerAsOpenAPISaysOnRealRedis is the same scenario on a real
 // redis-server, whose Lua and clock are the production ones.
 func TestRoutesAnswerAsOpenAPISaysOnRealRedis(t *testing.T) {
+	t.Parallel()
 	runSpecCases(t, newSpecGatewayOnRealRedis(t), specRoutes)
 }
 
@@ -474,6 +476,7 @@ func runSpecCases(t *testing.T, g *specGateway, cases []specCase) {
 }
 
 func TestOpenAPIYAMLServesTheEmbeddedDocument(t *testing.T) {
+	t.Parallel()
 	g := newSpecGateway(t)
 	res := g.Do(t, http.MethodGet, "/openapi.yaml", "", "Authorization", "Bearer "+keyClient)
 	if got, want := res.Header.Get("Content-Type"), "application/yaml"; got != want {
@@ -489,6 +492,7 @@ func TestOpenAPIYAMLServesTheEmbeddedDocument(t *testing.T) {
 // route handlers.New registers is an operation of openapi.yaml, and every
 // operation is registered.
 func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
+	t.Parallel()
 	g := newSpecGateway(t)
 
 	registered := map[string]bool{}
@@ -531,6 +535,7 @@ func openAPIPath(echoPath string) string {
 // OPTIONS, which it cannot describe as an operation: 204 with Allow, no
 // body, no key needed.
 func TestOptionsAnswersAllowWithoutAKey(t *testing.T) {
+	t.Parallel()
 	g := newSpecGateway(t)
 	res := g.Do(t, http.MethodOptions, "/locks/doc", "")
 	if res.StatusCode != http.StatusNoContent {

@@ -46,6 +46,7 @@ func as(tenant, role, operator string) []string {
 }
 
 func TestOperatorRoutesAreTenantIsolatedAndRefuseClientKeys(t *testing.T) {
+	t.Parallel()
 	app := apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:", HeaderAuth: true, UserLocks: true})
 	acme, globex := as("acme", "ops", "oncall"), as("globex", "ops", "night")
 	app.Do(t, "POST", "/locks/checkin-1", `{"owner":"w1","ttl_seconds":60}`, acme...).Want(t, 200)
@@ -108,6 +109,7 @@ func TestOperatorRoutesAreTenantIsolatedAndRefuseClientKeys(t *testing.T) {
 }
 
 func TestTheAuditActorIsOpenInOpenMode(t *testing.T) {
+	t.Parallel()
 	app := apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:"})
 	app.Do(t, "POST", "/locks/r", `{"owner":"w1","ttl_seconds":60}`).Want(t, 200)
 	app.Do(t, "DELETE", "/locks/r?force=true&reason=stuck", "").Want(t, 200)
@@ -119,6 +121,7 @@ func TestTheAuditActorIsOpenInOpenMode(t *testing.T) {
 }
 
 func TestForceReleaseIsCountedByClassNeverByResource(t *testing.T) {
+	t.Parallel()
 	app := apptest.NewApp(t, redistest.OnMini(t), apptest.Options{Prefix: "lg:"})
 	app.Metrics.SetLockClasses([]string{"checkin:"})
 	app.Do(t, "POST", "/locks/checkin:user-42", `{"owner":"w1","ttl_seconds":60}`).Want(t, 200)
@@ -199,6 +202,7 @@ func (s *sse) event(t *testing.T) (string, map[string]any) {
 }
 
 func TestLockEventsFollowALease(t *testing.T) {
+	t.Parallel()
 	cfg := handlers.DefaultConfig()
 	cfg.EventsHeartbeat = 30 * time.Millisecond
 	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true, Config: &cfg})
@@ -252,7 +256,8 @@ func TestLockEventsFollowALease(t *testing.T) {
 
 // TestLockEventStreamsEndWithTheirClients: watchers disconnect at any
 // point; each leaves nothing behind (goroutines, registrations, its entry
-// among the resource's waiters).
+// among the resource's waiters). Not parallel: it counts the process's
+// goroutines.
 func TestLockEventStreamsEndWithTheirClients(t *testing.T) {
 	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true})
 	srv := httptest.NewServer(app.E)
@@ -289,6 +294,7 @@ func TestLockEventStreamsEndWithTheirClients(t *testing.T) {
 }
 
 func TestLockEventsAreTenantIsolated(t *testing.T) {
+	t.Parallel()
 	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true, HeaderAuth: true})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)

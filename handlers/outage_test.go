@@ -9,6 +9,7 @@ import (
 )
 
 func TestRedisDownIsUnavailableAndNothingIsWritten(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	held := h.acquire(t, "held", "svc-a", 30)
 	h.Backend.Mini.SetError("ERR injected outage")
@@ -47,6 +48,7 @@ func TestRedisDownIsUnavailableAndNothingIsWritten(t *testing.T) {
 // Bad input is refused before Redis is called: with Redis down it is
 // still a 4xx, never a 503, and it changes nothing when Redis is up.
 func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	held := h.acquire(t, "held", "svc-a", 30)
 	ctx := context.Background()

@@ -260,6 +260,7 @@ func FuzzUserLockPath(f *testing.F) {
 // The fuzz targets above would pass vacuously if nothing reached the
 // recording services; this says what does and what does not.
 func TestPathParamsReachTheRecordingServices(t *testing.T) {
+	t.Parallel()
 	e, rec := newRecordingGateway()
 	for _, tc := range []struct {
 		method, target string

@@ -34,6 +34,7 @@ func problemCounts(t *testing.T, m *metrics.Metrics) map[string]float64 {
 // Every problem answer is counted once, under its route template and the
 // slug of its type; a success, or a contended acquire (a 200), is not.
 func TestProblemsAreCountedByRouteAndType(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.acquire(t, "held", "svc-a", 30)
 	h.Do(t, http.MethodPost, "/locks/held", `{"owner":"svc-b","ttl_seconds":30}`).Want(t, http.StatusOK)

@@ -15,6 +15,7 @@ import (
 // the policy (max_attempts, window) and what is left (attempts before the
 // flag, seconds until the window ends), bans (429) included.
 func TestUserLockAnswersCarryRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	pol := abuse.DefaultPolicies()
 	pol.Locks["login"] = abuse.Policy{MaxAttempts: 3, BanAfterFlags: 1, BanFor: 90 * time.Second, Factor: 1}
 	b := redistest.OnMini(t)

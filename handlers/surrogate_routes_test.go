@@ -8,6 +8,7 @@ import (
 )
 
 func TestLoneSurrogatesInABanReasonAreRefused(t *testing.T) {
+	t.Parallel()
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 	for name, s := range handlers.LoneSurrogates {
 		t.Run(name, func(t *testing.T) {

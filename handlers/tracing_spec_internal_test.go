@@ -13,6 +13,7 @@ import (
 // whose requests traceRequests continues a trace for, and on no other
 // (untraced: the probes and the scrape).
 func TestTheSpecListsTraceContextWhereRequestsAreTraced(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
 	if err != nil {
 		t.Fatal(err)

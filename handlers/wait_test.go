@@ -31,6 +31,7 @@ func (a waitAPI) queued(resource string, n int) func() bool {
 }
 
 func TestAcquireWithWait(t *testing.T) {
+	t.Parallel()
 	t.Run("acquires when the holder releases", func(t *testing.T) {
 		a := newWaitAPI(t)
 		a.post(context.Background(), "/locks/job", `{"owner":"a","ttl_seconds":60}`).Want(t, http.StatusOK)
