@@ -45,6 +45,7 @@ func runCLI(t *testing.T, env map[string]string, args ...string) cliResult {
 }
 
 func TestAbuseCommands(t *testing.T) {
+	t.Parallel()
 	url := startGateway(t)
 	ctx := context.Background()
 	c := client.New(url)
@@ -166,6 +167,7 @@ func TestAbuseCommands(t *testing.T) {
 }
 
 func TestPrintableQuotesTerminalTricks(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"alice":         "alice",
 		"a b":           "a b",
@@ -181,6 +183,7 @@ func TestPrintableQuotesTerminalTricks(t *testing.T) {
 }
 
 func TestServeRejectsBadAbuseSettings(t *testing.T) {
+	t.Parallel()
 	cases := map[string][]string{
 		"a missing policy file":  {"serve", "--abuse-policy-file", "/nonexistent/policy.json"},
 		"max attempts of zero":   {"serve", "--abuse-max-attempts", "0"},
@@ -197,6 +200,7 @@ func TestServeRejectsBadAbuseSettings(t *testing.T) {
 }
 
 func TestAbuseLogFlagOpensAFile(t *testing.T) {
+	t.Parallel()
 	path := t.TempDir() + "/abuse.log"
 	af := abuseFlags{maxAttempts: 3, flagRetention: time.Hour, log: path}
 	cfg := server.DefaultConfig()
@@ -223,6 +227,7 @@ func TestAbuseLogFlagOpensAFile(t *testing.T) {
 }
 
 func TestPolicyFileOverridesTheFlags(t *testing.T) {
+	t.Parallel()
 	path := t.TempDir() + "/policy.json"
 	if err := os.WriteFile(path, []byte(`{"default": {"max_attempts": 9}, "locks": {"login": {"ban_after_flags": 2, "ban_seconds": 60}}}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -240,6 +245,7 @@ func TestPolicyFileOverridesTheFlags(t *testing.T) {
 // leasegate abuse webhooks shows the outbox and the dead letters: events
 // the gateway gave up on after --webhook-max-attempts tries.
 func TestAbuseWebhooksListsDeadLetters(t *testing.T) {
+	t.Parallel()
 	tries := make(chan struct{}, 100)
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		tries <- struct{}{}

@@ -28,6 +28,7 @@ func serveOnce(t *testing.T, env map[string]string, args ...string) (int, string
 }
 
 func TestServeAuthSettings(t *testing.T) {
+	t.Parallel()
 	entry := "svc:client:shop:" + auth.HashKey("cmd-test-key-0123456789")
 	t.Run("no keys on a public address is refused, naming --insecure-open", func(t *testing.T) {
 		code, out := serveOnce(t, nil, "--addr", "0.0.0.0:0")
@@ -68,6 +69,7 @@ func TestServeAuthSettings(t *testing.T) {
 }
 
 func TestTrustedProxiesFlagReplacesTheEnvironment(t *testing.T) {
+	t.Parallel()
 	cfg := server.DefaultConfig()
 	env := map[string]string{"LEASEGATE_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.0.1"}
 	if err := parseFlags(flagSetFor(&cfg), []string{"--trusted-proxies", "172.16.0.0/12"}, func(k string) string { return env[k] }, io.Discard); err != nil {

@@ -15,6 +15,7 @@ import (
 // command: flags, output, profiles, exit status.
 
 func TestBenchCommand(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
@@ -42,9 +43,8 @@ func TestBenchCommand(t *testing.T) {
 // serve` (TestMain runs main), parks a few waiting acquires on it, reads
 // its memory and releases them all.
 func TestBenchWaitersCommand(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
-	benchGatewayEnv = []string{"LEASEGATE_TEST_RUN_MAIN=1"}
-	t.Cleanup(func() { benchGatewayEnv = nil })
 	r := runCLI(t, nil, "bench", "--json", "-waiters", "20", "-redis-url", srv.URL(), "-log-level", "warn")
 	if r.code != 0 {
 		t.Fatalf("exit %d, stderr %q, want 0", r.code, r.stderr)
@@ -76,6 +76,7 @@ func TestBenchWaitersCommand(t *testing.T) {
 }
 
 func TestBenchCommandRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -99,6 +100,7 @@ func TestBenchCommandRefusesBadInput(t *testing.T) {
 }
 
 func TestUsageListsBench(t *testing.T) {
+	t.Parallel()
 	if !strings.Contains(usage, "leasegate bench") {
 		t.Errorf("usage text does not list the bench command:\n%s", usage)
 	}

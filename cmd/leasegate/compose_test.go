@@ -68,6 +68,7 @@ func serveEnv() map[string]bool {
 }
 
 func TestDockerCompose(t *testing.T) {
+	t.Parallel()
 	c := readCompose(t)
 	gw, ok := c.Services["leasegate"]
 	if !ok {
@@ -262,6 +263,7 @@ func dockerEntrypoint(t *testing.T) string {
 }
 
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	ins := dockerfile(t)
 	final := finalStage(t)
 

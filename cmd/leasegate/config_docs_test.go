@@ -120,6 +120,7 @@ func serveFlagSet() *flag.FlagSet {
 // every serve flag has a row with its environment variable and default,
 // and every row names a real flag, once.
 func TestConfigurationDocListsEveryServeFlag(t *testing.T) {
+	t.Parallel()
 	fs := serveFlagSet()
 	rows := readFlagTable(t, configDoc, serveSection)
 
@@ -163,6 +164,7 @@ func TestConfigurationDocListsEveryServeFlag(t *testing.T) {
 }
 
 func TestSameDefaultReadsTheDocsConventions(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		doc, real string
 		want      bool

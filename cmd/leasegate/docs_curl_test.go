@@ -261,6 +261,7 @@ func TestDocsCurlExamplesAnswerWhatTheySay(t *testing.T) {
 }
 
 func TestAnswerPatternReadsTheDocsConventions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		want, got string
 		match     bool

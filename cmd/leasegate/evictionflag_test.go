@@ -9,6 +9,7 @@ import (
 )
 
 func TestAllowEvictionFlag(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -54,6 +54,7 @@ func documentedExitStatuses(t *testing.T) []exitRow {
 // (run, the command without the process) into each row of the exit status
 // table in docs/configuration.md, and fails when a row has no case.
 func TestEveryDocumentedExitStatusIsWhatServeReturns(t *testing.T) {
+	t.Parallel()
 	rows := documentedExitStatuses(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -137,6 +138,7 @@ func runCLIContext(ctx context.Context, t *testing.T, env map[string]string, arg
 }
 
 func TestClientErrorsNameTheProgramOnce(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"abuse", "list", "--url", "http://127.0.0.1:1"},
 		{"abuse", "show", "nobody", "--url", startGateway(t)},
@@ -150,6 +152,7 @@ func TestClientErrorsNameTheProgramOnce(t *testing.T) {
 }
 
 func TestAbuseBanNeedsADuration(t *testing.T) {
+	t.Parallel()
 	url := startGateway(t)
 	r := runCLI(t, nil, "abuse", "ban", "bob", "--url", url)
 	if r.code != 2 || !strings.Contains(r.stderr, "--for") {
@@ -166,6 +169,7 @@ func TestAbuseBanNeedsADuration(t *testing.T) {
 }
 
 func TestVersionPrintsVersionCommitAndGo(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := runCLI(t, nil, args...)
 		if r.code != 0 || !regexp.MustCompile(`^leasegate \S+ \(commit \S+, go\S+\)\n$`).MatchString(r.stdout) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestHealthcheck(t *testing.T) {
+	t.Parallel()
 	noEnv := func(string) string { return "" }
 	check := func(t *testing.T, args []string, getenv func(string) string) (int, string) {
 		t.Helper()
@@ -80,6 +81,7 @@ func TestHealthcheck(t *testing.T) {
 }
 
 func TestDefaultHealthURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ addr, want string }{
 		{"", "http://127.0.0.1:8080/readyz"},
 		{"0.0.0.0:8080", "http://127.0.0.1:8080/readyz"},

@@ -9,6 +9,7 @@ import (
 // TestLEASEGATE_URLIsTheBaseURLForHealthcheckToo: one LEASEGATE_URL
 // serves lock, abuse, load and healthcheck; healthcheck appends /readyz.
 func TestLEASEGATE_URLIsTheBaseURLForHealthcheckToo(t *testing.T) {
+	t.Parallel()
 	var paths []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paths = append(paths, r.URL.Path)

@@ -17,6 +17,7 @@ func runKeys(t *testing.T, stdin string, args ...string) (code int, stdout, stde
 }
 
 func TestKeysHash(t *testing.T) {
+	t.Parallel()
 	t.Run("hashes the key read from stdin, without its newline", func(t *testing.T) {
 		const key = "my-secret-key-0123456789"
 		code, out, errs := runKeys(t, key+"\r\n", "hash")

@@ -40,6 +40,7 @@ func parseLoad(t *testing.T, args []string, kv map[string]string) (bench.LoadCon
 }
 
 func TestLoadFlagsAndEnvironmentFillTheConfig(t *testing.T) {
+	t.Parallel()
 	t.Run("defaults when nothing is set", func(t *testing.T) {
 		cfg, jsonOut := parseLoad(t, nil, nil)
 		if cfg != bench.DefaultLoadConfig() || jsonOut {
@@ -73,6 +74,7 @@ func TestLoadFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 }
 
 func TestLoadPrintsAReadableSummary(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	r := runCLI(t, nil, "load", "--url", gw, "--requests", "20", "--scenario", "contended")
 	if r.code != 0 {
@@ -89,6 +91,7 @@ func TestLoadPrintsAReadableSummary(t *testing.T) {
 }
 
 func TestLoadExitsOneOnFencingViolations(t *testing.T) {
+	t.Parallel()
 	for _, c := range []string{"1", "4"} {
 		t.Run("with "+c+" workers", func(t *testing.T) {
 			gw := gatewaytest.StartTokenReuser(t)
@@ -107,6 +110,7 @@ func TestLoadExitsOneOnFencingViolations(t *testing.T) {
 }
 
 func TestLoadUsage(t *testing.T) {
+	t.Parallel()
 	for name, args := range map[string][]string{
 		"a non-loopback IP is refused":          {"--url", "http://192.0.2.10:8080"},
 		"a host name is refused":                {"--url", "http://gateway.example.com"},
@@ -139,6 +143,7 @@ func TestLoadUsage(t *testing.T) {
 // of docs/configuration.md equal to the flags: every flag has one row with
 // its environment variable and default, and every row names a real flag.
 func TestConfigurationDocListsEveryLoadFlag(t *testing.T) {
+	t.Parallel()
 	cfg := bench.DefaultLoadConfig()
 	var jsonOut bool
 	fs := loadFlagSet(&cfg, &jsonOut)

@@ -67,6 +67,7 @@ func runCommandNow(t *testing.T, env map[string]string, command string, args ...
 }
 
 func TestLockRunsTheCommandUnderTheLock(t *testing.T) {
+	t.Parallel()
 	g := startLockTestGateway(t)
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	c := client.New(g.url)
@@ -117,6 +118,7 @@ func TestLockRunsTheCommandUnderTheLock(t *testing.T) {
 }
 
 func TestLockContention(t *testing.T) {
+	t.Parallel()
 	g := startLockTestGateway(t)
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	c := client.New(g.url)
@@ -158,6 +160,7 @@ func TestLockContention(t *testing.T) {
 }
 
 func TestLockLeaseLossSignalsTheCommand(t *testing.T) {
+	t.Parallel()
 	g := startLockTestGateway(t)
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	r, done := runCommand(context.Background(), env, "lock", "--ttl", "2s", "--lost-signal", "USR1", "--kill-after", "5s", "fragile", "--",
@@ -184,6 +187,7 @@ func TestLockLeaseLossSignalsTheCommand(t *testing.T) {
 }
 
 func TestLockForwardsTerminationToTheCommand(t *testing.T) {
+	t.Parallel()
 	g := startLockTestGateway(t)
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -222,6 +226,7 @@ func TestLockForwardsTerminationToTheCommand(t *testing.T) {
 }
 
 func TestLockUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{},
 		{"res"},

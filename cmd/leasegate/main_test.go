@@ -62,6 +62,7 @@ func parseServeAll(t *testing.T, args []string, kv map[string]string) (server.Co
 }
 
 func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
+	t.Parallel()
 	t.Run("defaults when nothing is set", func(t *testing.T) {
 		cfg, level, err := parseServe(t, nil, nil)
 		if err != nil {
@@ -246,6 +247,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 }
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name   string
@@ -285,6 +287,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestServeRunsOnTheEmbeddedRedisAndStopsOnCancel(t *testing.T) {
+	t.Parallel()
 	addr := redistest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -28,6 +28,7 @@ func (w *lineWaiter) Write(p []byte) (int, error) {
 }
 
 func TestWatchAndAuditCommands(t *testing.T) {
+	t.Parallel()
 	app := apptest.NewApp(t, redistest.OnRedis(t), apptest.Options{Prefix: "lg:", Wait: true})
 	srv := httptest.NewServer(app.E)
 	t.Cleanup(srv.Close)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestRedisFlags(t *testing.T) {
+	t.Parallel()
 	parse := func(t *testing.T, args []string, env map[string]string) server.Config {
 		t.Helper()
 		cfg := server.DefaultConfig()

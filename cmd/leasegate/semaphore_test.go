@@ -12,6 +12,7 @@ import (
 )
 
 func TestSemaphoreRunsTheCommandHoldingAPermit(t *testing.T) {
+	t.Parallel()
 	g := startLockTestGateway(t)
 	env := map[string]string{"LEASEGATE_URL": g.url}
 	c := client.New(g.url)
@@ -72,6 +73,7 @@ func TestSemaphoreRunsTheCommandHoldingAPermit(t *testing.T) {
 }
 
 func TestSemaphoreUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{},
 		{"name", "--", "true"},                 // no --limit

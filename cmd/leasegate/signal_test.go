@@ -13,16 +13,19 @@ import (
 )
 
 // TestMain lets the test binary act as the leasegate binary, so the
-// signal handling in main itself can be tested in a child process.
+// signal handling in main itself can be tested in a child process, and
+// `bench -waiters` can start it as its gateway.
 func TestMain(m *testing.M) {
 	if os.Getenv("LEASEGATE_TEST_RUN_MAIN") == "1" {
 		main()
 		return
 	}
+	benchGatewayEnv = []string{"LEASEGATE_TEST_RUN_MAIN=1"}
 	os.Exit(redistest.Run(m))
 }
 
 func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := redistest.FreeAddr(t)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestServeTracingSettings(t *testing.T) {
+	t.Parallel()
 	const endpoint = "http://127.0.0.1:1"
 	t.Run("an endpoint turns tracing on, and the start log says so", func(t *testing.T) {
 		code, out := serveOnce(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, "--addr", "127.0.0.1:0")
