@@ -92,6 +92,7 @@ func smokeConfig(t *testing.T) bench.Config {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		edit func(*bench.Config)
@@ -150,6 +151,7 @@ func TestConfigValidate(t *testing.T) {
 //
 //	LEASEGATE_TEST_ETCD=1 go test -run EtcdProgramSmoke -v ./bench/
 func TestEtcdProgramSmoke(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("LEASEGATE_TEST_ETCD") != "1" {
 		t.Skip("set LEASEGATE_TEST_ETCD=1 to build and run bench/etcd")
 	}
@@ -255,6 +257,7 @@ func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
 // TestTheMeasuredAcquireWritesNoFenceKey: the lock hash is also the
 // fence (docs/keys.md), so the acquire measured alone runs no SET.
 func TestTheMeasuredAcquireWritesNoFenceKey(t *testing.T) {
+	t.Parallel()
 	cfg := smokeConfig(t)
 	cfg.Etcd = false
 	cfg.Duration = 300 * time.Millisecond

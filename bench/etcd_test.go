@@ -15,6 +15,7 @@ import (
 	"time"
 )
 
+// Not parallel: its cases change the working directory.
 func TestLocateEtcdBench(t *testing.T) {
 	t.Run("no bench/etcd under the working directory is a skip with a note", func(t *testing.T) {
 		t.Chdir(t.TempDir())
@@ -47,6 +48,7 @@ func TestLocateEtcdBench(t *testing.T) {
 }
 
 func TestParseEtcdPhase(t *testing.T) {
+	t.Parallel()
 	good := `{"phase":"handoff","clients":64,"ops":500,"errors":0,"seconds":5,"ops_per_sec":100,"p50_ms":1.5,"p99_ms":40,"call_p50_ms":2.5,"call_p99_ms":41,"early":3,"violations":0,"process_cpu_us_per_op":900}`
 	p, err := parseEtcdPhase([]byte(good), "handoff")
 	if err != nil {
@@ -113,6 +115,7 @@ func etcdTestConfig(bin string) Config {
 }
 
 func TestEtcdRunnerRounds(t *testing.T) {
+	t.Parallel()
 	bin, argsFile := fakeEtcdBench(t,
 		`{"phase":"lock","clients":4,"ops":400,"seconds":1,"ops_per_sec":400,"p50_ms":2,"p99_ms":5}`,
 		`{"phase":"handoff","clients":4,"ops":50,"seconds":1,"ops_per_sec":50,"p50_ms":1,"p99_ms":9,"call_p50_ms":2,"early":1}`)
@@ -176,6 +179,7 @@ func TestEtcdRunnerRounds(t *testing.T) {
 	}
 }
 
+// Not parallel: a case changes the working directory.
 func TestEtcdRunnerFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -234,6 +238,7 @@ func TestEtcdRunnerFailures(t *testing.T) {
 // program of bench/etcd writes (its types Result and Hello, in a module of
 // its own that this one does not import), so their JSON names must agree.
 func TestEtcdPhaseMatchesTheProgram(t *testing.T) {
+	t.Parallel()
 	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("etcd", "main.go"), nil, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestFenceTracker(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	t.Run("a grant while another owner holds the resource is a violation", func(t *testing.T) {
 		tr := newFenceTracker()

@@ -6,6 +6,7 @@ import (
 )
 
 func TestHistogramQuantilesAreWithinOneBucket(t *testing.T) {
+	t.Parallel()
 	var h histogram
 	for i := 1; i <= 1000; i++ {
 		h.record(time.Duration(i) * time.Microsecond)

@@ -103,6 +103,7 @@ func checkSumsAddUp(t *testing.T, rep *bench.LoadReport) {
 }
 
 func TestLoadHonoursTheRequestBoundExactly(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, "")
 	for _, tc := range []struct {
 		scenario                         bench.Scenario
@@ -150,6 +151,7 @@ func TestLoadHonoursTheRequestBoundExactly(t *testing.T) {
 }
 
 func TestLoadStopsByItselfAfterTheDuration(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, "")
 	cfg := bench.DefaultLoadConfig()
 	cfg.URL, cfg.Duration, cfg.Concurrency = gw, 300*time.Millisecond, 2
@@ -167,6 +169,7 @@ func TestLoadStopsByItselfAfterTheDuration(t *testing.T) {
 }
 
 func TestLoadContendedOnARealRedisHasNoFencingViolations(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cfg := bench.DefaultLoadConfig()
 	cfg.URL, cfg.Scenario, cfg.Concurrency, cfg.Resources = startGateway(t, srv.URL()), bench.Contended, 8, 2
@@ -182,6 +185,7 @@ func TestLoadContendedOnARealRedisHasNoFencingViolations(t *testing.T) {
 }
 
 func TestLoadFencingCheckFailsOnAGatewayThatReusesATokenForTwoOwners(t *testing.T) {
+	t.Parallel()
 	for _, c := range []int{1, 4} {
 		t.Run(fmt.Sprintf("with %d workers", c), func(t *testing.T) {
 			cfg := bench.DefaultLoadConfig()
@@ -199,6 +203,7 @@ func TestLoadFencingCheckFailsOnAGatewayThatReusesATokenForTwoOwners(t *testing.
 }
 
 func TestLoadConfigValidate(t *testing.T) {
+	t.Parallel()
 	for name, edit := range map[string]func(*bench.LoadConfig){
 		"a non-loopback IP is refused":      func(c *bench.LoadConfig) { c.URL = "http://192.0.2.10:8080" },
 		"a host name is refused":            func(c *bench.LoadConfig) { c.URL = "http://gateway.example.com" },

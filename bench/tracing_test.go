@@ -12,6 +12,7 @@ import (
 // -tracing adds the two traced gateway phases, each compared to the
 // round's gateway phase (tracing off). It asserts no speed.
 func TestTracingPhasesRun(t *testing.T) {
+	t.Parallel()
 	cfg := bench.DefaultConfig()
 	cfg.RedisURL = redistest.Start(t).URL()
 	cfg.Concurrency = 2
