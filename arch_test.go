@@ -61,6 +61,7 @@ func projectImports(t *testing.T) map[string][]string {
 // TestImportGraph keeps the arrows of docs/architecture.md pointing down
 // to the domain.
 func TestImportGraph(t *testing.T) {
+	t.Parallel()
 	graph := projectImports(t)
 	if len(graph) < 8 {
 		t.Fatalf("got %d packages, want the whole module", len(graph))
@@ -103,6 +104,7 @@ func TestImportGraph(t *testing.T) {
 // documents, statuses and context keys belong to the HTTP side (api,
 // handlers), so neither net/http nor Echo may come back into it.
 func TestTheDomainSpeaksNoHTTP(t *testing.T) {
+	t.Parallel()
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +120,7 @@ func TestTheDomainSpeaksNoHTTP(t *testing.T) {
 // opsui. A template or an embedded page asset back in handlers means the
 // page is growing there again.
 func TestHandlersHoldNoHTMLUI(t *testing.T) {
+	t.Parallel()
 	pkg, err := build.ImportDir("handlers", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +142,7 @@ func TestHandlersHoldNoHTMLUI(t *testing.T) {
 // keys and sessions; the wiring tests of auth in front of the routes live
 // in server, so auth does not depend on handlers even in tests.
 func TestAuthTestsDoNotBuildTheGateway(t *testing.T) {
+	t.Parallel()
 	pkg, err := build.ImportDir("auth", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +160,7 @@ func TestAuthTestsDoNotBuildTheGateway(t *testing.T) {
 // run) fuzzes each target; a new FuzzX that is not listed there would
 // only ever run its seed corpus.
 func TestEveryFuzzTargetRunsInCI(t *testing.T) {
+	t.Parallel()
 	ci, err := os.ReadFile(".ci/fuzz")
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +196,7 @@ func TestEveryFuzzTargetRunsInCI(t *testing.T) {
 // testing is test scaffolding, and is named as such (httptest, iotest):
 // its name ends in "test", so that nobody mistakes it for production code.
 func TestFixturesAreNamedAsFixtures(t *testing.T) {
+	t.Parallel()
 	n := 0
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestAuditDetailsReadAsKeyValuePairsInKeyOrder(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		d    leasegate.AuditDetails
@@ -29,6 +30,7 @@ func TestAuditDetailsReadAsKeyValuePairsInKeyOrder(t *testing.T) {
 }
 
 func TestAuditDetailsJSONKeepsKeyOrderAndWholeTokens(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(leasegate.AuditDetails{"token": int64(1796172335240559123), "owner": "w1", "seconds": int64(600)})
 	if want := `{"owner":"w1","seconds":600,"token":1796172335240559123}`; err != nil || string(b) != want {
 		t.Errorf("got %s, %v; want %s", b, err, want)

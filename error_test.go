@@ -13,6 +13,7 @@ import (
 // internal errors are; a full waiting queue, domain refusals and bad
 // input are answers, not failures.
 func TestErrorOfSaysWhichErrorsAreFailures(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		err     error

@@ -13,6 +13,7 @@ import (
 )
 
 func TestAuditTrailIsNewestFirstPagedAndPerTenant(t *testing.T) {
+	t.Parallel()
 	redistest.EachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
@@ -61,6 +62,7 @@ func TestAuditTrailIsNewestFirstPagedAndPerTenant(t *testing.T) {
 }
 
 func TestRecordsPastTheRetentionAreNotListed(t *testing.T) {
+	t.Parallel()
 	b := redistest.OnMini(t)
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
@@ -79,6 +81,7 @@ func TestRecordsPastTheRetentionAreNotListed(t *testing.T) {
 }
 
 func TestTheOpenModeActorIsOpen(t *testing.T) {
+	t.Parallel()
 	// The contract spells it "open" in audit records; the abuse log and a
 	// ban's banned_by use the same name.
 	if got := leasegate.OpenMode.Actor(); got != "open" {
@@ -87,6 +90,7 @@ func TestTheOpenModeActorIsOpen(t *testing.T) {
 }
 
 func TestWrapRecordsTheServicesThatAreThereAndLeavesNilAlone(t *testing.T) {
+	t.Parallel()
 	rec := audit.Recorder{}
 	t.Run("absent flags and claims stay nil", func(t *testing.T) {
 		op, flags, claims := rec.Wrap(nil, nil, nil)

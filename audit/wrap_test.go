@@ -37,6 +37,7 @@ func (r banningRegistry) BanUser(_ context.Context, _, _ string, _ time.Duration
 // TestTheReasonIsTheOperatorsTextAndTheFactsAreDetails: contract v1.2,
 // "Audit records".
 func TestTheReasonIsTheOperatorsTextAndTheFactsAreDetails(t *testing.T) {
+	t.Parallel()
 	redistest.EachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		l := audit.New(b.RDB, audit.Options{Prefix: "audit-wrap-test:"})
@@ -75,6 +76,7 @@ func TestTheReasonIsTheOperatorsTextAndTheFactsAreDetails(t *testing.T) {
 }
 
 func TestRecordsWithoutDetailsReadAsNoDetails(t *testing.T) {
+	t.Parallel()
 	b := redistest.OnMini(t)
 	ctx := context.Background()
 	l := audit.New(b.RDB, audit.Options{})

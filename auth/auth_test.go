@@ -36,6 +36,7 @@ func testKeys(t *testing.T) []Key {
 }
 
 func TestKeyNameIsSetForAudit(t *testing.T) {
+	t.Parallel()
 	kr, err := New(testKeys(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestKeyNameIsSetForAudit(t *testing.T) {
 }
 
 func TestNewNeedsKeys(t *testing.T) {
+	t.Parallel()
 	if _, err := New(nil, nil); err == nil {
 		t.Errorf("New(nil): got nil error, want ErrNoKeys")
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseEntry(t *testing.T) {
+	t.Parallel()
 	hash := HashKey("a-key-of-enough-length")
 	t.Run("a well-formed entry is read field by field", func(t *testing.T) {
 		k, err := ParseEntry("billing-svc:client:billing:" + hash)
@@ -50,6 +51,7 @@ func TestParseEntry(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	h1, h2, h3 := HashKey("first-key-0000000"), HashKey("second-key-000000"), HashKey("third-key-0000000")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "keys")
@@ -109,6 +111,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestValidKeyAndGenerate(t *testing.T) {
+	t.Parallel()
 	for i := 0; i < 20; i++ {
 		k, err := GenerateKey()
 		if err != nil {

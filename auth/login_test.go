@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckKeyAndKeyByName(t *testing.T) {
+	t.Parallel()
 	ring, err := New(testKeys(t), nil)
 	if err != nil {
 		t.Fatal(err)

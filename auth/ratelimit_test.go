@@ -101,6 +101,7 @@ func codeOf(err error) leasegate.Code {
 }
 
 func TestLoginLimitFailsClosedWithoutRedis(t *testing.T) {
+	t.Parallel()
 	env := newRLEnv(t)
 	s := env.sessions()
 	ctx := context.Background()
@@ -130,6 +131,7 @@ func TestLoginLimitFailsClosedWithoutRedis(t *testing.T) {
 }
 
 func TestLoginLimitWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("on Redis the window is the counter's TTL, from the first failure", func(t *testing.T) {
 		env := newRLEnv(t)
@@ -184,6 +186,7 @@ func TestLoginLimitWindow(t *testing.T) {
 // Parallel guesses cannot slip past the limit: each is counted before its
 // key is looked at.
 func TestLoginLimitHoldsUnderConcurrentGuesses(t *testing.T) {
+	t.Parallel()
 	env := newRLEnv(t)
 	s := env.sessions()
 	var wg sync.WaitGroup
@@ -208,6 +211,7 @@ func TestLoginLimitHoldsUnderConcurrentGuesses(t *testing.T) {
 }
 
 func TestLoginLimitPerKeyName(t *testing.T) {
+	t.Parallel()
 	env := newRLEnv(t)
 	s := env.sessions()
 	ctx := context.Background()
@@ -229,6 +233,7 @@ func TestLoginLimitPerKeyName(t *testing.T) {
 }
 
 func TestLogoutRevocation(t *testing.T) {
+	t.Parallel()
 	env := newRLEnv(t)
 	s := env.sessions()
 	ctx := context.Background()
@@ -299,6 +304,7 @@ func TestLogoutRevocation(t *testing.T) {
 // TTLs as Redis has them, not as miniredis does). Keys carry a prefix of
 // their own; nothing is flushed.
 func TestLoginStateOnRealRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	env := newRLEnv(t)

@@ -9,6 +9,7 @@ import (
 
 // The election keys, byte for byte: stored data lives under them.
 func TestElectionKeysAreLaidOutAsDocumented(t *testing.T) {
+	t.Parallel()
 	e := keyspace.Space{}.Elections()
 	r := e.Resource("acme", "nightly-report")
 	for _, c := range []struct{ got, want string }{
@@ -28,6 +29,7 @@ func TestElectionKeysAreLaidOutAsDocumented(t *testing.T) {
 // other key starts with the prefix and a brace, an election's with the
 // prefix and "elect:"; the two share the tag, so the same slot.
 func TestElectionKeysNeverMeetALocksKeys(t *testing.T) {
+	t.Parallel()
 	s := keyspace.Space{}
 	for _, name := range []string{"x", "elect:x", "}:lock", "{t=;r=x}"} {
 		el := s.Elections().Resource("t", name)

@@ -31,6 +31,7 @@ var oddNames = []string{
 }
 
 func TestHashTagCoversTheWholeKeyNameAndCannotBeSteered(t *testing.T) {
+	t.Parallel()
 	for _, tenant := range []string{"", "acme", "{x}", "a;r=b"} {
 		for _, name := range oddNames {
 			r := Space{}.Resource(tenant, name)
@@ -53,6 +54,7 @@ func TestHashTagCoversTheWholeKeyNameAndCannotBeSteered(t *testing.T) {
 }
 
 func TestHashTagsOfOddNamesAreAllDistinct(t *testing.T) {
+	t.Parallel()
 	seen := map[string]string{}
 	for _, name := range oddNames {
 		tag := HashTag("", name)
@@ -67,6 +69,7 @@ func TestHashTagsOfOddNamesAreAllDistinct(t *testing.T) {
 // escaped bytes, their escapes' letters and plain bytes, up to a length,
 // gives a different tag, and no tag holds an unescaped special byte.
 func TestHashTagEscapingIsInjective(t *testing.T) {
+	t.Parallel()
 	alphabet := []string{"%", "{", "}", ":", ";", "=", "\x00", "\n", "a", "7", "B", "3"}
 	var words []string
 	var grow func(prefix string, n int)
@@ -107,6 +110,7 @@ func TestHashTagEscapingIsInjective(t *testing.T) {
 }
 
 func TestHashTagLeavesPlainNamesReadable(t *testing.T) {
+	t.Parallel()
 	cases := map[[2]string]string{
 		{"", "daily-report"}: "{t=;r=daily-report}",
 		{"acme", "a b"}:      "{t=acme;r=a b}",
@@ -214,6 +218,7 @@ var pinned = []struct {
 }
 
 func TestKeysAreThoseOfRunningDeployments(t *testing.T) {
+	t.Parallel()
 	for _, p := range pinned {
 		if p.got != p.want {
 			t.Errorf("got key %q, want %q", p.got, p.want)
@@ -222,6 +227,7 @@ func TestKeysAreThoseOfRunningDeployments(t *testing.T) {
 }
 
 func TestTheDocsShowTheKeysTheCodeBuilds(t *testing.T) {
+	t.Parallel()
 	docs := map[string]string{}
 	for _, p := range pinned {
 		if p.doc == "" {
@@ -245,6 +251,7 @@ func TestTheDocsShowTheKeysTheCodeBuilds(t *testing.T) {
 // ("user:<id>", "abuse:index"), and the keys of one resource or one user
 // share one Cluster slot.
 func TestKeysOfEveryRoleAreDistinctAndGroupedBySlot(t *testing.T) {
+	t.Parallel()
 	names := append([]string{"user:u", "user:", "abuse:index", "abuse:index:login", "u"}, oddNames...)
 	locks := []string{"login", "s", "ban", "flags", "lock", "fence", "a.b-c_d"}
 	seen := map[string]string{}

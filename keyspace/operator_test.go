@@ -7,6 +7,7 @@ import (
 )
 
 func TestOperatorKeysArePinned(t *testing.T) {
+	t.Parallel()
 	s := keyspace.Space{}
 	for _, c := range []struct{ got, want string }{
 		{s.LockIndex("acme"), "lg:{t=acme;r=locks%3Aindex}:held"},
@@ -20,6 +21,7 @@ func TestOperatorKeysArePinned(t *testing.T) {
 }
 
 func TestTheLockIndexNeverSharesAResourcesKey(t *testing.T) {
+	t.Parallel()
 	s := keyspace.Space{}
 	r := s.Resource("acme", "locks:index")
 	for _, k := range []string{r.Lock(), r.Waiters(), r.Forced()} {

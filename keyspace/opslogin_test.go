@@ -7,6 +7,7 @@ import (
 
 // The /ops/ page's login counters and ended sessions (docs/abuse.md).
 func TestOpsLoginKeysArePinnedAndDistinct(t *testing.T) {
+	t.Parallel()
 	for _, p := range []struct{ got, want string }{
 		{Space{}.LoginFailures("", LoginByAddress, "192.0.2.1"), "lg:{t=;r=ops-login%3Aaddr%3A192.0.2.1}:failures"},
 		{Space{}.LoginFailures("", LoginByAddress, "2001:db8::1"), "lg:{t=;r=ops-login%3Aaddr%3A2001%3Adb8%3A%3A1}:failures"},

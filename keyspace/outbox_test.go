@@ -5,6 +5,7 @@ import "testing"
 // The webhook outbox and its dead letters (docs/abuse.md): pinned, one
 // tag for both, and no user's or lock's key can be either.
 func TestOutboxKeysArePinnedAndShareATag(t *testing.T) {
+	t.Parallel()
 	for _, p := range []struct{ got, want string }{
 		{Space{}.Outbox(), "lg:{t=;r=webhook%3Aoutbox}:events"},
 		{Space{}.DeadLetters(), "lg:{t=;r=webhook%3Aoutbox}:dead"},

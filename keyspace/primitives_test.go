@@ -8,6 +8,7 @@ import (
 
 // The semaphore and claim keys, byte for byte: stored data lives under them.
 func TestSemaphoreAndClaimKeysAreLaidOutAsDocumented(t *testing.T) {
+	t.Parallel()
 	s := keyspace.Space{}
 	sem := s.Semaphore("acme", "payments")
 	for _, c := range []struct{ got, want string }{
@@ -25,6 +26,7 @@ func TestSemaphoreAndClaimKeysAreLaidOutAsDocumented(t *testing.T) {
 }
 
 func TestSemaphoreKeysNeverMeetALocksKeys(t *testing.T) {
+	t.Parallel()
 	s := keyspace.Space{}
 	r := s.Resource("t", "sem:x")
 	sem := s.Semaphore("t", "x")

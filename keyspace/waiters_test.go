@@ -7,6 +7,7 @@ import (
 )
 
 func TestWaitersKeySharesTheLockKeysHashTag(t *testing.T) {
+	t.Parallel()
 	r := keyspace.Space{}.Resource("acme", "a:b")
 	if got, want := r.Waiters(), "lg:{t=acme;r=a%3Ab}:waiters"; got != want {
 		t.Errorf("got %q, want %q", got, want)
@@ -14,6 +15,7 @@ func TestWaitersKeySharesTheLockKeysHashTag(t *testing.T) {
 }
 
 func TestLockKeysAreTheResourcesKeys(t *testing.T) {
+	t.Parallel()
 	for _, prefix := range []string{"", "lg:", "x:y:"} {
 		for _, tenant := range []string{"", "acme", "a;b=c"} {
 			for _, res := range []string{"daily-report", "a b", "ü", "{a}", "a:fence", "50%", "\x00"} {
@@ -32,6 +34,7 @@ func TestLockKeysAreTheResourcesKeys(t *testing.T) {
 // to one without; Released must be the first kind and the fleet-wide
 // channel the server names (prefix + "released") the second.
 func TestShardChannelsAreTheOnesWithAHashTag(t *testing.T) {
+	t.Parallel()
 	s := keyspace.Space{Prefix: "lg:"}
 	for _, c := range []struct {
 		channel string

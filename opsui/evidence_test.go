@@ -11,6 +11,7 @@ import (
 // The flag record's evidence (the attempts of the window that flagged)
 // and the ban's record (who, when, why) reach the API and the /ops/ page.
 func TestFlagEvidenceAndBanRecordAreShown(t *testing.T) {
+	t.Parallel()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 3
 	env := newAbuseEnv(t, pol)

@@ -147,6 +147,7 @@ func fitsWindow(ctx context.Context, t *testing.T, what string) {
 // LEASEGATE_OPS_SCREENSHOT=path it also saves a screenshot of the page
 // with keys there (docs/ops-page.png is made that way).
 func TestOpsPageInChromium(t *testing.T) {
+	t.Parallel()
 	bctx := startChromium(t)
 
 	for _, withKeys := range []bool{false, true} {

@@ -45,6 +45,7 @@ func opsPost(t *testing.T, env *apptest.App, path string, form url.Values, ck *h
 }
 
 func TestOpsPage(t *testing.T) {
+	t.Parallel()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 2
 	env := newAbuseEnv(t, pol)

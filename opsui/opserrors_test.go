@@ -39,6 +39,7 @@ func wantHTMLError(t *testing.T, res *http.Response, body string, status int, sa
 // HTML page with a way back when they fail; scripts and the JSON API keep
 // problem+json.
 func TestOpsPageErrorsAreHTMLForBrowsers(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	flagInTenant(t, env.E, "u-1")
 	b := newBrowser(t, env.E)
@@ -99,6 +100,7 @@ func TestOpsPageErrorsAreHTMLForBrowsers(t *testing.T) {
 // The page's HTML error answers are problem answers of the same table:
 // each is counted once in leasegate_http_problems_total, as the JSON ones.
 func TestOpsPageErrorsAreCountedAsProblems(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	b := newBrowser(t, env.E)
 	b.mustLogin()

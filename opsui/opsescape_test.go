@@ -30,6 +30,7 @@ func opsPageAs(t *testing.T, env *apptest.App, target string) string {
 // Invisible and look-alike characters in user ids are shown as \u{XXXX}
 // in a span of class "esc"; ordinary text is shown as it is.
 func TestOpsPageShowsInvisibleCharactersEscaped(t *testing.T) {
+	t.Parallel()
 	esc := func(hex string) string {
 		return `<span class="esc" title="U+` + hex + `">\u{` + hex + `}</span>`
 	}

@@ -20,6 +20,7 @@ import (
 // LEASEGATE_OPS_LOCKS_SCREENSHOT=path it saves a screenshot of the Locks
 // view there (docs/ops-locks.png is made that way).
 func TestOpsLocksViewInChromium(t *testing.T) {
+	t.Parallel()
 	bctx := startChromium(t)
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	env.Backend.RealClock()

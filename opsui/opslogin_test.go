@@ -189,6 +189,7 @@ func apiCall(t *testing.T, e *echo.Echo, method, target, key string, cookies ...
 }
 
 func TestOpsLogin(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	flagInTenant(t, env.E, "u-flagged")
 
@@ -404,6 +405,7 @@ func TestOpsLogin(t *testing.T) {
 }
 
 func TestOpsSessionRefusals(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	now := time.Now()
 	valid := newBrowser(t, env.E).mustLogin().Value
@@ -454,6 +456,7 @@ func TestOpsSessionRefusals(t *testing.T) {
 }
 
 func TestOpsSessionSecret(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	const secret = "a-session-secret-of-at-least-32-bytes!"
 	env.E = env.Instance(t, env.Ring, sessionSecret(secret))
@@ -491,6 +494,7 @@ func TestOpsSessionSecret(t *testing.T) {
 }
 
 func TestOpsSessionEndsWithItsKey(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		entries []string
@@ -518,6 +522,7 @@ func TestOpsSessionEndsWithItsKey(t *testing.T) {
 }
 
 func TestOpsSessionCookieIsSecure(t *testing.T) {
+	t.Parallel()
 	t.Run("over TLS", func(t *testing.T) {
 		b := newBrowser(t, newLoginEnv(t, handlers.DefaultConfig()).E)
 		b.tls = true
@@ -541,6 +546,7 @@ func TestOpsSessionCookieIsSecure(t *testing.T) {
 }
 
 func TestOpsPageInOpenModeNeedsNoLogin(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	e := env.Instance(t, nil, nil)
 	b := newBrowser(t, e)

@@ -10,6 +10,7 @@ import (
 // The abuse review links to the Locks and Audit views when the operator
 // tools are wired, so an operator finds them from the page they land on.
 func TestTheAbuseReviewLinksTheLocksAndAuditViews(t *testing.T) {
+	t.Parallel()
 	env := newAbuseEnv(t, abuse.DefaultPolicies())
 	_, body, _ := opsGet(t, env, "/ops/")
 	for _, want := range []string{`<nav class="views">`, `href="/ops/locks"`, `href="/ops/audit"`} {

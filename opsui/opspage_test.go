@@ -15,6 +15,7 @@ import (
 // The page finds a user by exact id: the user's flags, ban and actions;
 // a prefix or an unknown id finds nothing.
 func TestOpsPageFindsAUser(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	flagInTenant(t, env.E, "alice")
 	flagInTenant(t, env.E, "alice-2")
@@ -86,6 +87,7 @@ func TestOpsPageFindsAUser(t *testing.T) {
 // An active ban is shown with its reason, who placed it and when: an
 // operator's key name, or the policy of a lock.
 func TestOpsPageShowsBanReasonAndAuthor(t *testing.T) {
+	t.Parallel()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 2
 	pol.Default.BanAfterFlags = 1

@@ -55,6 +55,7 @@ func loginFrom(b *browser, addr, key string) (*http.Response, string) {
 const wrongKey = "lg_this-key-is-not-configured-at-all"
 
 func TestOpsLoginRateLimit(t *testing.T) {
+	t.Parallel()
 	t.Run("the sixth failed login from one address gets 429 with Retry-After, even with the right key", func(t *testing.T) {
 		env := newLoginEnv(t, handlers.DefaultConfig())
 		b := newBrowser(t, secGateway(t, env))
@@ -153,6 +154,7 @@ func TestOpsLoginRateLimit(t *testing.T) {
 }
 
 func TestOpsLogoutEndsTheSession(t *testing.T) {
+	t.Parallel()
 	env := newLoginEnv(t, handlers.DefaultConfig())
 	b := newBrowser(t, secGateway(t, env))
 	ck := b.mustLogin()
@@ -189,6 +191,7 @@ func TestOpsLogoutEndsTheSession(t *testing.T) {
 }
 
 func TestOpsSessionsWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
 	t.Run("the page answers 503 and keeps the cookie: the session may be valid", func(t *testing.T) {
 		env := newLoginEnv(t, handlers.DefaultConfig())
 		b := newBrowser(t, secGateway(t, env))

@@ -3,6 +3,7 @@ package opsui
 import "testing"
 
 func TestVisibleEscapesWhatCannotBeSeen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"a b", "a b"},

@@ -88,6 +88,7 @@ func outboxIDs(t *testing.T, b *redistest.Backend) map[string]bool {
 // signature verifies, and an event that arrives twice has the same id
 // and body. Events written once both gateways run arrive exactly once.
 func TestEveryEventIsDeliveredAcrossFailuresTimeoutsAndARestart(t *testing.T) {
+	t.Parallel()
 	redistest.EachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		if b.Mini != nil {
 			b.RealClock() // XCLAIM's idle times follow real time
@@ -151,6 +152,7 @@ func TestEveryEventIsDeliveredAcrossFailuresTimeoutsAndARestart(t *testing.T) {
 // An event the receiver never takes is given up on after MaxAttempts
 // tries: moved to the dead-letter stream, counted, no longer pending.
 func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
+	t.Parallel()
 	b := redistest.OnMini(t)
 	b.RealClock()
 	svc := abuse.New(b.RDB, abuse.Options{Prefix: "lgtest:", Log: zap.NewNop(), Outbox: true})
@@ -185,6 +187,7 @@ func TestAnEventIsDeadLetteredAfterTheLastTry(t *testing.T) {
 }
 
 func TestSignAndVerify(t *testing.T) {
+	t.Parallel()
 	at := time.Unix(1_764_495_000, 0)
 	body := []byte(`{"id":"e1","type":"ban"}`)
 	sig := webhook.Sign("s3cr3t", at, body)

@@ -14,6 +14,7 @@ import (
 // An operator sees only the dead letters of their own tenant, newest
 // first, at most limit.
 func TestInspectorShowsOnlyTheTenantsDeadLetters(t *testing.T) {
+	t.Parallel()
 	b := redistest.OnMini(t)
 	ctx := context.Background()
 	ks := keyspace.Space{Prefix: "lgtest:"}
