@@ -12,6 +12,7 @@ import (
 // TestSpecIsAValidOpenAPI31Document loads the embedded document and
 // validates it, examples and patterns included.
 func TestSpecIsAValidOpenAPI31Document(t *testing.T) {
+	t.Parallel()
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(api.Spec)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // Off (nil or not On), a Writer adds no key and writes nothing; on one
 // Redis it hands the outbox to the script and writes nothing itself.
 func TestWhereTheEventGoes(t *testing.T) {
+	t.Parallel()
 	b := redistest.OnMini(t)
 	ks := keyspace.Space{Prefix: "lgtest:"}
 	var none *outbox.Writer
@@ -58,6 +59,7 @@ func TestWhereTheEventGoes(t *testing.T) {
 // On Cluster the script gets no outbox key and After writes the event; a
 // failed write is logged and counted, not returned.
 func TestAFailedSecondStepIsLoggedAndCounted(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on the port: every Cluster call fails at once.
 	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{redistest.FreeAddr(t)}})
 	t.Cleanup(func() { _ = rc.Close() })

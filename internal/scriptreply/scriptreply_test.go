@@ -17,6 +17,7 @@ var errBad = errors.New("test: unexpected script reply")
 var d = Decoder{Bad: errBad}
 
 func TestFlaggedRefusesUndocumentedShapes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		v    any
@@ -38,6 +39,7 @@ func TestFlaggedRefusesUndocumentedShapes(t *testing.T) {
 }
 
 func TestLeaseReadsTokenAndTimes(t *testing.T) {
+	t.Parallel()
 	tok, from, until, err := d.Lease([]any{"7", "1000", "31000"})
 	if err != nil || tok != 7 || !from.Equal(time.UnixMilli(1000)) || until.Sub(from) != 30*time.Second || from.Location() != time.UTC {
 		t.Errorf("got %d, %v, %v, %v; want token 7 from 1s for 30s in UTC", tok, from, until, err)
@@ -48,6 +50,7 @@ func TestLeaseReadsTokenAndTimes(t *testing.T) {
 }
 
 func TestReleaseMapsEveryOutcome(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[int64]leasegate.ReleaseResult{1: leasegate.Released, 0: leasegate.NotFound, -1: leasegate.Forbidden} {
 		if got, err := d.Release("release", v); err != nil || got != want {
 			t.Errorf("Release(%d): got %v, %v; want %v", v, got, err, want)
@@ -59,6 +62,7 @@ func TestReleaseMapsEveryOutcome(t *testing.T) {
 }
 
 func TestHelpers(t *testing.T) {
+	t.Parallel()
 	if err := Unavailable(errors.New("down")); !errors.Is(err, leasegate.ErrUnavailable) {
 		t.Errorf("Unavailable: got %v, want ErrUnavailable", err)
 	}
@@ -77,6 +81,7 @@ func TestHelpers(t *testing.T) {
 }
 
 func TestRunFlaggedRunsTheScriptAndReadsTheFlag(t *testing.T) {
+	t.Parallel()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
