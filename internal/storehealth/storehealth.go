@@ -356,7 +356,7 @@ func (k hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 // the node), or it answered that it cannot serve (LOADING after a
 // restart, MASTERDOWN). Other error replies are answers, not outages.
 func Unreachable(ctx context.Context, err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil {
+	if err == nil || errors.Is(err, redis.Nil) || pastDeadline(ctx) {
 		return false
 	}
 	if errors.Is(err, ErrDown) || errors.Is(err, context.Canceled) ||
@@ -381,6 +381,19 @@ func Unreachable(ctx context.Context, err error) bool {
 	}
 	var op *net.OpError
 	return errors.As(err, &op)
+}
+
+// pastDeadline says whether the caller's own time is up. ctx.Err() alone
+// does not: go-redis sets the connection's deadline to the context's, and
+// a read or write that meets it can fail before the context's timer has
+// fired and set Err (under load, by milliseconds). Such a timeout is the
+// caller's, and must not take the node down for every other caller.
+func pastDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // failedConn is the connection a dial gets that could not, or must not,

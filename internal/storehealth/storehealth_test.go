@@ -214,6 +214,10 @@ func TestUnreachable(t *testing.T) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	live := context.Background()
+	// expired's deadline has passed but its timer has not fired yet:
+	// go-redis's connection deadline is the context's, so a read can time
+	// out on it before the context says so.
+	expired := unfiredContext{Context: live, deadline: time.Now().Add(-time.Millisecond)}
 	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	for _, tc := range []struct {
 		name string
@@ -226,6 +230,8 @@ func TestUnreachable(t *testing.T) {
 		{"a connection closed by the peer", live, io.EOF, true},
 		{"a read that timed out", live, timeout, true},
 		{"a read that timed out on the caller's own deadline", done, timeout, false},
+		{"a write that met the caller's deadline before its timer fired", expired, &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}, false},
+		{"a read that timed out before the caller's deadline", unfiredContext{Context: live, deadline: time.Now().Add(time.Hour)}, timeout, true},
 		{"the caller went away", live, context.Canceled, false},
 		{"LOADING after a restart", live, redisErr(t, "LOADING Redis is loading the dataset in memory"), true},
 		{"MASTERDOWN", live, redisErr(t, "MASTERDOWN Link with MASTER is down"), true},
@@ -245,6 +251,15 @@ func TestUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// unfiredContext has a deadline and no error, whether or not the
+// deadline has passed: a context whose timer has not fired yet.
+type unfiredContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c unfiredContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // redisErr is the error reply msg as go-redis returns it (a type of its
 // internal package), read from a miniredis told to answer it.
