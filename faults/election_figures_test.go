@@ -95,8 +95,12 @@ func TestElectionFigures(t *testing.T) {
 func failovers(t *testing.T, c *client.Client, what string, ttl, delay time.Duration, rounds int) electionFigures {
 	t.Helper()
 	fig := electionFigures{TTLms: ttl.Milliseconds(), LockDelayMs: delay.Milliseconds()}
-	for i := range rounds {
-		name := what + "-" + strconv.Itoa(i)
+	// A round whose leader's lease ended before Observe's first read (a
+	// loaded machine: the read came more than ttl after the election)
+	// measures nothing and is run again under a new name, a few times at
+	// the most; a first read without the live leader fails the test.
+	for i, try := 0, 0; i < rounds; try++ {
+		name := what + "-" + strconv.Itoa(try)
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		a, err := c.Campaign(ctx, leasegate.CampaignRequest{Name: name, Candidate: "a", Value: "a", TTL: ttl, LockDelay: delay})
 		if err != nil {
@@ -106,6 +110,10 @@ func failovers(t *testing.T, c *client.Client, what string, ttl, delay time.Dura
 		obs := c.Observe(ctx, name)
 		if first := <-obs; first.Term != a.Term {
 			cancel()
+			if first.Term == 0 && !time.Now().Before(a.ExpiresAt) && try < rounds+3 {
+				t.Logf("round %d: the leader's lease ended (%v) before Observe's first read; again", i, a.ExpiresAt)
+				continue
+			}
 			t.Fatalf("Observe: got %+v first, want the leader's term %d", first, a.Term)
 		}
 		// "a" dies: it never renews nor resigns. "b" waits in line.
@@ -138,6 +146,7 @@ func failovers(t *testing.T, c *client.Client, what string, ttl, delay time.Dura
 		if lag := seen.Sub(b.ElectedAt); lag > time.Second {
 			t.Errorf("round %d: Observe saw the new leader %v after its election, want well within 1s", i, lag)
 		}
+		i++
 	}
 	return fig
 }
