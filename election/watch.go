@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
-	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -33,18 +32,6 @@ func (s *Service) Observe(ctx context.Context, tenant, name string, events chan<
 	if s.opts.ShardedReleases {
 		shard = s.channel(tenant, name)
 	}
-	wake, unwatch := s.waiter.WatchKey(k.Lock(), shard)
-	defer unwatch()
-
-	interest, leave, err := redislock.WatchInterest(ctx, s.rdb, k.Waiters(), s.opts.OpTimeout, s.opts.InterestTTL)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return scriptreply.Unavailable(err)
-	}
-	defer leave()
-
 	read := func() (*leasegate.Leader, bool, error) {
 		c, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
 		defer cancel()
@@ -65,62 +52,34 @@ func (s *Service) Observe(ctx context.Context, tenant, name string, events chan<
 			return false
 		}
 	}
-
-	prev, _, err := read()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	var prev *leasegate.Leader
+	// next is when prev's term ends by itself, plus a margin.
+	next := func() time.Duration {
+		if prev == nil {
+			return redislock.NoTimer
 		}
-		return err
+		if d := time.Until(prev.ExpiresAt) + s.opts.ExpiryMargin; d > 0 {
+			return d
+		}
+		// Past expires_at by this clock but live by Redis's: look again
+		// soon.
+		return s.opts.ExpiryMargin
 	}
-	if !send(leasegate.ElectionState, prev) {
-		return nil
-	}
-	poll := time.NewTicker(s.opts.WatchPoll)
-	defer poll.Stop()
-	refresh := time.NewTicker(s.opts.InterestTTL / 3)
-	defer refresh.Stop()
-	expiry := time.NewTimer(time.Hour)
-	defer expiry.Stop()
 	// A new term is read between its campaign's two steps (acquire, then
 	// proclaim, which publishes) only by chance: its elected event waits
 	// for the value, at most ExpiryMargin (then it goes out without).
 	var heldTerm int64
 	var heldUntil time.Time
-	for {
-		expiry.Stop()
-		switch {
-		case heldTerm != 0:
-			expiry.Reset(max(time.Until(heldUntil), 0))
-		case prev != nil:
-			d := time.Until(prev.ExpiresAt) + s.opts.ExpiryMargin
-			if d <= 0 {
-				// Past expires_at by this clock but live by Redis's:
-				// look again soon.
-				d = s.opts.ExpiryMargin
-			}
-			expiry.Reset(d)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.waiter.Done():
-			return nil
-		case <-refresh.C:
-			if err := interest(); err != nil && ctx.Err() == nil {
-				return scriptreply.Unavailable(err)
-			}
-			continue
-		case <-wake:
-		case <-poll.C:
-		case <-expiry.C:
-		}
+	spec := redislock.WatchSpec{Key: k.Lock(), Channel: shard, Waiters: k.Waiters(),
+		OpTimeout: s.opts.OpTimeout, InterestTTL: s.opts.InterestTTL, Poll: s.opts.WatchPoll}
+	return s.waiter.Watch(ctx, s.rdb, spec, func(first bool) (time.Duration, bool, error) {
 		cur, proclaimed, err := read()
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+			return 0, false, err
+		}
+		if first {
+			prev = cur
+			return next(), send(leasegate.ElectionState, cur), nil
 		}
 		if prev != nil && (cur == nil || cur.Term != prev.Term) {
 			kind := leasegate.ElectionResigned
@@ -128,7 +87,7 @@ func (s *Service) Observe(ctx context.Context, tenant, name string, events chan<
 				kind = leasegate.ElectionExpired
 			}
 			if !send(kind, prev) {
-				return nil
+				return 0, false, nil
 			}
 			prev = nil
 		}
@@ -140,17 +99,18 @@ func (s *Service) Observe(ctx context.Context, tenant, name string, events chan<
 				if heldTerm != cur.Term {
 					heldTerm, heldUntil = cur.Term, time.Now().Add(s.opts.ExpiryMargin)
 				}
-				continue
+				return max(time.Until(heldUntil), 0), true, nil
 			}
 			heldTerm = 0
 			if !send(leasegate.ElectionElected, cur) {
-				return nil
+				return 0, false, nil
 			}
 		case cur.Value != prev.Value:
 			if !send(leasegate.ElectionProclaimed, cur) {
-				return nil
+				return 0, false, nil
 			}
 		}
 		prev = cur
-	}
+		return next(), true, nil
+	})
 }

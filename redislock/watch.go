@@ -62,19 +62,6 @@ func (w *Waiter) watchChan(key, channel string) (<-chan struct{}, func()) {
 	}
 }
 
-// WatchKey registers a wake channel for key, woken by every release
-// message of key (on its shard channel channel when releases are sharded,
-// "" otherwise) and when the subscription comes back: the event watchers
-// of other engines on the lock engine's subscription (package election).
-// The returned func removes it.
-func (w *Waiter) WatchKey(key, channel string) (<-chan struct{}, func()) {
-	return w.watchChan(key, channel)
-}
-
-// Done is closed when the Waiter closes (the gateway shuts down): event
-// streams end then, and their clients reconnect.
-func (w *Waiter) Done() <-chan struct{} { return w.shutdown }
-
 // wakeWatchersLocked wakes the watchers of key, or of every key when key
 // is ""; w.mu must be held.
 func (w *Waiter) wakeWatchersLocked(key string) {
@@ -103,14 +90,38 @@ func (w *Waiter) Watched() int {
 	return n
 }
 
-// Watch implements leasegate.LockOperator.
-func (o *Operator) Watch(ctx context.Context, tenant, resource string, events chan<- leasegate.LockEvent) error {
-	l := o.locks.Tenant(tenant)
-	k := o.locks.keys.Resource(tenant, resource)
-	wake, unwatch := o.waiter.watchChan(k.Lock(), l.shardChannel(resource))
-	defer unwatch()
+// WatchSpec is what an event watcher watches and how often it looks:
+// the lock watchers' (Operator.Watch) and the election watchers'
+// (package election).
+type WatchSpec struct {
+	// Key is the lock key, whose releases wake the watcher; Channel is
+	// its shard channel when releases are sharded ("" otherwise).
+	Key, Channel string
+	// Waiters is the waiters key the watcher is entered in (watch.lua),
+	// so that releases publish while it watches.
+	Waiters string
+	// OpTimeout bounds each Redis call of the watcher's own; the entry
+	// lasts InterestTTL and is renewed every third of it; Poll is how
+	// often the state is read again with no wake-up.
+	OpTimeout, InterestTTL, Poll time.Duration
+}
 
-	interest, leave, err := WatchInterest(ctx, o.rdb, k.Waiters(), o.opts.OpTimeout, o.opts.InterestTTL)
+// NoTimer is what a watch step returns when nothing it saw ends by
+// itself (no lease).
+const NoTimer time.Duration = -1
+
+// Watch runs an event watcher of spec.Key: it registers a wake channel,
+// enters the watcher among the waiters, and calls step (first true the
+// first time) at once, then whenever a release or the subscription's
+// return wakes it, every spec.Poll, and when the time step returned
+// passes (NoTimer: none). It ends with nil when ctx ends, the Waiter
+// closes (the gateway shuts down; the client reconnects) or step says
+// to stop; with step's error, or unavailable when the entry cannot be
+// renewed, unless ctx has ended.
+func (w *Waiter) Watch(ctx context.Context, rdb redis.Scripter, spec WatchSpec, step func(first bool) (next time.Duration, more bool, err error)) error {
+	wake, unwatch := w.watchChan(spec.Key, spec.Channel)
+	defer unwatch()
+	renew, leave, err := watchInterest(ctx, rdb, spec.Waiters, spec.OpTimeout, spec.InterestTTL)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -119,6 +130,50 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 	}
 	defer leave()
 
+	poll := time.NewTicker(spec.Poll)
+	defer poll.Stop()
+	refresh := time.NewTicker(spec.InterestTTL / 3)
+	defer refresh.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for first := true; ; first = false {
+		next, more, err := step(first)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if err != nil || !more {
+			return nil
+		}
+		timer.Stop()
+		if next >= 0 {
+			timer.Reset(next)
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-w.shutdown:
+				return nil
+			case <-refresh.C:
+				if err := renew(); err != nil && ctx.Err() == nil {
+					return scriptreply.Unavailable(err)
+				}
+			case <-wake:
+				break wait
+			case <-poll.C:
+				break wait
+			case <-timer.C:
+				break wait
+			}
+		}
+	}
+}
+
+// Watch implements leasegate.LockOperator.
+func (o *Operator) Watch(ctx context.Context, tenant, resource string, events chan<- leasegate.LockEvent) error {
+	l := o.locks.Tenant(tenant)
+	k := o.locks.keys.Resource(tenant, resource)
 	read := func() (*leasegate.Lock, error) {
 		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
 		defer cancel()
@@ -145,55 +200,29 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 			return false
 		}
 	}
-
-	prev, err := read()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	var prev *leasegate.Lock
+	// next is when prev's lease ends by itself, plus a margin.
+	next := func() time.Duration {
+		if prev == nil {
+			return NoTimer
 		}
-		return err
+		if d := time.Until(prev.ExpiresAt) + o.opts.ExpiryMargin; d > 0 {
+			return d
+		}
+		// Past expires_at by this clock but live by Redis's (the clocks
+		// differ): the poll will see it end.
+		return o.opts.WatchPoll
 	}
-	if !send(leasegate.EventState, prev) {
-		return nil
-	}
-	poll := time.NewTicker(o.opts.WatchPoll)
-	defer poll.Stop()
-	refresh := time.NewTicker(o.opts.InterestTTL / 3)
-	defer refresh.Stop()
-	expiry := time.NewTimer(time.Hour)
-	defer expiry.Stop()
-	for {
-		expiry.Stop()
-		if prev != nil {
-			d := time.Until(prev.ExpiresAt) + o.opts.ExpiryMargin
-			if d <= 0 {
-				// Past expires_at by this clock but live by Redis's (the
-				// clocks differ): the poll will see it end.
-				d = o.opts.WatchPoll
-			}
-			expiry.Reset(d)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-o.waiter.shutdown:
-			// The gateway shuts down: the stream ends, the client reconnects.
-			return nil
-		case <-refresh.C:
-			if err := interest(); err != nil && ctx.Err() == nil {
-				return scriptreply.Unavailable(err)
-			}
-			continue
-		case <-wake:
-		case <-poll.C:
-		case <-expiry.C:
-		}
+	spec := WatchSpec{Key: k.Lock(), Channel: l.shardChannel(resource), Waiters: k.Waiters(),
+		OpTimeout: o.opts.OpTimeout, InterestTTL: o.opts.InterestTTL, Poll: o.opts.WatchPoll}
+	return o.waiter.Watch(ctx, o.rdb, spec, func(first bool) (time.Duration, bool, error) {
 		cur, err := read()
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+			return 0, false, err
+		}
+		if first {
+			prev = cur
+			return next(), send(leasegate.EventState, cur), nil
 		}
 		if prev != nil && (cur == nil || cur.Token != prev.Token) {
 			kind := leasegate.EventReleased
@@ -204,30 +233,30 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 				kind = leasegate.EventExpired
 			}
 			if !send(kind, prev) {
-				return nil
+				return 0, false, nil
 			}
 		}
 		switch {
 		case cur != nil && (prev == nil || cur.Token != prev.Token):
 			if !send(leasegate.EventAcquired, cur) {
-				return nil
+				return 0, false, nil
 			}
 		case cur != nil && !cur.ExpiresAt.Equal(prev.ExpiresAt):
 			if !send(leasegate.EventRenewed, cur) {
-				return nil
+				return 0, false, nil
 			}
 		}
 		prev = cur
-	}
+		return next(), true, nil
+	})
 }
 
-// WatchInterest enters a new event watcher among the waiters of
+// watchInterest enters a new event watcher among the waiters of
 // waitersKey (watch.lua, for ttl), so that releases of the resource are
 // published while it watches. renew enters it again (before ttl runs
 // out); leave takes it out (interest.lua), also after ctx has ended.
-// Each call is bounded by opTimeout. Used by the lock and election
-// watchers alike.
-func WatchInterest(ctx context.Context, rdb redis.Scripter, waitersKey string, opTimeout, ttl time.Duration) (renew func() error, leave func(), err error) {
+// Each call is bounded by opTimeout.
+func watchInterest(ctx context.Context, rdb redis.Scripter, waitersKey string, opTimeout, ttl time.Duration) (renew func() error, leave func(), err error) {
 	id := newWatcherID()
 	renew = func() error {
 		c, cancel := context.WithTimeout(ctx, opTimeout)
