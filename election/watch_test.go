@@ -20,7 +20,7 @@ import (
 func TestObserveWaitsForANewTermsValue(t *testing.T) {
 	t.Parallel()
 	b := redistest.OnRedis(t)
-	observe := func(t *testing.T, margin time.Duration) (*election.Service, <-chan leasegate.ElectionEvent, string) {
+	observe := func(t *testing.T, margin time.Duration) (*election.Service, <-chan leasegate.ElectionEvent) {
 		t.Helper()
 		prefix := contracttest.Prefix()
 		w := redislock.NewWaiter(b.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
@@ -40,7 +40,7 @@ func TestObserveWaitsForANewTermsValue(t *testing.T) {
 		if ev := <-events; ev.Kind != leasegate.ElectionState || ev.Leader != nil {
 			t.Fatalf("first event: got %v %+v, want state without a leader", ev.Kind, ev.Leader)
 		}
-		return s, events, prefix
+		return s, events
 	}
 	next := func(t *testing.T, events <-chan leasegate.ElectionEvent) leasegate.ElectionEvent {
 		t.Helper()
@@ -55,7 +55,7 @@ func TestObserveWaitsForANewTermsValue(t *testing.T) {
 
 	t.Run("the proclaim's value", func(t *testing.T) {
 		t.Parallel()
-		s, events, _ := observe(t, time.Minute)
+		s, events := observe(t, time.Minute)
 		ctx := context.Background()
 		res, err := s.AcquireOnly(ctx, "", "leader", "a", 30*time.Second)
 		if err != nil || !res.Acquired {
@@ -79,7 +79,7 @@ func TestObserveWaitsForANewTermsValue(t *testing.T) {
 
 	t.Run("no proclaim within the margin", func(t *testing.T) {
 		t.Parallel()
-		s, events, _ := observe(t, 200*time.Millisecond)
+		s, events := observe(t, 200*time.Millisecond)
 		res, err := s.AcquireOnly(context.Background(), "", "leader", "a", 30*time.Second)
 		if err != nil || !res.Acquired {
 			t.Fatalf("acquire: %+v, %v", res, err)
