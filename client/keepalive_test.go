@@ -97,7 +97,10 @@ func TestKeepAliveSignalsLossWhenTheLeaseIsTaken(t *testing.T) {
 func TestKeepAliveSignalsLossBeforeExpiryWhenRedisDies(t *testing.T) {
 	t.Parallel()
 	g := newRealGateway(t)
-	c, lease := g.acquire(t, "job", time.Second)
+	// A 3 s lease, not 1 s: the first renewal (at a third of the TTL) must
+	// be answered before the loss margin even on a loaded machine; with
+	// 1 s it had about 570 ms, and `go test -p 4` on 2 cores lost it.
+	c, lease := g.acquire(t, "job", 3*time.Second)
 	ctx := context.Background()
 	renewed := make(chan struct{}, 1)
 	k := c.KeepAlive(ctx, lease, client.OnRenew(func(client.Lease) {
