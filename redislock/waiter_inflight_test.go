@@ -83,7 +83,12 @@ func (h *holdTry) names(cmd redis.Cmder) bool {
 // (docs/safety.md, "A false alarm in the proxy scenario").
 func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 	t.Parallel()
-	const wait = 200 * time.Millisecond
+	// The wait must outlast the steps before the held try: the waiter
+	// parks, the test sees it queued and releases, the try starts. With
+	// 200 ms, `go test -p 4` on 2 cores ended the wait before the release
+	// ("the release started no try") or before the test saw the waiter
+	// queued.
+	const wait = time.Second
 	// past is how long after the wait's end the held try is let go: time
 	// must pass here, as the wait's end is a timer in the gateway.
 	const past = 200 * time.Millisecond
