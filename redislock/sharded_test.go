@@ -44,52 +44,6 @@ func newShardGateway(t testing.TB, cl *redistest.Cluster, prefix string, sharded
 	return g
 }
 
-// triesBy counts, from now on, the scripts this gateway's client has run
-// with owner among their arguments and that have answered: the tries of
-// that owner's waiting acquire.
-func (g *shardGateway) triesBy(owner string) func() int64 {
-	h := &scriptsBy{owner: owner}
-	g.rc.AddHook(h)
-	return h.n.Load
-}
-
-type scriptsBy struct {
-	owner string
-	n     atomic.Int64
-}
-
-func (h *scriptsBy) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scriptsBy) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		h.count(cmd)
-		return err
-	}
-}
-
-func (h *scriptsBy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, cmd := range cmds {
-			h.count(cmd)
-		}
-		return err
-	}
-}
-
-func (h *scriptsBy) count(cmd redis.Cmder) {
-	if name := cmd.Name(); name != "evalsha" && name != "eval" {
-		return
-	}
-	for _, a := range cmd.Args() {
-		if a == h.owner {
-			h.n.Add(1)
-			return
-		}
-	}
-}
-
 // wait starts a waiting acquire through the Service (which registers it
 // among the resource's waiters, so the release publishes).
 func (g *shardGateway) wait(resource, owner string, wait time.Duration) <-chan waitOutcome {
@@ -122,7 +76,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			masters[masterOf(t, a.rc, lock)] = true
 			mustAcquire(t, a.l, res, "holder", time.Minute)
 			_, before := a.w.Received()
-			tries := a.triesBy("waiter")
+			tries := redistest.ScriptsBy(a.rc, "waiter")
 			out := a.wait(res, "waiter", 30*time.Second)
 			// The confirmation of the SSUBSCRIBE wakes the waiter for one
 			// re-check (a release before it would have been missed); the

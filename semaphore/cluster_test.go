@@ -17,7 +17,10 @@ import (
 // semaphore release SPUBLISHes on the semaphore's shard channel (a script
 // may publish only to a channel of its own slot), and a wait subscribed
 // there is woken by it: the permit has a minute left and polling is off,
-// so nothing else wakes it within the bound.
+// so nothing else wakes it within the bound. (Before the wait for its
+// re-check, the release could race the re-check that the subscription's
+// confirmation starts: under load, the re-check took the permit and the
+// message came after the test looked.)
 func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -36,6 +39,7 @@ func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
 		if err != nil || !first.Acquired {
 			t.Fatalf("%s: first acquire: got %+v, %v; want acquired", name, first, err)
 		}
+		tries := redistest.ScriptsBy(rc, "b")
 		got := make(chan error, 1)
 		go func() {
 			r, err := s.Acquire(ctx, "", leasegate.SemaphoreRequest{Name: name, Owner: "b", TTL: time.Minute, Limit: 1, Wait: 30 * time.Second})
@@ -45,8 +49,12 @@ func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
 			got <- err
 		}()
 		permits := keyspace.Space{Prefix: prefix}.Semaphore("", name).Permits()
-		redistest.Eventually(t, 10*time.Second, name+": the wait queues and subscribes", func() bool {
-			return w.QueuedOn(permits) > 0 && w.ShardSubscriptions() == 1
+		// The confirmation of the SSUBSCRIBE wakes the wait for one
+		// re-check (a release before it would have been missed); the
+		// release comes after that re-check has answered, so only the
+		// release message can wake the wait again.
+		redistest.Eventually(t, 10*time.Second, name+": the wait queues, subscribes and re-checks", func() bool {
+			return w.QueuedOn(permits) > 0 && w.ShardSubscriptions() == 1 && tries() == 2
 		})
 		_, before := w.Received()
 		if res, err := s.Release(ctx, "", name, "a", 0); err != nil || res != leasegate.Released {
