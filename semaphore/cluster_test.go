@@ -29,6 +29,10 @@ func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
 	prefix := fmt.Sprintf("semsh%d:", time.Now().UnixNano())
 	w := redislock.NewWaiter(rc, redislock.WaiterOptions{Channel: prefix + "released", Shards: rc, PollInterval: time.Hour})
 	t.Cleanup(w.Close)
+	// The confirmation of the Waiter's own subscription wakes every wait
+	// for a re-check too: let it come first, so each wait below is woken
+	// for exactly one re-check before the release.
+	redistest.Eventually(t, 10*time.Second, "the waiter subscribes", w.Active)
 	s := semaphore.New(rc, w, semaphore.Options{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true})
 	for i := 0; i < 6; i++ {
 		name := fmt.Sprintf("pool-%d", i)
