@@ -182,7 +182,9 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 			}
 		})
 		t.Run("a try that times out after the wait ran out answers unavailable", func(t *testing.T) {
-			const opTimeout = 600 * time.Millisecond
+			// Longer than the whole wait, so the try is still in flight
+			// when the wait ends.
+			const opTimeout = wait + 400*time.Millisecond
 			h := newHoldTry("waiter", true)
 			_, a, start := run(t, b, h, opTimeout, nil)
 			if a.res.Acquired || !errors.Is(a.err, leasegate.ErrUnavailable) {
