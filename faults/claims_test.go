@@ -359,8 +359,21 @@ func TestCheckersCatchBrokenClaims(t *testing.T) {
 	})
 	t.Run("a service that forgets completions is caught running work again", func(t *testing.T) {
 		t.Parallel()
-		if v := run(t, &fakeClaims{forgetDone: true}); v.RanAgain == 0 {
-			t.Errorf("ran again: got 0, want > 0: %+v", v)
+		// A claim counts as run again only when it was sent after a done
+		// answer had come back; one sent while the completion was on its
+		// way is not (nothing had told anyone the work was done), and is
+		// counted as a double holder instead. A round on a loaded machine
+		// had only two completions, both met that way (CI, 2026-12-05),
+		// so up to three rounds are run.
+		for round := 1; ; round++ {
+			v := run(t, &fakeClaims{forgetDone: true})
+			if v.RanAgain > 0 {
+				return
+			}
+			if round == 3 {
+				t.Fatalf("ran again: got 0 in %d rounds, want > 0: %+v", round, v)
+			}
+			t.Logf("round %d: no claim was sent after a done answer; running another", round)
 		}
 	})
 }
