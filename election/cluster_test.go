@@ -26,6 +26,9 @@ func TestElectionsOnRealCluster(t *testing.T) {
 	prefix := fmt.Sprintf("elsh%d:", time.Now().UnixNano())
 	w := redislock.NewWaiter(rc, redislock.WaiterOptions{Channel: prefix + "released", Shards: rc, PollInterval: time.Hour})
 	t.Cleanup(w.Close)
+	// The confirmation of the Waiter's own subscription wakes every wait
+	// for a re-check: let it come first.
+	redistest.Eventually(t, 10*time.Second, "the waiter subscribes", w.Active)
 	s := election.New(rc, nil, w, election.Options{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true})
 	for i := range 4 {
 		name := fmt.Sprintf("leader-%d", i)
@@ -43,6 +46,13 @@ func TestElectionsOnRealCluster(t *testing.T) {
 			cancel()
 			t.Fatalf("%s: got first event %s %+v, want the state with term %d", name, ev.Kind, ev.Leader, a.Leadership.Term)
 		}
+		// Observe's channel is confirmed before the campaign comes, so the
+		// campaign joins a subscription already listening and makes one
+		// try; the resignation comes after it has answered, so only the
+		// resignation's message can wake the campaign.
+		redistest.Eventually(t, 10*time.Second, name+": Observe's channel subscribed", func() bool { return w.ShardSubscriptions() == 1 })
+		tries := redistest.ScriptsBy(rc, "b")
+		_, before := w.Received()
 		got := make(chan leasegate.CampaignResult, 1)
 		go func() {
 			r, err := s.Campaign(ctx, "", leasegate.CampaignRequest{Name: name, Candidate: "b", Value: "vb", TTL: time.Minute, Wait: 30 * time.Second})
@@ -51,8 +61,8 @@ func TestElectionsOnRealCluster(t *testing.T) {
 			}
 			got <- r
 		}()
-		redistest.Eventually(t, 10*time.Second, name+": the campaign queues and subscribes", func() bool {
-			return w.QueuedOn(s.Keys("", name).Lock()) > 0 && w.ShardSubscriptions() == 1
+		redistest.Eventually(t, 10*time.Second, name+": the campaign queues after one try", func() bool {
+			return w.QueuedOn(s.Keys("", name).Lock()) > 0 && tries() == 1
 		})
 		if err := s.Resign(ctx, "", name, "a", a.Leadership.Term); err != nil {
 			cancel()
@@ -67,6 +77,12 @@ func TestElectionsOnRealCluster(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			cancel()
 			t.Fatalf("%s: the waiting campaign was not woken by the resignation", name)
+		}
+		// The message is counted before it wakes anyone. (The new
+		// leader's value is published too, so there may be two.)
+		if _, after := w.Received(); after <= before {
+			cancel()
+			t.Fatalf("%s: sharded messages went from %d to %d, want the resignation's", name, before, after)
 		}
 		for _, want := range []leasegate.ElectionEventKind{leasegate.ElectionResigned, leasegate.ElectionElected} {
 			select {
