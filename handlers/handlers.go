@@ -219,7 +219,9 @@ func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := a.deps.Ready(ctx); err != nil {
-		a.log.Warn("readiness check failed", zap.Error(err))
+		if !errors.Is(err, leasegate.ErrShuttingDown) { // the drain logged itself
+			a.log.Warn("readiness check failed", zap.Error(err))
+		}
 		// A check that says why (an unavailable domain error) is passed
 		// on; anything else is a store that does not answer.
 		var de *leasegate.Error

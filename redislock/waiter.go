@@ -98,8 +98,9 @@ type WaiterOptions struct {
 }
 
 // Waiter runs waiting acquires. It is safe for concurrent use. Close it at
-// shutdown: every waiter is answered at once with its last contended
-// result.
+// shutdown: every waiter is answered at once with
+// leasegate.ErrShuttingDown (waitClosed: the one place a shutdown ends
+// waits), and every event watcher ends with it.
 type Waiter struct {
 	sub  Subscriber
 	opts WaiterOptions
@@ -191,7 +192,8 @@ func NewWaiter(sub Subscriber, opts WaiterOptions) *Waiter {
 	return w
 }
 
-// Close answers every waiter and stops the subscription. It is safe to
+// Close answers every waiter leasegate.ErrShuttingDown and stops the
+// subscription. It is safe to
 // call more than once.
 func (w *Waiter) Close() {
 	w.mu.Lock()
@@ -549,7 +551,8 @@ const minFirstCall = 100 * time.Millisecond
 
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
 // req.Wait while another owner holds it. It returns the contended result
-// when the wait ends without the lease (timeout or Close), and ctx's error
+// when the wait times out without the lease, leasegate.ErrShuttingDown
+// when the Waiter closes, and ctx's error
 // as soon as ctx is done (the caller went away). A Redis error ends the
 // wait at once with ErrUnavailable: a lease is never reported granted
 // after an error.
@@ -687,6 +690,8 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (lease
 		return out, outErr
 	case waitCancelled:
 		return leasegate.AcquireResult{Waited: true}, ctx.Err()
+	case waitClosed:
+		return leasegate.AcquireResult{Waited: true}, leasegate.ErrShuttingDown
 	default:
 		return contended(), nil
 	}
@@ -698,10 +703,14 @@ type waitEnd int
 const (
 	// waitStopped: the head's try ended the wait; it has the answer.
 	waitStopped waitEnd = iota
-	// waitOver: the wait's time ran out, or the Waiter was closed.
+	// waitOver: the wait's time ran out.
 	waitOver
 	// waitCancelled: ctx is done (the caller went away).
 	waitCancelled
+	// waitClosed: the Waiter was closed (the gateway shuts down). The
+	// wait is answered leasegate.ErrShuttingDown, 503 with Retry-After,
+	// so that the caller retries through another gateway at once.
+	waitClosed
 )
 
 // loop is the part of a wait that Acquire and WaitFor share, once wt is
@@ -746,7 +755,7 @@ func (w *Waiter) loop(ctx context.Context, wt *waiter, deadline <-chan time.Time
 		case <-deadline:
 			return waitOver
 		case <-w.shutdown:
-			return waitOver
+			return waitClosed
 		case <-ctx.Done():
 			return waitCancelled
 		}

@@ -3,6 +3,8 @@ package redislock
 import (
 	"context"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
 // Waiting for something other than a lock (a semaphore's slot, say) on
@@ -39,8 +41,9 @@ type WaitOptions struct {
 // (re)confirmed, at the expiry try reported, or every PollInterval while
 // the subscription is down. It returns done from the last try; waited
 // says the wait went past a first try. It ends without done when
-// opts.Wait passes or the Waiter closes (err nil), and with ctx's error
-// when ctx is done; a try's error ends it at once.
+// opts.Wait passes (err nil), with leasegate.ErrShuttingDown when the
+// Waiter closes, and with ctx's error when ctx is done; a try's error
+// ends it at once.
 //
 // As in Acquire, a try is never cut short by the end of the wait: each
 // gets the whole OpTimeout, one in flight when opts.Wait passes is let
@@ -112,6 +115,8 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 		return done, waited, waitErr
 	case waitCancelled:
 		return false, true, ctx.Err()
+	case waitClosed:
+		return false, true, leasegate.ErrShuttingDown
 	default:
 		return false, true, nil
 	}

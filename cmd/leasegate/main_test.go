@@ -95,6 +95,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_IDLE_TIMEOUT":        "6s",
 			"LEASEGATE_MAX_HEADER_BYTES":    "2048",
 			"LEASEGATE_SHUTDOWN_TIMEOUT":    "7s",
+			"LEASEGATE_DRAIN_DELAY":         "3s",
 			"LEASEGATE_LOG_LEVEL":           "debug",
 
 			"LEASEGATE_API_KEYS_FILE":      "/etc/leasegate/keys",
@@ -160,6 +161,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.IdleTimeout = 6 * time.Second
 		want.MaxHeaderBytes = 2048
 		want.ShutdownTimeout = 7 * time.Second
+		want.DrainDelay = 3 * time.Second
 		want.APIKeysFile = "/etc/leasegate/keys"
 		want.APIKeys = "a:client:t:" + strings.Repeat("ab", 32)
 		want.InsecureOpen = true
