@@ -376,7 +376,8 @@ func startGatewayProcess(ctx context.Context, cfg Config, redisURL string, n int
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := []string{"serve", "--addr", addr, "--redis-url", redisURL, "--log-level", cfg.GatewayLogLevel,
+	// No drain: nothing balances over these gateways.
+	args := []string{"serve", "--addr", addr, "--redis-url", redisURL, "--log-level", cfg.GatewayLogLevel, "--drain-delay", "0",
 		"--max-wait", waitersWait.String(), "--write-timeout", (waitersWait + time.Minute).String()}
 	if n > server.DefaultMaxWaiters {
 		args = append(args, "--max-waiters", strconv.Itoa(n))
