@@ -95,7 +95,7 @@ var (
 	// (or the event stream) with nothing granted or changed; the caller
 	// retries at once, through another gateway (docs/deployment.md,
 	// "Rolling restarts").
-	ErrShuttingDown = &Error{Code: CodeUnavailable, Op: "lock", RetryAfter: DefaultRetryAfter,
+	ErrShuttingDown = &Error{Code: CodeUnavailable, RetryAfter: DefaultRetryAfter,
 		Message: "this gateway is shutting down; nothing was changed, retry (another gateway will answer)"}
 	// ErrUnavailable: the store failed; nothing was granted or changed.
 	ErrUnavailable = &Error{Code: CodeUnavailable, Message: UnavailableMessage, RetryAfter: DefaultRetryAfter, Op: "store"}
