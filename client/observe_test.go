@@ -112,8 +112,14 @@ func TestObserveReconnectsAtOnceOnAReconnectEvent(t *testing.T) {
 	}
 	conns.Store(0)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ch := c.Observe(ctx, "jobs")
+	t.Cleanup(func() {
+		// Observe has returned (its channel closed) before ObserveRetry
+		// is put back (cleanups run last first).
+		cancel()
+		for range ch {
+		}
+	})
 	for _, want := range []int64{1, 2} {
 		select {
 		case ld := <-ch:
