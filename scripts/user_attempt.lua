@@ -32,6 +32,20 @@
 -- ARGV[13] event id of the flag event, ARGV[14] of the ban event (with KEYS[5])
 -- ARGV[15] tenant (for the events)
 -- ARGV[16] outbox length bound (XADD MAXLEN ~)
+-- ARGV[17] the attempt log's index in KEYS ("0": no log in this script:
+--          off, or on Redis Cluster, where it has a slot of its own and
+--          the caller writes the entry in a second step)
+-- ARGV[18] the attempt log's length bound (XADD MAXLEN ~), ARGV[19] its
+--          retention in milliseconds (XTRIM MINID ~, PEXPIRE)
+-- ARGV[20] this attempt's outcome when counted: "allowlisted", "shadow"
+--          or "" (held, repeated or flagged, decided here)
+--
+-- The attempt log (docs/abuse.md, "Backtesting a policy") gets one entry
+-- per attempt, its id the Redis time: u user, n its number in the window
+-- (0: refused), w its offset from the window's start, t the ttl, o the
+-- outcome (held, repeated, flagged, banned = refused, allowlisted,
+-- shadow), b the end of the ban this attempt placed, or of the one that
+-- refused it (0: none). abuse.logEntry writes the same on Cluster.
 --
 -- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
 --          counted: n is this attempt's number in the window (1 = the lock
@@ -82,10 +96,27 @@ local function push(list, off)
   return list
 end
 local function s(x) return string.format('%.0f', x) end
+local logk = tonumber(ARGV[17] or '0') or 0
+local function record(n, w, o, b)
+  if logk == 0 then return end
+  local key = KEYS[logk]
+  local f = {'u', ARGV[8], 'n', n, 'w', w, 't', ARGV[1], 'o', o, 'b', b}
+  -- The id is the attempt's time; a stream whose last id is ahead (a
+  -- clock that went back) gets the next id and the time in a field.
+  local ok = redis.pcall('XADD', key, 'MAXLEN', '~', ARGV[18], s(now) .. '-*', unpack(f))
+  if type(ok) == 'table' and ok['err'] then
+    table.insert(f, 'ms')
+    table.insert(f, s(now))
+    redis.call('XADD', key, 'MAXLEN', '~', ARGV[18], '*', unpack(f))
+  end
+  redis.call('XTRIM', key, 'MINID', '~', s(now - tonumber(ARGV[19])))
+  redis.call('PEXPIRE', key, ARGV[19])
+end
 
 if enforce then
   local ban_end = tonumber(redis.call('HGET', KEYS[2], 'until') or '0') or 0
   if ban_end > now then
+    record(0, 0, 'banned', s(ban_end))
     return {-1, s(ban_end), s(now)}
   end
 end
@@ -209,4 +240,11 @@ if may_flag and n >= max_attempts then
     end
   end
 end
+local outcome = ARGV[20] or ''
+if flagged_now == 1 then
+  outcome = 'flagged'
+elseif outcome == '' then
+  outcome = (n == 1) and 'held' or 'repeated'
+end
+record(s(n), s(now - start), outcome, s(ban_until))
 return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until), ban_number}
