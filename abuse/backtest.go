@@ -70,6 +70,29 @@ func (s *Service) logAfter(ctx context.Context, tenant, lock, user string, now t
 	}
 }
 
+// scanLog calls f on every entry of the log at key up to time to (ms),
+// oldest first, reading logPage entries per XRANGE.
+func (s *Service) scanLog(ctx context.Context, key string, to int64, f func(entry)) error {
+	start := "-"
+	for {
+		page, err := s.rdb.XRangeN(ctx, key, start, strconv.FormatInt(to, 10), logPage).Result()
+		if err != nil {
+			return scriptreply.Unavailable(err)
+		}
+		for _, m := range page {
+			e, err := parseEntry(m)
+			if err != nil {
+				return err
+			}
+			f(e)
+		}
+		if len(page) < logPage {
+			return nil
+		}
+		start = "(" + page[len(page)-1].ID
+	}
+}
+
 // entry is one logged attempt.
 type entry struct {
 	at        int64 // Redis time, ms
@@ -248,56 +271,44 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 	retention := s.opts.Policies.FlagRetention.Milliseconds()
 	users := map[string]*backtestUser{}
 	out := leasegate.Backtest{Lock: q.Lock, Since: q.Since.UTC(), Until: q.Until.UTC()}
-	start := "-"
-	for {
-		page, err := s.rdb.XRangeN(ctx, key, start, strconv.FormatInt(to, 10), logPage).Result()
-		if err != nil {
-			return leasegate.Backtest{}, scriptreply.Unavailable(err)
+	err = s.scanLog(ctx, key, to, func(e entry) {
+		if len(only) > 0 && !only[e.user] {
+			return
 		}
-		for _, m := range page {
-			e, err := parseEntry(m)
-			if err != nil {
-				return leasegate.Backtest{}, err
-			}
-			if len(only) > 0 && !only[e.user] {
-				continue
-			}
-			u := users[e.user]
-			if u == nil {
-				u = &backtestUser{}
-				users[e.user] = u
-			}
-			external := e.o == outcomeBanned && !(!inForce.Shadow && u.inForce.banUntil > e.at)
-			oIn, _, bIn := inForce.step(&u.inForce, e, retention, external)
-			oCand, _, bCand := cand.step(&u.cand, e, retention, external)
-			if e.at < from || e.at > to {
-				continue
-			}
-			u.attempts++
-			out.Recorded.Attempts++
-			if len(u.at) == leasegate.MaxBacktestAttempts {
-				u.at = u.at[1:]
-			}
-			u.at = append(u.at, e.at)
-			if e.o == outcomeBanned {
-				out.Recorded.Refused++
-			} else if st := e.at - e.w; st != u.lastStart {
-				u.lastStart = st
-				out.Recorded.Windows++
-			}
-			if e.o == outcomeFlagged {
-				out.Recorded.FlaggedWindows++
-				if e.b > 0 {
-					out.Recorded.Bans++
-				}
-			}
-			u.tIn.add(oIn, bIn, e.at)
-			u.tCand.add(oCand, bCand, e.at)
+		u := users[e.user]
+		if u == nil {
+			u = &backtestUser{}
+			users[e.user] = u
 		}
-		if len(page) < logPage {
-			break
+		external := e.o == outcomeBanned && !(!inForce.Shadow && u.inForce.banUntil > e.at)
+		oIn, _, bIn := inForce.step(&u.inForce, e, retention, external)
+		oCand, _, bCand := cand.step(&u.cand, e, retention, external)
+		if e.at < from || e.at > to {
+			return
 		}
-		start = "(" + page[len(page)-1].ID
+		u.attempts++
+		out.Recorded.Attempts++
+		if len(u.at) == leasegate.MaxBacktestAttempts {
+			u.at = u.at[1:]
+		}
+		u.at = append(u.at, e.at)
+		if e.o == outcomeBanned {
+			out.Recorded.Refused++
+		} else if st := e.at - e.w; st != u.lastStart {
+			u.lastStart = st
+			out.Recorded.Windows++
+		}
+		if e.o == outcomeFlagged {
+			out.Recorded.FlaggedWindows++
+			if e.b > 0 {
+				out.Recorded.Bans++
+			}
+		}
+		u.tIn.add(oIn, bIn, e.at)
+		u.tCand.add(oCand, bCand, e.at)
+	})
+	if err != nil {
+		return leasegate.Backtest{}, err
 	}
 	out.InForce, out.Candidate = outcome(inForce), outcome(cand)
 	ids := make([]string, 0, len(users))

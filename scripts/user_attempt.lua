@@ -11,7 +11,8 @@
 --                   bans = automatic bans placed by this lock's policy,
 --                   evidence = the flagged window's "at", offsets from window_start)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
--- KEYS[5] webhook outbox (stream), optional: when given, the flag and a
+-- KEYS[5] webhook outbox (stream), optional (KEYS[5] is the attempt log
+--         when ARGV[17] is 5): when given, the flag and a
 --         policy ban are written to it as events in this same script, so
 --         an event exists if and only if what it reports happened. Not
 --         given on Redis Cluster (another slot; the caller adds the events
@@ -77,7 +78,9 @@ local retention = tonumber(ARGV[7])
 local factor = tonumber(ARGV[10]) or 1
 local max_ban = tonumber(ARGV[11]) or ban_ms
 local max_evidence = tonumber(ARGV[12]) or 50
+local logk = tonumber(ARGV[17] or '0') or 0
 local outbox = KEYS[5]
+if logk == 5 then outbox = nil end
 local function event(...)
   if outbox then
     redis.call('XADD', outbox, 'MAXLEN', '~', ARGV[16], '*', ...)
@@ -96,7 +99,6 @@ local function push(list, off)
   return list
 end
 local function s(x) return string.format('%.0f', x) end
-local logk = tonumber(ARGV[17] or '0') or 0
 local function record(n, w, o, b)
   if logk == 0 then return end
   local key = KEYS[logk]
