@@ -42,9 +42,9 @@ type BacktestQuery struct {
 
 // Backtest is what a backtest found.
 type Backtest struct {
-	Lock  string    `json:"lock"`
-	Since time.Time `json:"since"`
-	Until time.Time `json:"until"`
+	Lock  string `json:"lock"`
+	Since Stamp  `json:"since"`
+	Until Stamp  `json:"until"`
 	// Recorded is what the log holds in the range.
 	Recorded BacktestRecorded `json:"recorded"`
 	// InForce is the replay of the policy in force, Candidate the
@@ -100,7 +100,7 @@ type BacktestUser struct {
 	Attempts int64  `json:"attempts"`
 	// AttemptsAt are the user's attempt times in the range (the last
 	// MaxBacktestAttempts, oldest first).
-	AttemptsAt []time.Time `json:"attempts_at"`
+	AttemptsAt []Stamp `json:"attempts_at"`
 	// FlaggedWindows, Bans and BanSeconds (the sum of the bans' lengths)
 	// under the policy in force and under the candidate.
 	InForce   BacktestUserOutcome `json:"in_force"`
@@ -116,3 +116,10 @@ type BacktestUserOutcome struct {
 
 // MaxBacktestAttempts is how many attempt times a backtest shows per user.
 const MaxBacktestAttempts = 100
+
+// Stamp is a time that leaves the gateway in TimeFormat (milliseconds,
+// UTC) and reads any RFC 3339 time.
+type Stamp struct{ time.Time }
+
+// MarshalJSON writes s in TimeFormat.
+func (s Stamp) MarshalJSON() ([]byte, error) { return []byte(`"` + FormatTime(s.Time) + `"`), nil }

@@ -270,7 +270,7 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 	from, to := q.Since.UnixMilli(), q.Until.UnixMilli()
 	retention := s.opts.Policies.FlagRetention.Milliseconds()
 	users := map[string]*backtestUser{}
-	out := leasegate.Backtest{Lock: q.Lock, Since: q.Since.UTC(), Until: q.Until.UTC()}
+	out := leasegate.Backtest{Lock: q.Lock, Since: leasegate.Stamp{Time: q.Since.UTC()}, Until: leasegate.Stamp{Time: q.Until.UTC()}}
 	err = s.scanLog(ctx, key, to, func(e entry) {
 		if len(only) > 0 && !only[e.user] {
 			return
@@ -385,11 +385,11 @@ func count(o *leasegate.BacktestOutcome, t tally) {
 }
 
 func (u *backtestUser) report(id string) leasegate.BacktestUser {
-	r := leasegate.BacktestUser{UserID: id, Attempts: u.attempts, AttemptsAt: make([]time.Time, len(u.at)),
+	r := leasegate.BacktestUser{UserID: id, Attempts: u.attempts, AttemptsAt: make([]leasegate.Stamp, len(u.at)),
 		InForce:   leasegate.BacktestUserOutcome{FlaggedWindows: u.tIn.windows, Bans: u.tIn.bans, BanSeconds: u.tIn.banMS / 1000},
 		Candidate: leasegate.BacktestUserOutcome{FlaggedWindows: u.tCand.windows, Bans: u.tCand.bans, BanSeconds: u.tCand.banMS / 1000}}
 	for i, at := range u.at {
-		r.AttemptsAt[i] = time.UnixMilli(at).UTC()
+		r.AttemptsAt[i] = leasegate.Stamp{Time: time.UnixMilli(at).UTC()}
 	}
 	return r
 }
