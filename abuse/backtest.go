@@ -135,15 +135,16 @@ type replayState struct {
 }
 
 // step is the attempt script's decision on e under p: the same rules,
-// with Policy.BanLength for the escalation. external: the log says a ban
-// from outside this lock's policy (an operator's, another lock's)
-// refused e; it refuses under p too, unless p does not enforce bans.
+// with Policy.BanLength for the escalation. external (isExternal): the
+// log says a ban from outside this lock's policy (an operator's, another
+// lock's) refused e; it refuses under p too, unless p does not enforce
+// bans.
 // It returns what the script would have logged: the outcome, n and b.
 func (p Policy) step(st *replayState, e entry, retention int64, external bool) (string, int64, int64) {
 	allow := e.o == outcomeAllowlisted
 	enforce := !p.Shadow && !allow
 	if external {
-		st.banUntil = max(st.banUntil, e.b)
+		st.banUntil = e.b // it replaced the ban in place, as ban.lua does
 	}
 	seen := st.seen
 	st.seen = true
@@ -189,6 +190,12 @@ func (p Policy) step(st *replayState, e entry, retention int64, external bool) (
 		return outcomeHeld, st.n, 0
 	}
 	return outcomeRepeated, st.n, 0
+}
+
+// isExternal reports whether the ban that refused e (in the log) is not
+// the one the replay of the policy in force p holds.
+func (p Policy) isExternal(st *replayState, e entry) bool {
+	return e.o == outcomeBanned && (p.Shadow || st.banUntil <= e.at || st.banUntil != e.b)
 }
 
 // tally is what one policy did to one user in the range.
@@ -280,7 +287,7 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 			u = &backtestUser{}
 			users[e.user] = u
 		}
-		external := e.o == outcomeBanned && !(!inForce.Shadow && u.inForce.banUntil > e.at)
+		external := inForce.isExternal(&u.inForce, e)
 		oIn, _, bIn := inForce.step(&u.inForce, e, retention, external)
 		oCand, _, bCand := cand.step(&u.cand, e, retention, external)
 		if e.at < from || e.at > to {

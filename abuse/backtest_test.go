@@ -54,8 +54,11 @@ func TestReplayOfThePolicyInForceMakesTheLiveDecisions(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		// The flag record's expiry is exercised on miniredis only: on a
 		// real server PEXPIRE counts from the command's time, which may be
-		// a millisecond before the script's TIME.
-		retention := 250 * time.Millisecond
+		// a millisecond before the script's TIME. On miniredis the clock
+		// moves in even milliseconds and the retention is odd, so no
+		// attempt falls on the very millisecond a record expires (Redis
+		// keeps a key through that millisecond, miniredis does not).
+		retention := 251 * time.Millisecond
 		if b.Mini == nil {
 			retention = time.Hour
 		}
@@ -73,13 +76,15 @@ func TestReplayOfThePolicyInForceMakesTheLiveDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			count[lock]++
-			if rng.IntN(60) == 0 && user != "vip" {
+			// An operator's ban, while none is in place (one that replaces
+			// a policy ban, or an unban, is outside the log: docs/abuse.md).
+			if rng.IntN(60) == 0 && user != "vip" && b.RDB.Exists(ctx, svc.keys.User("acme", user).Ban()).Val() == 0 {
 				if _, err := svc.BanUser(ctx, "acme", user, 20*time.Millisecond, "test", leasegate.RequestMeta{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if rng.IntN(3) == 0 {
-				b.Advance(t, time.Duration(rng.IntN(12))*time.Millisecond)
+				b.Advance(t, time.Duration(2*rng.IntN(6))*time.Millisecond)
 			}
 		}
 		seen := map[string]int{}
@@ -96,7 +101,7 @@ func TestReplayOfThePolicyInForceMakesTheLiveDecisions(t *testing.T) {
 					st = &replayState{}
 					states[e.user] = st
 				}
-				external := e.o == outcomeBanned && !(!p.Shadow && st.banUntil > e.at)
+				external := p.isExternal(st, e)
 				o, n, ban := p.step(st, e, retention.Milliseconds(), external)
 				seen[e.o]++
 				if o != e.o || n != e.n || ban != e.b {
