@@ -347,7 +347,9 @@ func TestConcurrentUserLockRequests(t *testing.T) {
 
 func TestBacktestRoute(t *testing.T) {
 	t.Parallel()
-	env := newAbuseEnv(t, abuse.DefaultPolicies())
+	pol := abuse.DefaultPolicies()
+	pol.AttemptLogMaxEntries = 1000
+	env := newAbuseEnv(t, pol)
 	for range 4 {
 		env.Do(t, "POST", "/user-locks/login/alice", "").Want(t, 200)
 	}
@@ -371,5 +373,9 @@ func TestBacktestRoute(t *testing.T) {
 	})
 	t.Run("it is for the ops role", func(t *testing.T) {
 		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login"}`, "X-Test-Role", "client").Want(t, 403)
+	})
+	t.Run("with the log off it is a 422 on lock", func(t *testing.T) {
+		off := newAbuseEnv(t, abuse.DefaultPolicies())
+		off.Do(t, "POST", "/abuse/backtest", `{"lock": "login"}`).Want(t, 422).Fields(t, "lock")
 	})
 }

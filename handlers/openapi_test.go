@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/leasegate/leasegate/api"
+	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
@@ -226,8 +227,10 @@ func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
 
 func newSpecGatewayOn(t *testing.T, b *redistest.Backend) *specGateway {
 	t.Helper()
+	pol := abuse.DefaultPolicies()
+	pol.AttemptLogMaxEntries = 1000 // for POST /abuse/backtest
 	app := apptest.NewApp(t, b, apptest.Options{
-		Prefix: "spec:", UserLocks: true, Sessions: true, Primitives: true,
+		Prefix: "spec:", UserLocks: true, Sessions: true, Primitives: true, Policies: pol,
 		Keys: []string{
 			"spec-client:client:" + specTenant + ":" + auth.HashKey(keyClient),
 			"spec-ops:ops:" + specTenant + ":" + auth.HashKey(keyOps),

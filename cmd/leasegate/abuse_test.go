@@ -27,6 +27,7 @@ func startGateway(t *testing.T) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.AbusePolicies.Default.MaxAttempts = 2
+	cfg.AbusePolicies.AttemptLogMaxEntries = 1000
 	cfg.AbuseLog = io.Discard
 	return gatewaytest.URL(gatewaytest.Start(t, cfg, nil))
 }
