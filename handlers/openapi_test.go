@@ -19,8 +19,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
 
-	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/abuse"
+	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
