@@ -3,11 +3,13 @@ package abuse
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,6 +81,11 @@ func median(xs []float64) float64 {
 
 // scriptUsec is Redis's time in EVALSHA and EVAL since the last reset.
 func scriptUsec(b *testing.B, rdb *redis.Client) float64 {
+	return cmdUsec(b, rdb, "cmdstat_evalsha", "cmdstat_eval")
+}
+
+// cmdUsec is Redis's time in the commands named (INFO commandstats).
+func cmdUsec(b *testing.B, rdb *redis.Client, names ...string) float64 {
 	b.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
@@ -87,7 +94,7 @@ func scriptUsec(b *testing.B, rdb *redis.Client) float64 {
 	var usec float64
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if name != "cmdstat_evalsha" && name != "cmdstat_eval" {
+		if !slices.Contains(names, name) {
 			continue
 		}
 		for _, kv := range strings.Split(rest, ",") {
@@ -146,7 +153,7 @@ func BenchmarkBacktestAMillionAttempts(b *testing.B) {
 					o = outcomeFlagged
 				}
 				p.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: strconv.FormatInt(at, 10) + "-*",
-					Values: []any{"u", "user-" + strconv.Itoa(u), "n", w.n, "w", at - w.start, "t", 60000, "o", o, "b", 0}})
+					Values: []any{"u", "user-" + strconv.Itoa(u), "d", fmt.Sprintf("%d %d 60000 %s 0", w.n, at-w.start, o)}})
 			}
 			return nil
 		})
@@ -165,11 +172,18 @@ func BenchmarkBacktestAMillionAttempts(b *testing.B) {
 	}
 	q := leasegate.BacktestQuery{Lock: "login", Policy: json.RawMessage(`{"max_attempts": 3, "ban_after_flags": 2, "ban_seconds": 600, "factor": 2}`)}
 	var longest time.Duration
+	var xrange []float64
+	var cpu time.Duration
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		if err := rdb.SlowLogReset(ctx).Err(); err != nil {
 			b.Fatal(err)
 		}
+		before := processCPU()
 		bt, err := svc.Backtest(ctx, "acme", q)
+		cpu += processCPU() - before
 		if err != nil || bt.Recorded.Attempts != n {
 			b.Fatalf("Backtest: %d attempts, %v", bt.Recorded.Attempts, err)
 		}
@@ -180,8 +194,20 @@ func BenchmarkBacktestAMillionAttempts(b *testing.B) {
 		for _, l := range logs {
 			if len(l.Args) > 0 && strings.EqualFold(l.Args[0], "xrange") {
 				longest = max(longest, l.Duration)
+				xrange = append(xrange, float64(l.Duration.Microseconds()))
 			}
 		}
 	}
 	b.ReportMetric(float64(longest.Microseconds()), "longest-xrange-µs")
+	b.ReportMetric(median(xrange), "median-xrange-µs")
+	b.ReportMetric(float64(len(xrange))/float64(b.N), "xranges/backtest")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "gateway-cpu-ms/backtest")
+	b.ReportMetric(cmdUsec(b, rdb, "cmdstat_xrange")/1000/float64(b.N), "redis-ms/backtest")
+}
+
+// processCPU is the user and system time of this process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

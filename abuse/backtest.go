@@ -60,7 +60,7 @@ func (s *Service) logAfter(ctx context.Context, tenant, lock, user string, now t
 	key, ret := s.keys.AttemptLog(tenant, lock), s.opts.Policies.AttemptLogRetention
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: s.opts.Policies.AttemptLogMaxEntries, Approx: true,
-			Values: []any{"u", user, "n", n, "w", w, "t", ttl, "o", outcome, "b", ban, "ms", now.UnixMilli()}})
+			Values: []any{"u", user, "d", fmt.Sprintf("%d %d %d %s %d", n, w, ttl, outcome, ban), "ms", now.UnixMilli()}})
 		p.XTrimMinIDApprox(ctx, key, strconv.FormatInt(now.Add(-ret).UnixMilli(), 10), 0)
 		p.PExpire(ctx, key, ret)
 		return nil
@@ -71,26 +71,53 @@ func (s *Service) logAfter(ctx context.Context, tenant, lock, user string, now t
 }
 
 // scanLog calls f on every entry of the log at key up to time to (ms),
-// oldest first, reading logPage entries per XRANGE.
+// oldest first, reading logPage entries per XRANGE. The next page is read
+// while f runs on this one (Redis and the replay work side by side), and
+// the raw reply is read, not go-redis's XMessage: a map per entry was
+// half the time of a backtest over a million attempts.
 func (s *Service) scanLog(ctx context.Context, key string, to int64, f func(entry)) error {
-	start := "-"
-	for {
-		page, err := s.rdb.XRangeN(ctx, key, start, strconv.FormatInt(to, 10), logPage).Result()
-		if err != nil {
-			return scriptreply.Unavailable(err)
+	type page struct {
+		entries []any
+		err     error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan page, 1)
+	go func() {
+		defer close(pages)
+		start := "-"
+		for {
+			p, err := s.rdb.Do(ctx, "XRANGE", key, start, to, "COUNT", logPage).Slice()
+			if err == nil && len(p) == logPage {
+				_, start, err = parseEntry(p[len(p)-1])
+				start = "(" + start
+			}
+			select {
+			case pages <- page{p, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || len(p) < logPage {
+				return
+			}
 		}
-		for _, m := range page {
-			e, err := parseEntry(m)
+	}()
+	for p := range pages {
+		if p.err != nil {
+			if errors.Is(p.err, ErrBadReply) {
+				return p.err
+			}
+			return scriptreply.Unavailable(p.err)
+		}
+		for _, m := range p.entries {
+			e, _, err := parseEntry(m)
 			if err != nil {
 				return err
 			}
 			f(e)
 		}
-		if len(page) < logPage {
-			return nil
-		}
-		start = "(" + page[len(page)-1].ID
 	}
+	return nil
 }
 
 // entry is one logged attempt.
@@ -102,26 +129,48 @@ type entry struct {
 	b         int64
 }
 
-func parseEntry(m redis.XMessage) (entry, error) {
-	ms, _, _ := strings.Cut(m.ID, "-")
-	at, err := strconv.ParseInt(ms, 10, 64)
+// parseEntry reads one XRANGE entry: [id, [field, value, ...]].
+func parseEntry(m any) (entry, string, error) {
 	var e entry
-	num := func(k string) int64 {
-		s, _ := m.Values[k].(string)
-		v, perr := strconv.ParseInt(s, 10, 64)
-		if perr != nil {
-			err = errors.Join(err, fmt.Errorf("%w: attempt log entry %s: %s=%q", ErrBadReply, m.ID, k, s))
-		}
-		return v
+	kv, ok := m.([]any)
+	if !ok || len(kv) != 2 {
+		return e, "", fmt.Errorf("%w: attempt log entry %v", ErrBadReply, m)
 	}
-	e.user, _ = m.Values["u"].(string)
-	e.o, _ = m.Values["o"].(string)
-	e.n, e.w, e.ttl, e.b = num("n"), num("w"), num("t"), num("b")
+	id, _ := kv[0].(string)
+	fields, _ := kv[1].([]any)
+	ms, _, _ := strings.Cut(id, "-")
+	at, err := strconv.ParseInt(ms, 10, 64)
 	e.at = at
-	if _, ok := m.Values["ms"]; ok {
-		e.at = num("ms")
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		switch k {
+		case "u":
+			e.user = v
+		case "d":
+			var n, w, t, b string
+			n, v, _ = strings.Cut(v, " ")
+			w, v, _ = strings.Cut(v, " ")
+			t, v, _ = strings.Cut(v, " ")
+			e.o, b, _ = strings.Cut(v, " ")
+			for _, x := range []struct {
+				s   string
+				dst *int64
+			}{{n, &e.n}, {w, &e.w}, {t, &e.ttl}, {b, &e.b}} {
+				var perr error
+				*x.dst, perr = strconv.ParseInt(x.s, 10, 64)
+				err = errors.Join(err, perr)
+			}
+		case "ms":
+			var perr error
+			e.at, perr = strconv.ParseInt(v, 10, 64)
+			err = errors.Join(err, perr)
+		}
 	}
-	return e, err
+	if err != nil {
+		return e, id, fmt.Errorf("%w: attempt log entry %s: %v", ErrBadReply, id, err)
+	}
+	return e, id, nil
 }
 
 // replayState is one user's state under one policy: the attempt script's
