@@ -254,12 +254,11 @@ type tally struct {
 
 // backtestUser is one user's replay under both policies.
 type backtestUser struct {
-	inForce, cand   replayState
-	tIn, tCand      tally
-	attempts        int64
-	at              []int64
-	lastStart       int64
-	recWin, recBans int64
+	inForce, cand replayState
+	tIn, tCand    tally
+	attempts      int64
+	at            []int64
+	lastStart     int64
 }
 
 // Backtest implements leasegate.PolicyBacktester: it reads the lock's
