@@ -151,6 +151,8 @@ var specRoutes = []specCase{
 	{name: "clearing a user with no flags is 404", method: "DELETE", target: "/abuse/flagged/u-1", key: keyOps, status: 404},
 	{name: "the ops page is HTML for an ops key", method: "GET", target: "/ops/", key: keyOps, status: 200},
 	{name: "the ops page with a client key is 403", method: "GET", target: "/ops/", key: keyClient, status: 403},
+	{name: "the What if view is HTML for an ops key", method: "GET", target: "/ops/whatif?lock=receiveDailyTask&max_attempts=2", key: keyOps, status: 200},
+	{name: "the What if view naming a refused field is 422", method: "GET", target: "/ops/whatif?lock=receiveDailyTask&max_attempts=0", key: keyOps, status: 422},
 
 	{name: "the ops page without a key or session redirects to the login form", method: "GET", target: "/ops/", status: 303, specRejects: true},
 	{name: "the /ops redirect needs no key", method: "GET", target: "/ops", status: 301},
