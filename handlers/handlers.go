@@ -70,6 +70,8 @@ type Deps struct {
 	// Either nil leaves those routes out.
 	UserLocks leasegate.UserLockService
 	Flags     leasegate.FlagRegistry
+	// Backtests serves POST /abuse/backtest; nil leaves it out.
+	Backtests leasegate.PolicyBacktester
 	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
 	Semaphores leasegate.SemaphoreService
 	Claims     leasegate.ClaimService
@@ -192,6 +194,9 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.POST("/abuse/bans/:user_id", Wrap(a.ban, ops...))
 		e.DELETE("/abuse/bans/:user_id", Wrap(a.unban, ops...))
 		e.GET("/abuse/webhooks", Wrap(a.webhookStatus, ops...))
+	}
+	if deps.Backtests != nil {
+		e.POST("/abuse/backtest", Wrap(a.backtest, ops...))
 	}
 
 	metricsMW := ops

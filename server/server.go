@@ -379,6 +379,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		LockSets:  lockSvc,
 		UserLocks: abuseSvc,
 		Flags:     abuseSvc,
+		Backtests: abuseSvc,
 		Webhooks:  s.webhookInspector(),
 		Ready:     s.ready,
 		Log:       log,
