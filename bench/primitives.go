@@ -59,8 +59,6 @@ func (c *claimCycle) sends() []string { return []string{"evalsha", "eval"} }
 
 func (c *claimCycle) url(i int) string { return c.base[i] + strconv.Itoa(c.seq[i]) }
 
-var tokenField = []byte(`"token":`)
-
 // acquire claims a new key: 201, state pending.
 func (c *claimCycle) acquire(ctx context.Context, i int) error {
 	c.seq[i]++
@@ -68,19 +66,28 @@ func (c *claimCycle) acquire(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	j := bytes.Index(body, tokenField)
+	c.tokens[i], err = intField(body, "token")
+	return err
+}
+
+// intField reads the first JSON number field named name in body (a
+// reply of the gateway: a token, a term).
+func intField(body []byte, name string) (int64, error) {
+	field := []byte(`"` + name + `":`)
+	j := bytes.Index(body, field)
 	if j < 0 {
-		return fmt.Errorf("claim: no token in %s", body)
+		return 0, fmt.Errorf("no %s in %s", name, body)
 	}
-	rest := body[j+len(tokenField):]
+	rest := body[j+len(field):]
 	end := bytes.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
 	if end < 0 {
 		end = len(rest)
 	}
-	if c.tokens[i], err = strconv.ParseInt(string(rest[:end]), 10, 64); err != nil {
-		return fmt.Errorf("claim: token in %s: %w", body, err)
+	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s in %s: %w", name, body, err)
 	}
-	return nil
+	return n, nil
 }
 
 var claimDone = []byte(`"state":"done"`)

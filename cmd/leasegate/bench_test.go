@@ -75,6 +75,57 @@ func TestBenchWaitersCommand(t *testing.T) {
 	}
 }
 
+// TestBenchCapacityCommand: -capacity starts its own redis-servers (one,
+// then a Cluster of two masters) and this binary as two `leasegate
+// serve` processes, runs every phase briefly and writes the model's
+// inputs; the figures must be those of processes that did the work.
+func TestBenchCapacityCommand(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, nil, "bench", "--json", "-capacity", "-topologies", "g2,c2", "-c", "4", "-duration", "200ms", "-warmup", "0",
+		"-rounds", "1", "-redis-server", redistest.Binary(t), "-log-level", "warn")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q, want 0", r.code, r.stderr)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("stdout %q: not a JSON report: %v", r.stdout, err)
+	}
+	c := rep.Capacity
+	if c == nil || len(c.Topologies) != 2 {
+		t.Fatalf("got %+v, want a capacity report of 2 topologies", c)
+	}
+	for _, topo := range c.Topologies {
+		if got := len(topo.Phases); got != 6 {
+			t.Errorf("%s: got %d phases, want 6", topo.Name, got)
+		}
+		for _, p := range topo.Phases {
+			if p.Cycles == 0 || p.Errors != 0 {
+				t.Errorf("%s %s: got %d cycles, %d errors (%s); want some, none", topo.Name, p.Name, p.Cycles, p.Errors, p.FirstError)
+			}
+			if p.HTTPBytes < 200 || p.RedisBytes < 100 || p.RedisCalls["evalsha"] < 1 {
+				t.Errorf("%s %s: got %.0f HTTP bytes, %.0f Redis bytes, %.1f EVALSHA per cycle; want a request each way, a script",
+					topo.Name, p.Name, p.HTTPBytes, p.RedisBytes, p.RedisCalls["evalsha"])
+			}
+			if p.GatewayCPUus <= 0 && p.RedisCPUus <= 0 {
+				t.Errorf("%s %s: got no CPU per cycle in the gateways or Redis", topo.Name, p.Name)
+			}
+			// A hand-off wakes its waiter with a sharded message on a
+			// Cluster, with a classic one on a single Redis.
+			pub := map[bool]string{true: "spublish", false: "publish"}[topo.Cluster]
+			if p.Name == "handoff" && p.RedisCalls[pub] <= 0 {
+				t.Errorf("%s handoff: got calls %v, want %s", topo.Name, p.RedisCalls, pub)
+			}
+		}
+		if m := topo.Memory; m.RedisPerLock < 100 || m.RedisPerLock > 2000 || m.GatewayRSSPerWaiter <= 0 {
+			t.Errorf("%s: got %.0f Redis bytes per held lock, %.0f gateway bytes per waiter; want 100..2000, > 0",
+				topo.Name, m.RedisPerLock, m.GatewayRSSPerWaiter)
+		}
+	}
+	if c.Topologies[1].Masters != 2 || !c.Topologies[1].Cluster {
+		t.Errorf("c2: got %+v, want a Cluster of 2 masters", c.Topologies[1].Topology)
+	}
+}
+
 func TestBenchCommandRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -89,6 +140,8 @@ func TestBenchCommandRefusesBadInput(t *testing.T) {
 		{"waiters above the cap", []string{"-waiters", "20001"}, "waiters"},
 		{"waiters with the hand-off phases", []string{"-waiters", "10", "-handoff"}, "measurement of its own"},
 		{"a hand-off with one client", []string{"-handoff", "-c", "1"}, "at least 2 clients"},
+		{"an unknown topology", []string{"-capacity", "-topologies", "g9"}, "g9"},
+		{"capacity with a Redis of one's own", []string{"-capacity", "-redis-url", "redis://127.0.0.1:1"}, "measurement of its own"},
 	} {
 		t.Run(tc.name+" is a usage error", func(t *testing.T) {
 			r := runCLI(t, nil, append([]string{"bench"}, tc.args...)...)
