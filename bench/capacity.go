@@ -59,12 +59,14 @@ var Topologies = []Topology{
 	{Name: "c3", Gateways: 1, Masters: 3, Cluster: true},
 }
 
-// Held locks and waiters of the memory measurement of each topology.
-const (
-	capacityHeld    = 2000
-	capacityWaiters = 200
-	capacityStreams = 200
-)
+// memoryCounts are the held locks, waiters and event streams of the
+// memory measurement of each topology: 32, 32 and 16 per client of -c
+// (2,048, 2,048 and 1,024 at the default 64), at most 10,000 each. A
+// gateway's RSS grows by less than its new memory while the count is
+// small (it had some free already), so the counts are not tiny.
+func memoryCounts(clients int) (held, waiters, streams int) {
+	return min(32*clients, 10000), min(32*clients, 10000), min(16*clients, 10000)
+}
 
 // CapacityReport is what -capacity measured.
 type CapacityReport struct {
@@ -149,7 +151,8 @@ type fleet struct {
 // runCapacity measures every topology of cfg.CapacityTopologies (all
 // when empty).
 func runCapacity(ctx context.Context, cfg Config, runID string) (*CapacityReport, error) {
-	if _, err := raiseNoFile(uint64(cfg.Concurrency + capacityWaiters + 256)); err != nil {
+	_, waiters, streams := memoryCounts(cfg.Concurrency)
+	if _, err := raiseNoFile(uint64(cfg.Concurrency + waiters + streams + 256)); err != nil {
 		return nil, err
 	}
 	rep := &CapacityReport{
@@ -198,7 +201,7 @@ func measureTopology(ctx context.Context, cfg Config, t Topology, runID string) 
 	for _, ps := range rounds {
 		ct.Phases = append(ct.Phases, medianCost(ps))
 	}
-	if ct.Memory, err = f.memory(ctx, id); err != nil {
+	if ct.Memory, err = f.memory(ctx, id, cfg.Concurrency); err != nil {
 		return nil, "", err
 	}
 	return ct, version, nil
@@ -244,14 +247,15 @@ func startFleet(ctx context.Context, cfg Config, t Topology) (_ *fleet, err erro
 		redisArgs = append(redisArgs, "--no-auto-pipeline")
 	}
 	for range t.Gateways {
-		gp, err := startGatewayProcess(ctx, cfg, redisArgs, capacityWaiters)
+		_, waiters, _ := memoryCounts(cfg.Concurrency)
+		gp, err := startGatewayProcess(ctx, cfg, redisArgs, waiters)
 		if err != nil {
 			return nil, err
 		}
 		f.gateways = append(f.gateways, gp)
 		f.bases = append(f.bases, gp.base)
 	}
-	f.hc = keepAliveClient(cfg.Concurrency+capacityWaiters, time.Minute)
+	f.hc = keepAliveClient(cfg.Concurrency, time.Minute)
 	tr := f.hc.Transport.(*http.Transport)
 	dial := tr.DialContext
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -477,12 +481,13 @@ func medianCost(ps []CostPhase) CostPhase {
 	return out
 }
 
-// memory measures Redis's used_memory per held lock (capacityHeld locks
-// taken and held, then released) and per waiter (capacityWaiters waiting
+// memory measures Redis's used_memory per held lock (memoryCounts' locks
+// taken and held, then released) and per waiter (its waiters waiting
 // acquires of one held lock, spread over the gateways), and the
 // gateways' RSS per waiter.
-func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
-	mc := MemoryCost{Held: capacityHeld, Waiters: capacityWaiters, Streams: capacityStreams}
+func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost, error) {
+	held, waiters, streams := memoryCounts(clients)
+	mc := MemoryCost{Held: held, Waiters: waiters, Streams: streams}
 	used := func() (int64, error) {
 		var sum int64
 		for _, s := range f.stats {
@@ -507,7 +512,7 @@ func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
 	if err != nil {
 		return mc, err
 	}
-	if err := forEach(capacityHeld, 16, func(i int) error {
+	if err := forEach(held, 16, func(i int) error {
 		return do(http.MethodPost, lockURL(i), `{"owner":"cap","ttl_seconds":300}`, http.StatusOK)
 	}); err != nil {
 		return mc, err
@@ -516,14 +521,14 @@ func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
 	if err != nil {
 		return mc, err
 	}
-	mc.RedisPerLock = float64(m1-m0) / capacityHeld
-	if err := forEach(capacityHeld, 16, func(i int) error {
+	mc.RedisPerLock = float64(m1-m0) / float64(held)
+	if err := forEach(held, 16, func(i int) error {
 		return do(http.MethodDelete, lockURL(i), `{"owner":"cap"}`, http.StatusNoContent)
 	}); err != nil {
 		return mc, err
 	}
 
-	// Waiters: one held lock, capacityWaiters waiting on it.
+	// Waiters: one held lock, waiters waiting on it.
 	path := "/locks/cap-" + id + "-waited"
 	if err := do(http.MethodPost, f.bases[0]+path, `{"owner":"cap-holder","ttl_seconds":300}`, http.StatusOK); err != nil {
 		return mc, err
@@ -550,9 +555,9 @@ func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
 	var sets []*waiterSet
 	from := 0
 	for i, gp := range f.gateways {
-		n := capacityWaiters / len(f.gateways)
+		n := waiters / len(f.gateways)
 		if i == 0 {
-			n += capacityWaiters % len(f.gateways)
+			n += waiters % len(f.gateways)
 		}
 		ws := &waiterSet{addr: gp.addr, path: path, n: n, from: from}
 		from += n
@@ -575,8 +580,8 @@ func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
 			m.fromMetrics(body)
 			n += m.Waiters
 		}
-		if int(n) != capacityWaiters {
-			return fmt.Errorf("%.0f of %d waiting", n, capacityWaiters)
+		if int(n) != waiters {
+			return fmt.Errorf("%.0f of %d waiting", n, waiters)
 		}
 		return nil
 	}); err != nil {
@@ -593,8 +598,8 @@ func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
 		abort()
 		return mc, err
 	}
-	mc.RedisPerWaiter = float64(m3-m2) / capacityWaiters
-	mc.GatewayRSSPerWaiter = float64(r3-r2) / capacityWaiters
+	mc.RedisPerWaiter = float64(m3-m2) / float64(waiters)
+	mc.GatewayRSSPerWaiter = float64(r3-r2) / float64(waiters)
 	if err := do(http.MethodDelete, f.bases[0]+path, `{"owner":"cap-holder"}`, http.StatusNoContent); err != nil {
 		abort()
 		return mc, err
@@ -624,7 +629,7 @@ func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
 			_ = c.Close()
 		}
 	}()
-	for i := range capacityStreams {
+	for i := range streams {
 		c, err := openStream(f.gateways[i%len(f.gateways)].addr, fmt.Sprintf("/locks/cap-%s-watched-%d/events", id, i))
 		if err != nil {
 			return mc, fmt.Errorf("event streams: %w", err)
@@ -639,8 +644,8 @@ func (f *fleet) memory(ctx context.Context, id string) (MemoryCost, error) {
 	if err != nil {
 		return mc, err
 	}
-	mc.RedisPerStream = float64(m5-m4) / capacityStreams
-	mc.GatewayRSSPerStream = float64(r5-r4) / capacityStreams
+	mc.RedisPerStream = float64(m5-m4) / float64(streams)
+	mc.GatewayRSSPerStream = float64(r5-r4) / float64(streams)
 	return mc, nil
 }
 

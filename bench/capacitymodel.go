@@ -199,8 +199,9 @@ type Prediction struct {
 // per cycle follows from the batch law. The cycles/s are the cores the
 // rest of the machine left free divided by the CPU of a cycle (every
 // process of the run shares this machine's cores), capped by the busiest
-// master's one core; a hand-off's are the base's (one name is one key on
-// one master, whatever the fleet).
+// master's one core; a hand-off's are the base's divided by the fan-out
+// (one name is one key on one master whatever the fleet, and its
+// hand-offs run one after the other).
 func (r *CapacityReport) Predictions() []Prediction {
 	var out []Prediction
 	unb := r.unbatched()
@@ -235,7 +236,7 @@ func (r *CapacityReport) Predictions() []Prediction {
 				pr.ModelCPU *= fanOut(bp, t.Gateways)
 			}
 			if p.Name == "handoff" {
-				pr.Predicted = bp.CyclesPerSec
+				pr.Predicted = bp.CyclesPerSec / fanOut(bp, t.Gateways)
 			} else {
 				perCycle := pr.ModelCPU + bp.DriverCPUus
 				free := float64(r.NumCPU) - p.OtherCores
@@ -287,6 +288,20 @@ func (r *CapacityReport) predictedTable() string {
 		fmt.Fprintf(&b, "| %s%s | %s | %.0f | %.0f | %s | %.0f | %.0f | %s |\n", p.Topology, input[p.Input], p.Phase,
 			p.Measured, p.Predicted, mark(pct(p.Predicted, p.Measured)), p.MeasuredCPU, p.ModelCPU, mark(pct(p.ModelCPU, p.MeasuredCPU)))
 	}
+	var n, rate, cpu int
+	for _, p := range r.Predictions() {
+		if p.Input {
+			continue
+		}
+		n++
+		if math.Abs(pct(p.Predicted, p.Measured)) <= 20 {
+			rate++
+		}
+		if math.Abs(pct(p.ModelCPU, p.MeasuredCPU)) <= 20 {
+			cpu++
+		}
+	}
+	fmt.Fprintf(&b, "\nOf the %d points that are not inputs, the model is within ±20 %% of the CPU per cycle at %d and of the cycles/s at %d.\n", n, cpu, rate)
 	return b.String()
 }
 

@@ -116,9 +116,13 @@ func TestBenchCapacityCommand(t *testing.T) {
 				t.Errorf("%s handoff: got calls %v, want %s", topo.Name, p.RedisCalls, pub)
 			}
 		}
-		if m := topo.Memory; m.RedisPerLock < 100 || m.RedisPerLock > 2000 || m.GatewayRSSPerWaiter <= 0 {
-			t.Errorf("%s: got %.0f Redis bytes per held lock, %.0f gateway bytes per waiter; want 100..2000, > 0",
-				topo.Name, m.RedisPerLock, m.GatewayRSSPerWaiter)
+		// 32 locks and waiters and 16 streams per client. used_memory
+		// also moves with the clients' buffers, so at 128 locks only its
+		// having moved is certain; the goroutines of 128 waiters are not
+		// lost in the RSS.
+		if m := topo.Memory; m.Held != 128 || m.Waiters != 128 || m.Streams != 64 || m.RedisPerLock == 0 || m.GatewayRSSPerWaiter <= 0 {
+			t.Errorf("%s: got %d locks, %d waiters, %d streams, %.0f Redis bytes per held lock, %.0f gateway bytes per waiter; want 128, 128, 64, not 0, > 0",
+				topo.Name, m.Held, m.Waiters, m.Streams, m.RedisPerLock, m.GatewayRSSPerWaiter)
 		}
 	}
 	if c.Topologies[1].Masters != 2 || !c.Topologies[1].Cluster {
