@@ -544,11 +544,16 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 		}
 		return sum, nil
 	}
-	m2, err := used()
-	if err != nil {
-		return mc, err
+	// both reads Redis's used_memory and the gateways' RSS.
+	both := func() (int64, int64, error) {
+		m, err := used()
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err := rss()
+		return m, r, err
 	}
-	r2, err := rss()
+	m2, r2, err := both()
 	if err != nil {
 		return mc, err
 	}
@@ -588,12 +593,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 		abort()
 		return mc, fmt.Errorf("waiters: %w", err)
 	}
-	m3, err := used()
-	if err != nil {
-		abort()
-		return mc, err
-	}
-	r3, err := rss()
+	m3, r3, err := both()
 	if err != nil {
 		abort()
 		return mc, err
@@ -615,11 +615,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 	}
 
 	// Event streams, each on a resource of its own.
-	m4, err := used()
-	if err != nil {
-		return mc, err
-	}
-	r4, err := rss()
+	m4, r4, err := both()
 	if err != nil {
 		return mc, err
 	}
@@ -636,11 +632,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 		}
 		conns = append(conns, c)
 	}
-	m5, err := used()
-	if err != nil {
-		return mc, err
-	}
-	r5, err := rss()
+	m5, r5, err := both()
 	if err != nil {
 		return mc, err
 	}
