@@ -57,8 +57,9 @@ acquires (VmRSS, VmHWM, Go heap and stacks), then releases them all.
 -capacity measures instead what each kind of cycle costs every process
 that serves it (lock, handoff, sem, set8, election, userlock), on fleets
 of "leasegate serve" processes it starts: 1, 2 and 3 gateways on one
-redis-server (g1 g2 g3) and one gateway on a Redis Cluster of 1, 2 and 3
-masters (c1 c2 c3; -topologies picks some). Per cycle: CPU of the
+redis-server (g1 g2 g3), one there with --no-auto-pipeline (u1), and one
+gateway on a Redis Cluster of 1, 2 and 3 masters (c1 c2 c3; -topologies
+picks some). Per cycle: CPU of the
 gateways, each Redis node and the load generator, bytes on the wire,
 Redis commands and MOVED redirects; per topology, Redis memory per held
 lock and per waiter. It prints the tables of docs/capacity.md; with -json
@@ -93,7 +94,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.BoolVar(&cfg.LockSets, "locksets", cfg.LockSets, "also run the lock-set cycle phase (a set of 8, compared with the single-lock gateway cycle)")
 	fs.IntVar(&cfg.Waiters, "waiters", cfg.Waiters, fmt.Sprintf("instead of the rounds, measure a leasegate serve process's memory with this many waiting acquires (at most %d)", bench.MaxWaiters))
 	fs.BoolVar(&cfg.Capacity, "capacity", cfg.Capacity, "instead of the rounds, measure the cost per cycle of every phase on each topology (docs/capacity.md)")
-	fs.Var(listFlag{p: &cfg.CapacityTopologies}, "topologies", "with -capacity: comma-separated topologies among g1,g2,g3,c1,c2,c3 (default all)")
+	fs.Var(listFlag{p: &cfg.CapacityTopologies}, "topologies", "with -capacity: comma-separated topologies among g1,u1,g2,g3,c1,c2,c3 (default all)")
 	var capFrom, capDoc string
 	fs.StringVar(&capFrom, "capacity-from", capFrom, "print the capacity tables from this -capacity -json report, measuring nothing")
 	fs.StringVar(&capDoc, "capacity-doc", capDoc, "with -capacity-from: rewrite this page's generated capacity tables")
