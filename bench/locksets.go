@@ -15,7 +15,7 @@ import (
 // is granted as every single lock is in the gateway phase. It is
 // compared with that phase of the same round: the report's "proc cpu"
 // of both (this process: the HTTP driver and the gateway) per cycle is
-// what the lock-set target of docs/benchmarks.md divides.
+// what docs/benchmarks.md ("Lock sets") compares.
 
 // lockSetSize is how many resources each benchmark set names.
 const lockSetSize = 8
