@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -787,48 +786,4 @@ func loadAvg() float64 {
 	}
 	f, _ := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
 	return f
-}
-
-// electionCycle: worker i campaigns for an election of its own (POST
-// /elections/{n}/campaign, elected at once) and resigns (DELETE
-// /elections/{n} with the term it won).
-type electionCycle struct {
-	hc       *http.Client
-	urls     []string
-	campaign [][]byte
-	owners   []string
-	terms    []int64
-}
-
-func newElectionCycle(hc *http.Client, urls []string, cfg Config) *electionCycle {
-	c := &electionCycle{hc: hc, urls: urls, terms: make([]int64, len(urls))}
-	ttl := strconv.Itoa(int(cfg.TTL / time.Second))
-	for i := range urls {
-		c.owners = append(c.owners, benchOwner(i))
-		c.campaign = append(c.campaign, []byte(`{"candidate":"`+benchOwner(i)+`","ttl_seconds":`+ttl+`}`))
-	}
-	return c
-}
-
-func (c *electionCycle) name() string    { return "election" }
-func (c *electionCycle) sends() []string { return []string{"evalsha", "eval"} }
-
-var elected = []byte(`"leader":true`)
-
-func (c *electionCycle) acquire(ctx context.Context, i int) error {
-	body, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i]+"/campaign", c.campaign[i], http.StatusOK)
-	if err != nil {
-		return err
-	}
-	if !bytes.Contains(body, elected) {
-		return fmt.Errorf("campaign: not elected: %s", body)
-	}
-	c.terms[i], err = intField(body, "term")
-	return err
-}
-
-func (c *electionCycle) release(ctx context.Context, i int) error {
-	body := `{"candidate":"` + c.owners[i] + `","term":` + strconv.FormatInt(c.terms[i], 10) + `}`
-	_, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], []byte(body), http.StatusNoContent)
-	return err
 }
