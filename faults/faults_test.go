@@ -73,6 +73,9 @@ func runSettings(n int) settings {
 type env struct {
 	base   string
 	inject func(t *testing.T, round int, r *rand.Rand, w *workload) string
+	// failovers, when set, are the figures of each master killed
+	// (failover_test.go).
+	failovers func() []failoverWindow
 }
 
 // scenario is one kind of fault. promised: the docs promise safety under
@@ -97,6 +100,10 @@ var scenarios = []scenario{
 	{name: "redis-restart-no-persistence", promised: false, setup: setupRedisKill(false)},
 	{name: "sentinel-failover-min-replicas", promised: true, failover: true, setup: setupSentinel(1)},
 	{name: "sentinel-failover-no-wait", promised: false, failover: true, setup: setupSentinel(0)},
+	{name: "cluster-failover-no-wait", promised: false, short: true, failover: true, setup: setupClusterFailover(0)},
+	{name: "cluster-failover-min-replicas", promised: true, failover: true, setup: setupClusterFailover(1)},
+	{name: "sentinel-kill-no-wait", promised: false, failover: true, setup: setupSentinelKill(0)},
+	{name: "sentinel-kill-min-replicas", promised: true, failover: true, setup: setupSentinelKill(1)},
 }
 
 // aof is how the suite runs Redis where the docs promise safety.
@@ -370,9 +377,11 @@ type result struct {
 	Notes      []string      `json:"notes,omitempty"`
 	// Elections is the verdict of the election workload that ran beside
 	// the locks' under the same faults (docs/elections.md).
-	Elections      verdict  `json:"elections"`
-	ElectionNotes  []string `json:"election_notes,omitempty"`
-	ElectionClient int      `json:"election_clients"`
+	Elections verdict `json:"elections"`
+	// Failovers: each master killed, in the failover scenarios.
+	Failovers      []failoverWindow `json:"failovers,omitempty"`
+	ElectionNotes  []string         `json:"election_notes,omitempty"`
+	ElectionClient int              `json:"election_clients"`
 }
 
 // TestFaults runs every scenario of the run: the short run (go test
@@ -431,6 +440,9 @@ func logResults(t *testing.T, results []result) {
 	// A scenario that stopped early has no result; its failure says why.
 	results = slices.DeleteFunc(results, func(r result) bool { return r.Scenario == "" })
 	for _, r := range results {
+		for _, f := range r.Failovers {
+			t.Logf("%-32s failover: %s", r.Scenario, f)
+		}
 		v := r.Verdict
 		t.Logf("%-32s lock sets: ops=%d grants=%d refused=%d unknown=%d | overlaps=%d partial-holds=%d",
 			r.Scenario, r.Sets.Ops, r.Sets.Grants, r.Sets.Refused, r.Sets.Unknown, r.Sets.Overlaps, r.Sets.PartialHolds)
@@ -545,7 +557,12 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	claimOps, claimOdd := cw.snapshot()
 	cv, claimNotes := checkClaims(claimOps)
 	notes = append(notes, claimNotes...)
-	res := result{Claims: cv, Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Sets: sv, Notes: notes,
+	var failovers []failoverWindow
+	if e.failovers != nil {
+		failovers = e.failovers()
+		judgeFailovers(t, sc, failovers)
+	}
+	res := result{Failovers: failovers, Claims: cv, Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Sets: sv, Notes: notes,
 		Elections: ev, ElectionNotes: enotes, ElectionClient: ew.clients, Semaphores: mv}
 	t.Logf("%s: %+v", sc.name, v)
 	t.Logf("%s elections: %+v", sc.name, ev)

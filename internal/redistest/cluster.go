@@ -109,27 +109,36 @@ func (c *Cluster) create(t testing.TB, nodes []*Server, replicas int) {
 	}
 }
 
-// WaitPromoted polls ROLE on replica every 10 ms until it says master, and
-// returns when it first did (Redis's own promotion time, to within the
-// poll), once every node but the dead master also says cluster_state:ok.
+// WaitPromoted waits until replica says ROLE master (WaitMaster) and
+// every node but the dead master says cluster_state:ok, and returns when
+// replica was first seen a master.
 func (c *Cluster) WaitPromoted(t testing.TB, replica *Server, within time.Duration) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	rc := replica.Client(t)
-	var at time.Time
-	poll(t, deadline, 10*time.Millisecond, func() error {
-		role, err := rc.Do(context.Background(), "ROLE").Slice()
-		if err != nil || len(role) == 0 || role[0] != "master" {
-			return fmt.Errorf("%s not promoted after %v: ROLE %v %v", replica, within, role, err)
-		}
-		at = time.Now()
-		return nil
-	})
+	at := replica.WaitMaster(t, within)
 	for _, n := range append(append([]*Server(nil), c.Nodes...), c.Replicas...) {
 		if n.running() {
 			c.waitNodeOK(t, n, deadline, false)
 		}
 	}
+	return at
+}
+
+// WaitMaster polls ROLE on s every 10 ms until it says master, and
+// returns when it first did: Redis's own promotion time of a replica, to
+// within the poll.
+func (s *Server) WaitMaster(t testing.TB, within time.Duration) time.Time {
+	t.Helper()
+	rc := s.Client(t)
+	var at time.Time
+	poll(t, time.Now().Add(within), 10*time.Millisecond, func() error {
+		role, err := rc.Do(context.Background(), "ROLE").Slice()
+		if err != nil || len(role) == 0 || role[0] != "master" {
+			return fmt.Errorf("%s not a master after %v: ROLE %v %v", s, within, role, err)
+		}
+		at = time.Now()
+		return nil
+	})
 	return at
 }
 
