@@ -243,12 +243,7 @@ func clusterPairs(t *testing.T, cl *redistest.Cluster, prefix string) []pair {
 // its election.
 func setupSentinelKill(minReplicas int) func(*testing.T, settings) env {
 	return func(t *testing.T, _ settings) env {
-		sn := redistest.StartSentinel(t)
-		cfg := gatewayConfig("")
-		cfg.Redis.SentinelMaster = sn.MasterName
-		cfg.Redis.SentinelAddrs = sn.Addrs()
-		cfg.Redis.MinReplicas = minReplicas
-		base := inProcess(t, cfg)
+		sn, base := sentinelGateway(t, minReplicas)
 		// One master holds every key: there is no other master.
 		p := pair{a: sn.Primary, b: sn.Replica, res: "failover-probe/r0"}
 		var figures []failoverWindow

@@ -193,19 +193,27 @@ func setupProxy(t *testing.T, _ settings) env {
 
 func setupSentinel(minReplicas int) func(*testing.T, settings) env {
 	return func(t *testing.T, _ settings) env {
-		sn := redistest.StartSentinel(t)
-		cfg := gatewayConfig("")
-		cfg.Redis.SentinelMaster = sn.MasterName
-		cfg.Redis.SentinelAddrs = sn.Addrs()
-		cfg.Redis.MinReplicas = minReplicas
+		sn, base := sentinelGateway(t, minReplicas)
 		return env{
-			base: inProcess(t, cfg),
+			base: base,
 			inject: func(t *testing.T, _ int, _ *rand.Rand, _ *workload) string {
 				waitPromotable(t, sn)
 				return "SENTINEL FAILOVER to " + sn.Failover(t)
 			},
 		}
 	}
+}
+
+// sentinelGateway starts a primary, a replica and three Sentinels, and a
+// gateway that follows them with minReplicas.
+func sentinelGateway(t *testing.T, minReplicas int) (*redistest.Sentinel, string) {
+	t.Helper()
+	sn := redistest.StartSentinel(t)
+	cfg := gatewayConfig("")
+	cfg.Redis.SentinelMaster = sn.MasterName
+	cfg.Redis.SentinelAddrs = sn.Addrs()
+	cfg.Redis.MinReplicas = minReplicas
+	return sn, inProcess(t, cfg)
 }
 
 // waitPromotable polls every Sentinel until it lists a replica it could

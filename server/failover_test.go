@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
@@ -37,20 +39,11 @@ func TestAClusterFailoverServesThePromotedMastersSlots(t *testing.T) {
 	cc := cl.Client(t)
 
 	ctx := context.Background()
-	keys := keyspace.Space{Prefix: cfg.KeyPrefix}
 	dead, promoted := cl.Nodes[0], cl.Replicas[0]
 	var onDead, elsewhere []string
 	for i := 0; len(onDead) < 5 || len(elsewhere) < 5; i++ {
 		res := fmt.Sprintf("r-%d", i)
-		if code := apptest.Do(t, h, http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":120}`).StatusCode; code != http.StatusOK {
-			t.Fatalf("POST /locks/%s: got %d, want 200", res, code)
-		}
-		lock, _ := keys.LockKeys("", res)
-		m, err := cc.MasterForKey(ctx, lock)
-		if err != nil {
-			t.Fatalf("MasterForKey(%s): %v", lock, err)
-		}
-		if m.Options().Addr == dead.Addr() {
+		if lockOn(t, h, cc, cfg.KeyPrefix, res) == dead.Addr() {
 			onDead = append(onDead, res)
 		} else {
 			elsewhere = append(elsewhere, res)
@@ -107,4 +100,19 @@ func TestAClusterFailoverServesThePromotedMastersSlots(t *testing.T) {
 	if got := metric(t, s, `leasegate_redis_topology_changes_total`); got < 1 {
 		t.Errorf("leasegate_redis_topology_changes_total: got %v, want at least 1", got)
 	}
+}
+
+// lockOn takes the lock on res as owner a for two minutes, and returns
+// the address of the master its key lives on.
+func lockOn(t *testing.T, h http.Handler, cc *redis.ClusterClient, prefix, res string) string {
+	t.Helper()
+	if code := apptest.Do(t, h, http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":120}`).StatusCode; code != http.StatusOK {
+		t.Fatalf("POST /locks/%s: got %d, want 200", res, code)
+	}
+	lock, _ := keyspace.Space{Prefix: prefix}.LockKeys("", res)
+	m, err := cc.MasterForKey(context.Background(), lock)
+	if err != nil {
+		t.Fatalf("MasterForKey(%s): %v", lock, err)
+	}
+	return m.Options().Addr
 }
