@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
@@ -38,6 +41,10 @@ type failoverWindow struct {
 	Killed    string `json:"killed"`
 	Promoted  string `json:"promoted"`
 	Promotion int64  `json:"promotion_ms"`
+	// Switch (Sentinel): when the first Sentinel named the promoted
+	// replica master (GET-MASTER-ADDR-BY-NAME), which is what the gateway
+	// follows; it comes after ROLE says master.
+	Switch int64 `json:"sentinel_switch_ms,omitempty"`
 	// FirstOK: the first 2xx on the killed master's keys, or -1 when none
 	// came within served.
 	FirstOK int64 `json:"first_2xx_ms"`
@@ -54,8 +61,18 @@ type failoverWindow struct {
 }
 
 func (f failoverWindow) String() string {
-	return fmt.Sprintf("kill -9 %s: %s ROLE master after %d ms, first 2xx on its keys after %d ms (%+d ms after the promotion), other master: %d of %d calls not 2xx",
-		f.Killed, f.Promoted, f.Promotion, f.FirstOK, f.AfterPromotion, f.OtherNon2xx, f.OtherCalls)
+	s := fmt.Sprintf("kill -9 %s: %s ROLE master after %d ms", f.Killed, f.Promoted, f.Promotion)
+	if f.Switch > 0 {
+		s += fmt.Sprintf(", named by Sentinel after %d ms", f.Switch)
+	}
+	if f.Relinked > 0 {
+		s += fmt.Sprintf(", the killed one a linked replica after %d ms", f.Relinked)
+	}
+	s += fmt.Sprintf(", first 2xx on its keys after %d ms (%+d ms after the promotion)", f.FirstOK, f.AfterPromotion)
+	if f.OtherCalls > 0 {
+		s += fmt.Sprintf(", other master: %d of %d calls not 2xx", f.OtherNon2xx, f.OtherCalls)
+	}
+	return s
 }
 
 // prober acquires one resource as one owner (an idempotent re-acquire)
@@ -140,7 +157,7 @@ func (p pair) roles(t *testing.T) (master, replica *redistest.Server) {
 // first 2xx waits for a replica), after the first 2xx without. relink
 // waits until the restarted victim is a linked replica again.
 func killMaster(t *testing.T, base string, victim, other pair, minReplicas int,
-	promote func(master, replica *redistest.Server, killed time.Time) time.Time,
+	promote func(replica *redistest.Server) (promoted, switched time.Time),
 	relink func(old *redistest.Server)) failoverWindow {
 	t.Helper()
 	master, replica := victim.roles(t)
@@ -153,7 +170,11 @@ func killMaster(t *testing.T, base string, victim, other pair, minReplicas int,
 	killed := time.Now()
 	master.Kill()
 	ms := func(at time.Time) int64 { return at.Sub(killed).Milliseconds() }
-	f.Promotion = ms(promote(master, replica, killed))
+	promoted, switched := promote(replica)
+	f.Promotion = ms(promoted)
+	if !switched.IsZero() {
+		f.Switch = ms(switched)
+	}
 	restart := func() {
 		master.Restart()
 		relink(master)
@@ -199,8 +220,8 @@ func setupClusterFailover(minReplicas int) func(*testing.T, settings) env {
 			inject: func(t *testing.T, round int, _ *rand.Rand, _ *workload) string {
 				victim, other := pairs[round%3], pairs[(round+1)%3]
 				f := killMaster(t, base, victim, other, minReplicas,
-					func(_, replica *redistest.Server, _ time.Time) time.Time {
-						return cl.WaitPromoted(t, replica, 30*time.Second)
+					func(replica *redistest.Server) (time.Time, time.Time) {
+						return cl.WaitPromoted(t, replica, 30*time.Second), time.Time{}
 					},
 					func(old *redistest.Server) { old.WaitReplicaLinked(t, 30*time.Second) })
 				figures = append(figures, f)
@@ -246,14 +267,16 @@ func setupSentinelKill(minReplicas int) func(*testing.T, settings) env {
 		sn, base := sentinelGateway(t, minReplicas)
 		// One master holds every key: there is no other master.
 		p := pair{a: sn.Primary, b: sn.Replica, res: "failover-probe/r0"}
+		sc := redis.NewSentinelClient(&redis.Options{Addr: sn.Addrs()[0]})
+		t.Cleanup(func() { _ = sc.Close() })
 		var figures []failoverWindow
 		return env{
 			base: base,
 			inject: func(t *testing.T, _ int, _ *rand.Rand, _ *workload) string {
 				waitPromotable(t, sn)
 				f := killMaster(t, base, p, pair{}, minReplicas,
-					func(_, replica *redistest.Server, _ time.Time) time.Time {
-						return replica.WaitMaster(t, 30*time.Second)
+					func(replica *redistest.Server) (time.Time, time.Time) {
+						return replica.WaitMaster(t, 30*time.Second), sentinelNames(t, sc, sn.MasterName, replica.Addr())
 					},
 					// Sentinel makes the restarted primary a replica some
 					// seconds after it answers again.
@@ -278,4 +301,17 @@ func judgeFailovers(t *testing.T, sc scenario, figures []failoverWindow) {
 		}
 		t.Errorf("%s: %d of %d calls on another master's key were not 2xx while %s was down", sc.name, f.OtherNon2xx, f.OtherCalls, f.Killed)
 	}
+}
+
+// sentinelNames polls sc until it names addr as name's
+// master, and returns when it first did.
+func sentinelNames(t *testing.T, sc *redis.SentinelClient, name, addr string) time.Time {
+	t.Helper()
+	var at time.Time
+	redistest.Eventually(t, 30*time.Second, "the Sentinel names "+addr, func() bool {
+		hp, err := sc.GetMasterAddrByName(context.Background(), name).Result()
+		at = time.Now()
+		return err == nil && len(hp) == 2 && net.JoinHostPort(hp[0], hp[1]) == addr
+	})
+	return at
 }
