@@ -24,7 +24,11 @@ import (
 // fault measures, beside the workload, how long the killed master's keys
 // go without a 2xx, against Redis's own promotion time read from ROLE on
 // the replica (failoverWindow), and counts the non-2xx answers on a key of
-// a master that was not killed.
+// a master that was not killed. The probes go through a gateway of their
+// own on the same Redis, which serves nothing else: the workload's
+// waiting acquires make the workload's gateway reload the Cluster slot
+// map whenever a shard subscription fails (redislock/shards.go), and a
+// gateway without waiters, the default, must not depend on that.
 
 // clusterNodeTimeout is the failover cluster's cluster-node-timeout.
 const clusterNodeTimeout = time.Second
@@ -212,14 +216,14 @@ func setupClusterFailover(minReplicas int) func(*testing.T, settings) env {
 		cfg := gatewayConfig("")
 		cfg.Redis.ClusterAddrs = cl.Addrs()
 		cfg.Redis.MinReplicas = minReplicas
-		base := inProcess(t, cfg)
+		base, probe := inProcess(t, cfg), inProcess(t, cfg)
 		pairs := clusterPairs(t, cl, cfg.KeyPrefix)
 		var figures []failoverWindow
 		return env{
 			base: base,
 			inject: func(t *testing.T, round int, _ *rand.Rand, _ *workload) string {
 				victim, other := pairs[round%3], pairs[(round+1)%3]
-				f := killMaster(t, base, victim, other, minReplicas,
+				f := killMaster(t, probe, victim, other, minReplicas,
 					func(replica *redistest.Server) (time.Time, time.Time) {
 						return cl.WaitPromoted(t, replica, 30*time.Second), time.Time{}
 					},
@@ -265,6 +269,7 @@ func clusterPairs(t *testing.T, cl *redistest.Cluster, prefix string) []pair {
 func setupSentinelKill(minReplicas int) func(*testing.T, settings) env {
 	return func(t *testing.T, _ settings) env {
 		sn, base := sentinelGateway(t, minReplicas)
+		probe := inProcess(t, sentinelConfig(sn, minReplicas))
 		// One master holds every key: there is no other master.
 		p := pair{a: sn.Primary, b: sn.Replica, res: "failover-probe/r0"}
 		sc := redis.NewSentinelClient(&redis.Options{Addr: sn.Addrs()[0]})
@@ -274,7 +279,7 @@ func setupSentinelKill(minReplicas int) func(*testing.T, settings) env {
 			base: base,
 			inject: func(t *testing.T, _ int, _ *rand.Rand, _ *workload) string {
 				waitPromotable(t, sn)
-				f := killMaster(t, base, p, pair{}, minReplicas,
+				f := killMaster(t, probe, p, pair{}, minReplicas,
 					func(replica *redistest.Server) (time.Time, time.Time) {
 						return replica.WaitMaster(t, 30*time.Second), sentinelNames(t, sc, sn.MasterName, replica.Addr())
 					},

@@ -209,11 +209,16 @@ func setupSentinel(minReplicas int) func(*testing.T, settings) env {
 func sentinelGateway(t *testing.T, minReplicas int) (*redistest.Sentinel, string) {
 	t.Helper()
 	sn := redistest.StartSentinel(t)
+	return sn, inProcess(t, sentinelConfig(sn, minReplicas))
+}
+
+// sentinelConfig is a gateway's configuration for sn, with minReplicas.
+func sentinelConfig(sn *redistest.Sentinel, minReplicas int) server.Config {
 	cfg := gatewayConfig("")
 	cfg.Redis.SentinelMaster = sn.MasterName
 	cfg.Redis.SentinelAddrs = sn.Addrs()
 	cfg.Redis.MinReplicas = minReplicas
-	return sn, inProcess(t, cfg)
+	return cfg
 }
 
 // waitPromotable polls every Sentinel until it lists a replica it could
