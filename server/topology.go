@@ -124,6 +124,9 @@ func (t *topology) observe(origin string, slots []redis.ClusterSlot) {
 		owners = append(owners, o)
 		replicas[o.master] = o.replicas
 	}
+	if len(owners) == 0 {
+		return // a node that knows no slot (not joined yet): no map to follow
+	}
 	slices.SortFunc(owners, func(a, b slotOwner) int { return cmp.Compare(a.start, b.start) })
 	masters := make([]string, 0, len(replicas))
 	for m, n := range replicas {
