@@ -48,7 +48,7 @@ type settings struct {
 }
 
 // shortPerScenario is the length of each scenario of the short run; its
-// four scenarios run at once, beside a gateway build and the controls.
+// five scenarios run at once, beside a gateway build and the controls.
 const shortPerScenario = 8 * time.Second
 
 func runSettings(n int) settings {
@@ -398,9 +398,9 @@ type result struct {
 }
 
 // TestFaults runs every scenario of the run: the short run (go test
-// ./...) has the Redis kill with AOF, the stall, the proxy and the
-// gateway kill; -faults.duration adds the restart without persistence
-// and the Sentinel failovers. A long run (-faults.duration) runs its
+// ./...) has the Redis kill with AOF, the stall, the proxy, the gateway
+// kill and the Cluster failover without --min-replicas; -faults.duration
+// adds the restart without persistence and the other failovers. A long run (-faults.duration) runs its
 // scenarios one after another: each one's figures (availability,
 // latency, the stall's window) are measured on a machine no other
 // scenario loads. The short run only checks, so its scenarios run at
