@@ -262,6 +262,8 @@ type Server struct {
 	// health knows which Redis nodes are down and refuses their calls at
 	// once (health.go).
 	health *storehealth.Health
+	// topology follows the slot map on Redis Cluster (topology.go).
+	topology *topology
 
 	// draining is set when Run's drain begins: /readyz answers 503 and
 	// every answer carries Connection: close.
@@ -570,6 +572,9 @@ func (s *Server) closeRedis() {
 		}
 		if s.hooks != nil {
 			s.hooks.Close()
+		}
+		if s.topology != nil {
+			s.topology.close()
 		}
 		if s.rdb != nil {
 			_ = s.rdb.Close()
