@@ -401,6 +401,11 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		s.keyring.CountRefusals(func(via, reason string) {
 			s.metrics.AuthRefusals.WithLabelValues(via, reason).Inc()
 		})
+		for via, reasons := range auth.RefusalReasons {
+			for _, r := range reasons {
+				s.metrics.AuthRefusals.WithLabelValues(via, r)
+			}
+		}
 		// Login failures and logouts live in Redis, shared by every gateway.
 		sessions = auth.NewSessionsWith(s.keyring, auth.SessionOptions{
 			TTL: cfg.OpsSessionTTL, Secret: cfg.OpsSessionSecret,

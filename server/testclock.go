@@ -6,13 +6,18 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	mserver "github.com/alicebob/miniredis/v2/server"
 )
 
 // storeClock drives the embedded Redis's clock. miniredis moves TTLs only
 // on FastForward, so each tick moves them by the real time elapsed. With
 // --embedded-redis-test-clock the store's clock is the real one plus an
-// offset that Advance adds to: TIME (which the scripts read) and the
-// TTLs jump together, and the gateway runs on as before from there.
+// offset that advance adds to: TIME (which the scripts read), the
+// absolute expiries (PEXPIREAT) and the TTLs jump together, and the
+// gateway runs on as before from there. miniredis answers TIME from
+// SetTime's value, so before each command the clock is set to the real
+// time plus the offset (sync): TIME moves on between commands as on a
+// real Redis, and fencing tokens taken from it stay distinct.
 type storeClock struct {
 	m    *miniredis.Miniredis
 	test bool
@@ -30,8 +35,26 @@ func newStoreClock(m *miniredis.Miniredis, test bool) *storeClock {
 	c := &storeClock{m: m, test: test, last: time.Now()}
 	if test {
 		m.SetTime(c.last)
+		m.Server().SetPreHook(func(*mserver.Peer, string, ...string) bool {
+			c.sync()
+			return false
+		})
 	}
 	return c
+}
+
+// sync sets the store's time to the real time plus the offset, before a
+// client's command. A script's own calls run while miniredis is locked
+// (TryLock fails), so a script sees the time set before it began; so does
+// a command that meets another client's command under way.
+func (c *storeClock) sync() {
+	if !c.m.TryLock() {
+		return
+	}
+	c.m.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m.SetTime(time.Now().Add(c.offset))
 }
 
 // run ticks until stop is closed.
