@@ -19,8 +19,8 @@ import (
 	"github.com/leasegate/leasegate/server"
 )
 
-// The docs check: every curl command in a ```sh block of README.md and
-// docs/*.md runs, with bash and the real curl, against a gateway started
+// The docs check: every curl command (or for loop of one) in a ```sh
+// block of README.md and docs/*.md runs, with bash and the real curl, against a gateway started
 // in-process, and must print what the comment right under it says.
 //
 // How a doc writes one (the conventions this test reads):
@@ -104,7 +104,8 @@ func curlCommands(t *testing.T, file string) []curlCmd {
 			}
 			start := i
 			cmd := strings.TrimPrefix(strings.TrimSpace(lines[i]), "$ ")
-			if !strings.HasPrefix(cmd, "curl ") {
+			// A curl command, or a loop of one ("for ...; do curl ...").
+			if !strings.HasPrefix(cmd, "curl ") && !(strings.HasPrefix(cmd, "for ") && strings.Contains(cmd, "; do curl ")) {
 				continue
 			}
 			for strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
