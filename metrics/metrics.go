@@ -287,6 +287,11 @@ func New(reg *prometheus.Registry) *Metrics {
 		m.LockDelayRefusals.WithLabelValues(k)
 	}
 	m.Problems.WithLabelValues("unmatched", "not-found")
+	// The acquire's answers the dashboard and the alert rules select on
+	// (its latency, 503 unavailable, other 5xx), at 0 from the start.
+	for _, status := range []string{"200", "500", "503"} {
+		m.RequestDuration.WithLabelValues("/locks/:resource", "POST", status)
+	}
 	for _, r := range []string{"delivered", "failed", "dead"} {
 		m.WebhookDeliveries.WithLabelValues(r)
 	}
