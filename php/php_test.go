@@ -195,7 +195,7 @@ func TestPHPUnit(t *testing.T) {
 	// The framework suites and the fixture's own run on gateways that
 	// LeaseGate\Testing\TestGateway starts from the binary, as a PHP
 	// app's tests would (no LEASEGATE_URL).
-	bin := buildGateway(t)
+	bin := gatewaytest.Binary(t)
 	for _, suite := range []string{"symfony", "laravel", "testing"} {
 		t.Run(suite, func(t *testing.T) {
 			t.Parallel()
@@ -204,18 +204,6 @@ func TestPHPUnit(t *testing.T) {
 			runSuite(t, phpunit, suite, e)
 		})
 	}
-}
-
-// buildGateway builds cmd/leasegate into the test's temporary directory
-// and returns its path (under CI=true a missing go is a failure).
-func buildGateway(t *testing.T) string {
-	t.Helper()
-	goBin := tool(t, "go", "golang-go")
-	bin := filepath.Join(t.TempDir(), "leasegate")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/leasegate/leasegate/cmd/leasegate").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/leasegate: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // TestStoreBenchmarkRuns runs bench/store_bench.php for a few cycles, so
