@@ -94,7 +94,27 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	out := outbox.New(rdb, keys, outbox.Options{On: opts.Outbox, MaxLen: opts.OutboxMaxLen,
 		Log: opts.Log, Failed: opts.Metrics.WebhookOutboxFailed})
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Service{rdb: rdb, opts: opts, keys: keys, log: opts.Log, m: opts.Metrics, out: out, cluster: cluster}
+	s := &Service{rdb: rdb, opts: opts, keys: keys, log: opts.Log, m: opts.Metrics, out: out, cluster: cluster}
+	s.initMetrics()
+	return s
+}
+
+// initMetrics exports every known series at 0 (the lock labels of the
+// policies, and operator bans), so that dashboards and rate() see them
+// from the first scrape, before anyone is flagged.
+func (s *Service) initMetrics() {
+	locks := []string{"_default"}
+	for name := range s.opts.Policies.Locks {
+		locks = append(locks, name)
+	}
+	for _, l := range locks {
+		s.m.AbuseAttempts.WithLabelValues(l, "acquired")
+		s.m.AbuseAttempts.WithLabelValues(l, "repeated")
+		s.m.AbuseAttempts.WithLabelValues(l, "banned")
+		s.m.AbuseFlags.WithLabelValues(l)
+		s.m.AbuseBans.WithLabelValues(l, "policy")
+	}
+	s.m.AbuseBans.WithLabelValues("", "operator")
 }
 
 // Policies returns the policies in force.

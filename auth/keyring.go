@@ -47,6 +47,15 @@ const (
 // server passes the metrics' counter, so auth needs no Prometheus.
 type RefusalCounter func(via, reason string)
 
+// RefusalReasons are the reasons each via counts (docs/metrics.md): the
+// fixed sets a refusal counter may be given, so that its series can be
+// exported at 0 before the first refusal.
+var RefusalReasons = map[string][]string{
+	ViaBearer:  {reasonMissing, reasonMalformed, reasonLength, reasonUnknown},
+	ViaLogin:   {reasonUnknown, reasonRole, reasonRateLimitedAddr, reasonRateLimitedKey, reasonUnavailable},
+	ViaSession: {reasonInvalid, reasonExpired, reasonRevoked, reasonUnavailable},
+}
+
 // CountRefusals makes every refusal of k and of the Sessions built on it
 // call f. Set it before serving.
 func (k *Keyring) CountRefusals(f RefusalCounter) { k.count.Store(&f) }

@@ -403,3 +403,26 @@ func TestDashboardAndRulesNameOnlyExportedMetrics(t *testing.T) {
 	sort.Strings(names)
 	t.Logf("metrics read: %s", strings.Join(names, " "))
 }
+
+// TestAFreshGatewayExportsWhatTheDashboardAndRulesRead: from the first
+// scrape, before any lock, flag, ban, refused key or webhook, every
+// series the dashboard and the rules read exists (the known label values
+// at 0, as Prometheus's instrumentation guide asks), so no panel says "No
+// data" and rate() has a start. Only leasegate_locks_held waits for the
+// first sweep of the lock index, which Maintain runs at once.
+func TestAFreshGatewayExportsWhatTheDashboardAndRulesRead(t *testing.T) {
+	t.Parallel()
+	l := startLoaded(t)
+	var fams map[string]string
+	redistest.Eventually(t, 10*time.Second, "the first sweep to count the held locks", func() bool {
+		fams = exportedFamilies(t, l.url)
+		return exported(fams, "leasegate_locks_held")
+	})
+	for _, q := range append(readDashboard(t), ruleExprs(t)...) {
+		for _, name := range metricName.FindAllString(q.expr, -1) {
+			if !exported(fams, name) {
+				t.Errorf("%s reads %s, which a fresh gateway's /metrics does not export yet", q.where, name)
+			}
+		}
+	}
+}

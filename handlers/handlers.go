@@ -101,6 +101,11 @@ type Deps struct {
 	// IPExtractor decides the client IP (never trust X-Forwarded-For
 	// unless configured). Default: the connection's remote address.
 	IPExtractor echo.IPExtractor
+	// TestClock moves the store's clock forward and returns the store's
+	// time after the move: POST /ops/test-clock (ops role). Only a gateway
+	// on the embedded store started for tests sets it; nil leaves the
+	// route out.
+	TestClock func(d time.Duration) (time.Time, error)
 }
 
 // Authn is the routes' authentication: Auth's middleware, or open mode
@@ -205,6 +210,9 @@ func New(cfg Config, deps Deps) *echo.Echo {
 	}
 	e.GET("/metrics", Wrap(echo.WrapHandler(deps.Metrics.Handler()), metricsMW...))
 	e.GET("/openapi.yaml", Wrap(a.openapi, client...))
+	if deps.TestClock != nil {
+		e.POST("/ops/test-clock", Wrap(a.advanceClock, ops...))
+	}
 	return e
 }
 

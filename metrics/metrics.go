@@ -185,7 +185,9 @@ func (m *Metrics) RenewResult(result string) prometheus.Counter {
 // "unmatched") of type typ (a code's slug). Not on the hot path of
 // success answers, so no cached children: both label sets are bounded
 // (routes are templates, types a fixed set), but their product is not
-// worth exporting at 0 before anything failed.
+// worth exporting at 0 before anything failed; New exports one series
+// at 0 (route "unmatched", type "not-found") so that the family exists
+// from the first scrape.
 func (m *Metrics) ProblemAnswered(route, typ string) {
 	m.Problems.WithLabelValues(route, typ).Inc()
 }
@@ -287,6 +289,15 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.renewals = newLabelled(m.Renewals, "renewed", "not_found", "forbidden")
 	for _, k := range []string{"lock", "lock_set", "election"} {
 		m.LockDelayRefusals.WithLabelValues(k)
+	}
+	m.Problems.WithLabelValues("unmatched", "not-found")
+	// The acquire's answers the dashboard and the alert rules select on
+	// (its latency, 503 unavailable, other 5xx), at 0 from the start.
+	for _, status := range []string{"200", "500", "503"} {
+		m.RequestDuration.WithLabelValues("/locks/:resource", "POST", status)
+	}
+	for _, r := range []string{"delivered", "failed", "dead"} {
+		m.WebhookDeliveries.WithLabelValues(r)
 	}
 	m.releaseMsgs = [2]prometheus.Counter{m.ReleaseMessages.WithLabelValues("classic"), m.ReleaseMessages.WithLabelValues("sharded")}
 	m.newPrimitives()

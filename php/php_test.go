@@ -149,8 +149,8 @@ func runSuite(t *testing.T, phpunit, suite string, env []string) {
 
 // TestPHPUnit runs the client suite once per PHP transport (streams
 // always, curl when the extension is loaded) and the framework suites
-// (Debian's php-symfony-lock and php-laravel-framework) with the default
-// transport.
+// (Debian's php-symfony-lock and php-laravel-framework) and the PHPUnit
+// fixture's (LeaseGate\Testing) with the default transport.
 func TestPHPUnit(t *testing.T) {
 	t.Parallel()
 	tool(t, "php", "php-cli")
@@ -193,8 +193,17 @@ func TestPHPUnit(t *testing.T) {
 			run(t, "client", "LEASEGATE_TRANSPORT="+transport)
 		})
 	}
-	for _, suite := range []string{"symfony", "laravel"} {
-		t.Run(suite, func(t *testing.T) { run(t, suite) })
+	// The framework suites and the fixture's own run on gateways that
+	// LeaseGate\Testing\TestGateway starts from the binary, as a PHP
+	// app's tests would (no LEASEGATE_URL).
+	bin := gatewaytest.Binary(t)
+	for _, suite := range []string{"symfony", "laravel", "testing"} {
+		t.Run(suite, func(t *testing.T) {
+			t.Parallel()
+			e := env(t, "")
+			e[0] = "LEASEGATE_BIN=" + bin
+			runSuite(t, phpunit, suite, e)
+		})
 	}
 }
 

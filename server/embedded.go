@@ -32,7 +32,8 @@ func (s *Server) startEmbedded() error {
 	}
 	s.mini = m
 	s.stopEmbedded = make(chan struct{})
-	go advanceClock(m, s.stopEmbedded)
+	s.clock = newStoreClock(m, s.cfg.EmbeddedRedisTestClock)
+	go s.clock.run(s.stopEmbedded)
 	s.rdb = redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: noRetries})
 	s.log.Warn("no --redis-url given: using an embedded in-memory Redis; state is lost at exit and cannot be shared by several gateways (development only)",
 		zap.String("embedded_redis", m.Addr()), zap.String("redis_cli", redisCLI(m.Addr())))

@@ -150,6 +150,8 @@ func (c Config) validateRedis() []error {
 		if r.MinReplicas > 0 {
 			errs = append(errs, errors.New("min-replicas needs a real Redis with replicas, not the embedded one"))
 		}
+	} else if c.EmbeddedRedisTestClock {
+		errs = append(errs, errors.New("embedded-redis-test-clock is for tests on the embedded store only: a real Redis's clock cannot be moved (drop --redis-url, --redis-sentinel-* and --redis-cluster-addrs)"))
 	}
 	return errs
 }

@@ -57,6 +57,10 @@ type Config struct {
 	// and the other Redis settings are empty (default 127.0.0.1:0, a free
 	// port); loopback only (server/embedded.go).
 	EmbeddedRedisAddr string
+	// EmbeddedRedisTestClock lets tests move the embedded store's clock
+	// (Server.AdvanceClock, POST /ops/test-clock; docs/testing.md). It is
+	// refused with any real Redis.
+	EmbeddedRedisTestClock bool
 	// KeyPrefix starts every Redis key (default "lg:").
 	KeyPrefix string
 	// FenceRetention: how long a lock key outlives its last lease, as the fence.
@@ -270,7 +274,10 @@ type Server struct {
 	draining atomic.Bool
 
 	stopEmbedded chan struct{}
-	closeOnce    sync.Once
+	// clock moves the embedded Redis's clock (testclock.go); nil on a
+	// real Redis.
+	clock     *storeClock
+	closeOnce sync.Once
 	// wakeOnOutage is the Waiter to wake when a node goes down, once it
 	// exists.
 	wakeOnOutage atomic.Pointer[redislock.Waiter]
@@ -408,6 +415,9 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		OpTimeout: cfg.HTTP.RequestTimeout, OnIndexFailure: s.metrics.LockIndexFailures.Inc,
 	})
 	s.wireOperator(&deps, locks)
+	if cfg.EmbeddedRedisTestClock {
+		deps.TestClock = s.AdvanceClock
+	}
 	// The ops page's browser login (nil: the page takes only what Auth
 	// takes). A typed nil would not be nil in the interface.
 	var sessions opsui.Sessions
@@ -416,6 +426,11 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		s.keyring.CountRefusals(func(via, reason string) {
 			s.metrics.AuthRefusals.WithLabelValues(via, reason).Inc()
 		})
+		for via, reasons := range auth.RefusalReasons {
+			for _, r := range reasons {
+				s.metrics.AuthRefusals.WithLabelValues(via, r)
+			}
+		}
 		// Login failures and logouts live in Redis, shared by every gateway.
 		sessions = auth.NewSessionsWith(s.keyring, auth.SessionOptions{
 			TTL: cfg.OpsSessionTTL, Secret: cfg.OpsSessionSecret,
@@ -496,25 +511,6 @@ func instrument(rdb redis.UniversalClient, hook func(node *redis.Client) redis.H
 		c.OnNewNode(func(node *redis.Client) { node.AddHook(hook(node)) })
 	case *redis.Client:
 		c.AddHook(hook(c))
-	}
-}
-
-// advanceClock makes the embedded miniredis expire keys as real time
-// passes: miniredis only moves TTLs on FastForward. The scripts read TIME,
-// which miniredis answers from the real clock, so both agree.
-func advanceClock(m *miniredis.Miniredis, stop <-chan struct{}) {
-	const tick = 50 * time.Millisecond
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			m.FastForward(now.Sub(last))
-			last = now
-		}
 	}
 }
 

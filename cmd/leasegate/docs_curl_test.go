@@ -19,8 +19,8 @@ import (
 	"github.com/leasegate/leasegate/server"
 )
 
-// The docs check: every curl command in a ```sh block of README.md and
-// docs/*.md runs, with bash and the real curl, against a gateway started
+// The docs check: every curl command (or for loop of one) in a ```sh
+// block of README.md and docs/*.md runs, with bash and the real curl, against a gateway started
 // in-process, and must print what the comment right under it says.
 //
 // How a doc writes one (the conventions this test reads):
@@ -37,7 +37,9 @@ import (
 //   - An HTML comment "<!-- docs-check: skip (why) -->" right before the
 //     block leaves its commands out (Docker, a remote host); the reason
 //     is required. "<!-- docs-check: keys ... -->" runs them against a
-//     gateway with API keys, with KEY set to a client key of tenant shop.
+//     gateway with API keys, with KEY set to a client key of tenant shop;
+//     "<!-- docs-check: test-clock -->" against one started with
+//     --embedded-redis-test-clock (docs/testing.md).
 //   - The commands of one file run in order against one gateway per mode,
 //     so a doc's session (acquire, contend, release) is checked as told.
 
@@ -49,7 +51,7 @@ type curlCmd struct {
 }
 
 var (
-	docsCheckMark = regexp.MustCompile(`^<!-- docs-check: (skip|keys)\b(.*)-->$`)
+	docsCheckMark = regexp.MustCompile(`^<!-- docs-check: (skip|keys|test-clock)\b(.*)-->$`)
 )
 
 func docFiles(t *testing.T) []string {
@@ -102,7 +104,8 @@ func curlCommands(t *testing.T, file string) []curlCmd {
 			}
 			start := i
 			cmd := strings.TrimPrefix(strings.TrimSpace(lines[i]), "$ ")
-			if !strings.HasPrefix(cmd, "curl ") {
+			// A curl command, or a loop of one ("for ...; do curl ...").
+			if !strings.HasPrefix(cmd, "curl ") && !(strings.HasPrefix(cmd, "for ") && strings.Contains(cmd, "; do curl ")) {
 				continue
 			}
 			for strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
@@ -164,11 +167,12 @@ func answerPattern(expected string) *regexp.Regexp {
 	return regexp.MustCompile(b.String())
 }
 
-func docsGateway(t *testing.T, withKeys bool) (port, key string) {
+func docsGateway(t *testing.T, mode string) (port, key string) {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.AbuseLog = io.Discard
-	if withKeys {
+	cfg.EmbeddedRedisTestClock = mode == "test-clock"
+	if mode == "keys" {
 		key = "docs-check-client-key-0001"
 		cfg.APIKeys = "checkout:client:shop:" + auth.HashKey(key)
 	}
@@ -225,7 +229,7 @@ func TestDocsCurlExamplesAnswerWhatTheySay(t *testing.T) {
 				}
 				gw, ok := gateways[c.mode]
 				if !ok {
-					port, key := docsGateway(t, c.mode == "keys")
+					port, key := docsGateway(t, c.mode)
 					gw = [2]string{port, key}
 					gateways[c.mode] = gw
 				}

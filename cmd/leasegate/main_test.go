@@ -78,25 +78,26 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 	})
 	t.Run("every flag has a LEASEGATE_ variable", func(t *testing.T) {
 		kv := map[string]string{
-			"LEASEGATE_ADDR":                "127.0.0.1:9999",
-			"LEASEGATE_REDIS_URL":           "redis://10.0.0.1:6380/2",
-			"LEASEGATE_EMBEDDED_REDIS_ADDR": "127.0.0.1:6390",
-			"LEASEGATE_KEY_PREFIX":          "env:",
-			"LEASEGATE_FENCE_RETENTION":     "48h",
-			"LEASEGATE_MAX_TTL":             "1h",
-			"LEASEGATE_MAX_WAIT":            "10s",
-			"LEASEGATE_MAX_WAITERS":         "250",
-			"LEASEGATE_DEFAULT_LOCK_DELAY":  "1500ms",
-			"LEASEGATE_BODY_LIMIT":          "1024",
-			"LEASEGATE_REQUEST_TIMEOUT":     "2s",
-			"LEASEGATE_READ_HEADER_TIMEOUT": "3s",
-			"LEASEGATE_READ_TIMEOUT":        "4s",
-			"LEASEGATE_WRITE_TIMEOUT":       "50s",
-			"LEASEGATE_IDLE_TIMEOUT":        "6s",
-			"LEASEGATE_MAX_HEADER_BYTES":    "2048",
-			"LEASEGATE_SHUTDOWN_TIMEOUT":    "7s",
-			"LEASEGATE_DRAIN_DELAY":         "3s",
-			"LEASEGATE_LOG_LEVEL":           "debug",
+			"LEASEGATE_ADDR":                      "127.0.0.1:9999",
+			"LEASEGATE_REDIS_URL":                 "redis://10.0.0.1:6380/2",
+			"LEASEGATE_EMBEDDED_REDIS_ADDR":       "127.0.0.1:6390",
+			"LEASEGATE_EMBEDDED_REDIS_TEST_CLOCK": "true",
+			"LEASEGATE_KEY_PREFIX":                "env:",
+			"LEASEGATE_FENCE_RETENTION":           "48h",
+			"LEASEGATE_MAX_TTL":                   "1h",
+			"LEASEGATE_MAX_WAIT":                  "10s",
+			"LEASEGATE_MAX_WAITERS":               "250",
+			"LEASEGATE_DEFAULT_LOCK_DELAY":        "1500ms",
+			"LEASEGATE_BODY_LIMIT":                "1024",
+			"LEASEGATE_REQUEST_TIMEOUT":           "2s",
+			"LEASEGATE_READ_HEADER_TIMEOUT":       "3s",
+			"LEASEGATE_READ_TIMEOUT":              "4s",
+			"LEASEGATE_WRITE_TIMEOUT":             "50s",
+			"LEASEGATE_IDLE_TIMEOUT":              "6s",
+			"LEASEGATE_MAX_HEADER_BYTES":          "2048",
+			"LEASEGATE_SHUTDOWN_TIMEOUT":          "7s",
+			"LEASEGATE_DRAIN_DELAY":               "3s",
+			"LEASEGATE_LOG_LEVEL":                 "debug",
 
 			"LEASEGATE_API_KEYS_FILE":      "/etc/leasegate/keys",
 			"LEASEGATE_API_KEYS":           "a:client:t:" + strings.Repeat("ab", 32),
@@ -149,6 +150,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.Addr = "127.0.0.1:9999"
 		want.RedisURL = "redis://10.0.0.1:6380/2"
 		want.EmbeddedRedisAddr = "127.0.0.1:6390"
+		want.EmbeddedRedisTestClock = true
 		want.KeyPrefix = "env:"
 		want.FenceRetention = 48 * time.Hour
 		want.HTTP.MaxTTL = time.Hour

@@ -26,6 +26,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (loopback only, development)")
 	redisFlags(fs, &cfg.Redis)
 	fs.StringVar(&cfg.EmbeddedRedisAddr, "embedded-redis-addr", cfg.EmbeddedRedisAddr, "where the embedded Redis listens when there is no --redis-url: a loopback host:port (port 0: a free one); the start log says how to reach it with redis-cli")
+	fs.BoolVar(&cfg.EmbeddedRedisTestClock, "embedded-redis-test-clock", cfg.EmbeddedRedisTestClock, "for tests: let ops keys move the embedded store's clock forward (POST /ops/test-clock, docs/testing.md); refused with a real Redis")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", cfg.KeyPrefix, "prefix of every Redis key")
 	fs.DurationVar(&cfg.FenceRetention, "fence-retention", cfg.FenceRetention, "how long a resource's lock key outlives its last lease, as its fence (docs/keys.md)")
 	fs.BoolVar(&cfg.NoAutoPipeline, "no-auto-pipeline", cfg.NoAutoPipeline, "send each request's Redis script call on its own instead of batching concurrent ones into one pipeline")

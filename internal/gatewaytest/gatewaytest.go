@@ -1,7 +1,8 @@
 // Package gatewaytest runs a real leasegate gateway (server.New and Serve
 // on a free loopback port) for the tests of other packages: the Go
 // client, the CLI subcommands, the PHP client, the load generator,
-// benchmarks. It also runs fakes that break the contract on purpose
+// benchmarks. The public leasegatetest, the same gateway for the tests
+// of a service that uses leasegate, is built on Start and Maintain. It also runs fakes that break the contract on purpose
 // (StartTokenReuser), to prove a check catches them.
 package gatewaytest
 

@@ -2,53 +2,14 @@ package gatewaytest
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/internal/redistest"
 )
-
-// The gateway binary, built once per test process.
-var binary struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// Binary builds cmd/leasegate once per test process (go build, the
-// module's own source) and returns the path; RemoveBinary, from
-// TestMain, deletes it.
-func Binary(t testing.TB) string {
-	t.Helper()
-	binary.once.Do(func() {
-		if binary.dir, binary.err = os.MkdirTemp("", "leasegate-bin-"); binary.err != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binary.dir, "leasegate"),
-			"github.com/leasegate/leasegate/cmd/leasegate").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatalf("build the gateway: %v", binary.err)
-	}
-	return filepath.Join(binary.dir, "leasegate")
-}
-
-// RemoveBinary deletes what Binary built; call it from TestMain.
-func RemoveBinary() {
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
-}
 
 // Process is `leasegate serve` run as a process of its own on Addr, so
 // that a test can signal it (a rolling restart) and start it again.

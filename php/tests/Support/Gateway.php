@@ -7,6 +7,8 @@ namespace LeaseGate\Tests\Support;
 use LeaseGate\Client;
 use LeaseGate\LeaseGateException;
 use LeaseGate\NotFoundException;
+use LeaseGate\Testing\GatewayNotFound;
+use LeaseGate\Testing\TestGateway;
 use LeaseGate\Transport\CurlTransport;
 use LeaseGate\Transport\StreamTransport;
 use LeaseGate\Transport\Transport;
@@ -25,10 +27,22 @@ final class Gateway
     /** @var array<string, true> users a test flagged or banned: cleared by clearFlagged() */
     private static array $toClear = [];
 
-    /** The live gateway's URL; without one the test is skipped (failed under CI=true). */
+    /**
+     * The live gateway's URL: LEASEGATE_URL, else a gateway started for
+     * this PHPUnit run (TestGateway::shared(), from LEASEGATE_BIN or PATH);
+     * without either the test is skipped (failed under CI=true).
+     */
     public static function url(): string
     {
-        return self::env('LEASEGATE_URL') ?? self::missing('LEASEGATE_URL');
+        $url = self::env('LEASEGATE_URL');
+        if ($url !== null) {
+            return $url;
+        }
+        try {
+            return TestGateway::shared()->url();
+        } catch (GatewayNotFound $e) {
+            self::missing('LEASEGATE_URL', $e->getMessage());
+        }
     }
 
     public static function downUrl(): string
@@ -95,9 +109,9 @@ final class Gateway
         }
     }
 
-    private static function missing(string $name): never
+    private static function missing(string $name, string $more = ''): never
     {
-        $why = sprintf('%s is not set: run the PHP tests through `go test ./php/`, which starts the gateways', $name);
+        $why = sprintf('%s is not set: run the PHP tests through `go test ./php/`, which starts the gateways%s', $name, $more === '' ? '' : '; and ' . $more);
         if (getenv('CI') === 'true') {
             Assert::fail($why);
         }

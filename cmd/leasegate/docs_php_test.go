@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The docs check for PHP: every ```php block of README.md and docs/*.md
+// runs with the real PHP (Debian's CLI settings) against a gateway of
+// its own, after testdata/docs_prelude.php (the package, Debian's
+// framework autoloaders, and made-up stand-ins for the app's functions
+// and variables); it must exit 0 without a notice or warning. A block
+// that cannot run outside an app (a config fragment, a framework's
+// router) is marked <!-- docs-check: skip (why) --> as the shell blocks
+// are.
+
+type phpBlock struct {
+	file string
+	line int
+	skip bool
+	code string
+}
+
+// phpBlocks reads the ```php blocks of one markdown file.
+func phpBlocks(t *testing.T, file string) []phpBlock {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	name := strings.TrimPrefix(file, "../../")
+	var blocks []phpBlock
+	mark := ""
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if m := docsCheckMark.FindStringSubmatch(l); m != nil {
+			mark = m[1]
+			if mark == "skip" && strings.TrimSpace(m[2]) == "" {
+				t.Errorf("%s:%d: docs-check: skip needs a reason", name, i+1)
+			}
+			continue
+		}
+		if l == "" {
+			continue
+		}
+		if l != "```php" {
+			mark = ""
+			continue
+		}
+		b := phpBlock{file: name, line: i + 1, skip: mark == "skip"}
+		mark = ""
+		indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
+		var code []string
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			code = append(code, strings.TrimPrefix(lines[i], strings.Repeat(" ", indent)))
+		}
+		b.code = strings.Join(code, "\n")
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+func TestDocsPHPExamplesRun(t *testing.T) {
+	t.Parallel()
+	php, err := exec.LookPath("php")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("php not found (CI=true: .ci/run installs php-cli): %v", err)
+		}
+		t.Skipf("php not installed: %v", err)
+	}
+	prelude, err := filepath.Abs("testdata/docs_prelude.php")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, file := range docFiles(t) {
+		var run []phpBlock
+		for _, b := range phpBlocks(t, file) {
+			if !b.skip {
+				run = append(run, b)
+			}
+		}
+		if len(run) == 0 {
+			continue
+		}
+		ran += len(run)
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			port, _ := docsGateway(t, "")
+			for _, b := range run {
+				script := filepath.Join(t.TempDir(), "example.php")
+				src := "<?php require " + strconv.Quote(prelude) + ";\n" + b.code + "\n"
+				if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				cmd := exec.CommandContext(ctx, php, "-d", "variables_order=GPCS", "-d", "error_reporting=-1",
+					"-d", "display_errors=stderr", script)
+				cmd.Env = append(os.Environ(), "LEASEGATE_URL=http://127.0.0.1:"+port, "LEASEGATE_API_KEY=")
+				out, err := cmd.CombinedOutput()
+				cancel()
+				if err != nil {
+					t.Errorf("%s:%d: the PHP example fails: %v\n%s\n--- the example:\n%s", b.file, b.line, err, firstLines(out, 20), b.code)
+				}
+			}
+		})
+	}
+	if ran < 5 {
+		t.Errorf("ran %d PHP examples from the docs, want README.md's and docs/php.md's at least", ran)
+	}
+}
+
+// firstLines is at most n lines of out.
+func firstLines(out []byte, n int) string {
+	var b strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.WriteString(sc.Text() + "\n")
+	}
+	return b.String()
+}

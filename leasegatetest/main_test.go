@@ -1,0 +1,10 @@
+package leasegatetest_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/leasegate/leasegate/internal/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
