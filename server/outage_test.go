@@ -195,7 +195,7 @@ func TestADeadClusterMasterAnswersOnlyForItsSlots(t *testing.T) {
 		if code := apptest.Do(t, h, http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
 			t.Fatalf("POST /locks/%s: got %d, want 200", res, code)
 		}
-		lock, _ := keys.LockKeys("", res)
+		lock, _, _ := keys.LockKeys("", res)
 		m, err := cc.MasterForKey(ctx, lock)
 		if err != nil {
 			t.Fatalf("MasterForKey(%s): %v", lock, err)
@@ -285,7 +285,7 @@ func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T
 	})
 	// The old primary is dead: the grant is the promoted replica's. (Which
 	// master the first Sentinel names may lag the one the gateway asked.)
-	lock, _ := keyspace.Space{Prefix: cfg.KeyPrefix}.LockKeys("", "after")
+	lock, _, _ := keyspace.Space{Prefix: cfg.KeyPrefix}.LockKeys("", "after")
 	if n, err := sn.Replica.Client(t).Exists(context.Background(), lock).Result(); err != nil || n != 1 {
 		t.Errorf("EXISTS %s on the promoted replica: got %d, %v; want 1", lock, n, err)
 	}
