@@ -381,9 +381,9 @@ func setupFleetKill(t *testing.T, _ settings) env {
 	var next atomic.Uint64
 	lb := httptest.NewServer(&httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(urls[next.Add(1)%uint64(len(urls))]) },
-		// A request to the killed gateway fails as a refused connection
-		// through a balancer would: the client's outcome is unknown.
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) },
+		// A request to the killed gateway ends as it does without the
+		// balancer: the connection is cut, the outcome unknown.
+		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
 	})
 	t.Cleanup(lb.Close)
 	return env{

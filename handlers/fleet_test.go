@@ -15,7 +15,7 @@ import (
 // A fleet: three gateways (each its own Waiter and subscription, as
 // three processes have) on one real redis-server (docs/waiting.md, "One
 // line per name").
-func newFleet(t *testing.T) []*apptest.App {
+func newFleet(t testing.TB) []*apptest.App {
 	t.Helper()
 	b := redistest.OnRedis(t)
 	prefix := fmt.Sprintf("fleet%d:", time.Now().UnixNano())
@@ -32,7 +32,7 @@ type fleetPrimitive struct {
 	// take asks for name as owner with wait_ms; it answers whether it was
 	// granted, and what release needs.
 	take    func(a *apptest.App, owner string, waitMS int) (granted bool, term any, ans *apptest.Answer)
-	release func(t *testing.T, a *apptest.App, owner string, term any)
+	release func(t testing.TB, a *apptest.App, owner string, term any)
 	// queued is how many waiters on this gateway have made their first
 	// try (and so stand in line).
 	queued func(a *apptest.App) int
@@ -46,7 +46,7 @@ var fleetPrimitives = []fleetPrimitive{
 				fmt.Sprintf(`{"owner":%q,"ttl_seconds":60,"wait_ms":%d}`, owner, waitMS)))
 			return ans.StatusCode == 200 && ans.Object["acquired"] == true, nil, ans
 		},
-		release: func(t *testing.T, a *apptest.App, owner string, _ any) {
+		release: func(t testing.TB, a *apptest.App, owner string, _ any) {
 			a.Do(t, http.MethodDelete, "/locks/job?owner="+owner, "").Want(t, http.StatusNoContent)
 		},
 		queued: func(a *apptest.App) int { return a.Waiter.Queued(a.Locker, "job") },
@@ -58,7 +58,7 @@ var fleetPrimitives = []fleetPrimitive{
 				fmt.Sprintf(`{"owner":%q,"limit":1,"ttl_seconds":60,"wait_ms":%d}`, owner, waitMS)))
 			return ans.StatusCode == 200 && ans.Object["acquired"] == true, nil, ans
 		},
-		release: func(t *testing.T, a *apptest.App, owner string, _ any) {
+		release: func(t testing.TB, a *apptest.App, owner string, _ any) {
 			a.Do(t, http.MethodDelete, "/semaphores/job?owner="+owner, "").Want(t, http.StatusNoContent)
 		},
 		queued: func(a *apptest.App) int { return a.Waiter.QueuedOn(a.Semaphores.Keys("", "job").Permits()) },
@@ -74,7 +74,7 @@ var fleetPrimitives = []fleetPrimitive{
 			}
 			return ans.StatusCode == 200 && ans.Object["leader"] == true, term, ans
 		},
-		release: func(t *testing.T, a *apptest.App, owner string, term any) {
+		release: func(t testing.TB, a *apptest.App, owner string, term any) {
 			a.Do(t, http.MethodDelete, "/elections/job", fmt.Sprintf(`{"candidate":%q,"term":%.0f}`, owner, term)).Want(t, http.StatusNoContent)
 		},
 		queued: func(a *apptest.App) int { return a.Waiter.QueuedOn(a.Elections.Keys("", "job").Lock()) },
@@ -199,6 +199,51 @@ func TestFleetSkipsTheWaiterOfADeadGateway(t *testing.T) {
 					t.Fatalf("%s not granted within 25s of the release", want)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkFleetHandoff is the hand-off across gateways: the holder
+// releases through one gateway and the waiter, which stands first in
+// line on another, is granted; one op is one hand-off, timed from the
+// release's call to the grant's answer (docs/waiting.md, "Cost").
+//
+//	go test -run XXX -bench FleetHandoff -benchtime 200x ./handlers
+func BenchmarkFleetHandoff(b *testing.B) {
+	for _, p := range fleetPrimitives {
+		b.Run(p.kind, func(b *testing.B) {
+			fleet := newFleet(b)
+			ok, term, ans := p.take(fleet[0], "o0", 0)
+			if !ok {
+				b.Fatalf("first holder: got %d %s", ans.StatusCode, ans.Raw)
+			}
+			var total time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				holder, next := fleet[i%3], fleet[(i+1)%3]
+				owner := fmt.Sprintf("o%d", i+1)
+				type got struct {
+					ok   bool
+					term any
+					at   time.Time
+				}
+				done := make(chan got, 1)
+				go func() {
+					ok, term, _ := p.take(next, owner, 30000)
+					done <- got{ok, term, time.Now()}
+				}()
+				redistest.Eventually(b, 10*time.Second, owner+" in line", func() bool { return queuedIn(fleet, p) == 1 })
+				start := time.Now()
+				p.release(b, holder, fmt.Sprintf("o%d", i), term)
+				g := <-done
+				if !g.ok {
+					b.Fatalf("%s not granted", owner)
+				}
+				total += g.at.Sub(start)
+				term = g.term
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "handoff-ms")
 		})
 	}
 }
