@@ -150,3 +150,26 @@ func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
 		}
 	})
 }
+
+// TestAnAcquireWithoutWaitDoesNotJumpTheLine: while a waiter stands in
+// line, another owner's acquire without wait is refused even though the
+// resource is free; the waiter's own call without wait (a retry after a
+// draining gateway's 503) is granted and uses up its place.
+func TestAnAcquireWithoutWaitDoesNotJumpTheLine(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		prefix := uniquePrefix(t)
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
+		registerWaiter(t, l, "r", "w1") // waiter-w1 in line, r free
+		res, err := l.Acquire(ctx, "r", "late", time.Minute)
+		if err != nil || res.Acquired || res.RetryAfter <= 0 || res.RetryAfter > redislock.TicketLease {
+			t.Fatalf("got %+v, %v; want refused with retry_after up to the ticket's lease", res, err)
+		}
+		mustAcquire(t, l, "r", "waiter-w1", time.Minute)
+		k := keyspace.Space{Prefix: prefix}.Resource("", "r")
+		if n := e.RDB.Exists(ctx, k.Queue(), k.Waiters()).Val(); n != 0 {
+			t.Errorf("got %d line keys after the grant, want none", n)
+		}
+	})
+}

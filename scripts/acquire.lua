@@ -117,9 +117,9 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
     register()
     return '4 0 0 0 ' .. nows .. ' ' .. string.format('%.0f', soonest) .. ' '
   end
-  if waiter then
-    line_leave(KEYS[3], KEYS[2], owner)
-  end
+  -- Its place, if it has one, is used (also by a call that does not wait:
+  -- a retry after a draining gateway's 503 that found its place live).
+  line_leave(KEYS[3], KEYS[2], owner)
 end
 
 -- Free or expired: a new holder gets a new token, above the last one (the

@@ -51,13 +51,15 @@ local waiter = lease > 0
 local inline = ARGV[6] ~= '1'
 
 local cur = {}
+local lined = {}
 local refused = {0, nows}
 for i = 1, n do
   local c = redis.call('HMGET', KEYS[3 * i - 2], 'owner', 'token', 'acquired_at', 'expires_at', 'lock_delay')
   cur[i] = c
   local mine = c[1] == owner and c[4] and tonumber(c[4]) > now_ms
   local ahead, soonest = 0, nil
-  if inline and not mine and redis.call('EXISTS', KEYS[3 * i]) == 1 then
+  lined[i] = inline and not mine and redis.call('EXISTS', KEYS[3 * i]) == 1
+  if lined[i] then
     ahead, soonest = line_ahead(KEYS[3 * i], KEYS[3 * i - 1], owner, now_ms, 1)
   end
   if ahead > 0 then
@@ -120,7 +122,7 @@ for i = 1, n do
     redis.call('HDEL', key, 'lock_delay')
   end
   redis.call('PEXPIREAT', key, keep)
-  if waiter then
+  if waiter or lined[i] then
     line_leave(KEYS[3 * i], KEYS[3 * i - 1], owner)
   end
   out[#out + 1] = tok

@@ -84,10 +84,11 @@ if redis.call('ZSCORE', KEYS[1], owner) then
 end
 
 local retry = nil
+local lined = redis.call('EXISTS', KEYS[6]) == 1
 if n >= limit then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   retry = tonumber(first[2])
-elseif redis.call('EXISTS', KEYS[6]) == 1 then
+elseif lined then
   local ahead, soonest = line_ahead(KEYS[6], KEYS[5], owner, now_ms, limit - n)
   if ahead >= limit - n then
     retry = soonest
@@ -101,7 +102,7 @@ if retry then
   end
   return {0, n, limit, string.format('%.0f', math.max(retry - now_ms, 0))}
 end
-if lease > 0 then
+if lined then
   line_leave(KEYS[6], KEYS[5], owner)
 end
 
