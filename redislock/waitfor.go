@@ -87,14 +87,12 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 			// Woken as the wait ended: no new try it has no time for.
 			return true, 0
 		}
-		// A try that failed may have taken a place all the same.
-		queued = true
 		ok, retryAfter, err := bounded(TicketLease)
 		if err != nil || ok {
 			done, tryErr = ok, err
 			return true, 0
 		}
-		first = false
+		first, queued = false, true
 		// The wait ended during this try: its answer is the answer.
 		return time.Until(end) <= 0, retryAfter
 	})
