@@ -101,8 +101,10 @@ func ErrorOf(err error) (*Error, bool) {
 		// A full waiting queue is this gateway's capacity answering, not
 		// a failure: not logged as one (it is counted, and answered 503).
 		// Nor is a call refused because the store is known down: the
-		// outage was logged once when it began.
-		failure := e.Code == CodeUnavailable && !errors.Is(err, ErrTooManyWaiters) && !errors.Is(err, ErrStoreDown)
+		// outage was logged once when it began. Nor a wait ended by the
+		// gateway's shutdown.
+		failure := e.Code == CodeUnavailable && !errors.Is(err, ErrTooManyWaiters) &&
+			!errors.Is(err, ErrStoreDown) && !errors.Is(err, ErrShuttingDown)
 		return e, failure || e.Code == CodeInternal
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

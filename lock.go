@@ -91,6 +91,12 @@ var (
 	// queued or changed. Another gateway, or a retry, may have room.
 	ErrTooManyWaiters = &Error{Code: CodeUnavailable, Op: "lock", RetryAfter: DefaultRetryAfter,
 		Message: "this gateway is already holding as many waiting acquires as it allows (--max-waiters); nothing was changed, retry later or without wait_ms"}
+	// ErrShuttingDown: the gateway is shutting down and ended the wait
+	// (or the event stream) with nothing granted or changed; the caller
+	// retries at once, through another gateway (docs/deployment.md,
+	// "Rolling restarts").
+	ErrShuttingDown = &Error{Code: CodeUnavailable, RetryAfter: DefaultRetryAfter,
+		Message: "this gateway is shutting down; nothing was changed, retry (another gateway will answer)"}
 	// ErrUnavailable: the store failed; nothing was granted or changed.
 	ErrUnavailable = &Error{Code: CodeUnavailable, Message: UnavailableMessage, RetryAfter: DefaultRetryAfter, Op: "store"}
 	// ErrStoreDown is wrapped, beside ErrUnavailable, by the error of a

@@ -74,6 +74,9 @@ type Service struct {
 	// out writes the webhook events (on Redis Cluster in a second step,
 	// outbox.go).
 	out *outbox.Writer
+	// cluster: Redis Cluster, where the attempt log has a slot of its own
+	// and is written in a second step (backtest.go).
+	cluster bool
 }
 
 // New returns a Service on rdb.
@@ -90,7 +93,8 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	keys := keyspace.Space{Prefix: opts.Prefix}
 	out := outbox.New(rdb, keys, outbox.Options{On: opts.Outbox, MaxLen: opts.OutboxMaxLen,
 		Log: opts.Log, Failed: opts.Metrics.WebhookOutboxFailed})
-	return &Service{rdb: rdb, opts: opts, keys: keys, log: opts.Log, m: opts.Metrics, out: out}
+	_, cluster := rdb.(*redis.ClusterClient)
+	return &Service{rdb: rdb, opts: opts, keys: keys, log: opts.Log, m: opts.Metrics, out: out, cluster: cluster}
 }
 
 // Policies returns the policies in force.
@@ -127,12 +131,19 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	if s.out.On() {
 		flagID, banID = outbox.NewID(), outbox.NewID()
 	}
-	v, arr, status, err := reply.RunFlagged(ctx, s.rdb, scripts.UserAttempt, "attempt",
-		append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.out.Keys()...),
-		ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
-		s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
-		strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
-		flagID, banID, tenant, s.out.MaxLen())
+	logged := ""
+	switch {
+	case allow:
+		logged = outcomeAllowlisted
+	case pol.Shadow:
+		logged = outcomeShadow
+	}
+	keys, logArgs := s.logArgs(append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.out.Keys()...), tenant, name, logged)
+	v, arr, status, err := reply.RunFlagged(ctx, s.rdb, scripts.UserAttempt, "attempt", keys,
+		append([]any{ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
+			s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
+			strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
+			flagID, banID, tenant, s.out.MaxLen()}, logArgs...)...)
 	if err != nil {
 		return leasegate.UserLockResult{}, err
 	}
@@ -144,6 +155,7 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 			return leasegate.UserLockResult{}, err
 		}
 		s.m.AbuseAttempts.WithLabelValues(s.metricLock(name), "banned").Inc()
+		s.logAfter(ctx, tenant, name, userID, now, 0, 0, ttlMS, outcomeBanned, until.UnixMilli())
 		return leasegate.UserLockResult{}, &leasegate.BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
 			Policy: name, Quota: int64(pol.MaxAttempts), Window: ttl, Reset: until.Sub(now),
 		}}
@@ -183,6 +195,18 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 		Window:    exp.Sub(start),
 		Remaining: max(int64(pol.MaxAttempts)-n, 0),
 		Reset:     max(exp.Sub(now), 0),
+	}
+	if s.cluster {
+		switch {
+		case res.FlaggedNow:
+			logged = outcomeFlagged
+		case logged != "":
+		case res.Acquired:
+			logged = outcomeHeld
+		default:
+			logged = outcomeRepeated
+		}
+		s.logAfter(ctx, tenant, name, userID, now, n, now.Sub(start).Milliseconds(), ttlMS, logged, banUntilMS)
 	}
 	ml := s.metricLock(name)
 	if res.Acquired {

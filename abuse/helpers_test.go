@@ -32,6 +32,7 @@ func newService(t *testing.T, b *redistest.Backend, pol Policies) (*Service, *lo
 func policies(max int) Policies {
 	p := DefaultPolicies()
 	p.Default.MaxAttempts = max
+	p.AttemptLogMaxEntries = 100_000
 	return p
 }
 

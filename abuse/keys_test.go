@@ -25,7 +25,7 @@ func TestServiceStoresOnlyUnderTheKeyspaceKeys(t *testing.T) {
 
 	space := keyspace.Space{Prefix: "lgtest:"}
 	u := space.User(tenant, user)
-	want := []string{u.Counter(lock), u.Flag(lock), u.Flags(), u.Ban(), space.FlagIndex(tenant, ""), space.FlagIndex(tenant, lock)}
+	want := []string{u.Counter(lock), u.Flag(lock), u.Flags(), u.Ban(), space.FlagIndex(tenant, ""), space.FlagIndex(tenant, lock), space.AttemptLog(tenant, lock)}
 	got, err := b.RDB.Keys(ctx, "*").Result()
 	if err != nil {
 		t.Fatal(err)

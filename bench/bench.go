@@ -107,9 +107,15 @@ type Config struct {
 	// instead of the rounds: the RSS of a `leasegate serve` process
 	// (GatewayCommand, with GatewayEnv added to the environment) holding
 	// that many waiting acquires (waiters.go).
-	Waiters        int
-	GatewayCommand string
-	GatewayEnv     []string
+	Waiters int
+	// Capacity, when true, makes the run the capacity measurement
+	// (capacity.go) instead of the rounds: gateway processes started with
+	// GatewayCommand, on Redis nodes it starts with RedisServer, for each
+	// of CapacityTopologies (names of Topologies; empty: all).
+	Capacity           bool
+	CapacityTopologies []string
+	GatewayCommand     string
+	GatewayEnv         []string
 
 	// CPUProfile, when not nil, receives a pprof CPU profile of the
 	// gateway phase of the last round. Driver goroutines carry the label
@@ -175,6 +181,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
+	runID := fmt.Sprintf("%x", time.Now().UnixNano())
+	if cfg.Capacity {
+		capRep, err := runCapacity(ctx, cfg, runID)
+		if err != nil {
+			return nil, err
+		}
+		return &Report{Capacity: capRep}, nil
+	}
 	redisURL := cfg.RedisURL
 	if redisURL == "" {
 		p, err := startRedis(ctx, cfg.RedisServer)
@@ -196,7 +210,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 
-	runID := fmt.Sprintf("%x", time.Now().UnixNano())
 	rep := &Report{
 		Concurrency:  cfg.Concurrency,
 		Duration:     cfg.Duration,

@@ -15,20 +15,22 @@ import (
 // is granted as every single lock is in the gateway phase. It is
 // compared with that phase of the same round: the report's "proc cpu"
 // of both (this process: the HTTP driver and the gateway) per cycle is
-// what the lock-set target of docs/benchmarks.md divides.
+// what docs/benchmarks.md ("Lock sets") compares.
 
 // lockSetSize is how many resources each benchmark set names.
 const lockSetSize = 8
 
 type lockSetCycle struct {
-	g        *gateway
-	url      string
+	hc       *http.Client
+	urls     []string // per worker
 	acquires [][]byte
 	releases [][]byte
 }
 
-func newLockSetCycle(g *gateway, cfg Config, runID string) *lockSetCycle {
-	c := &lockSetCycle{g: g, url: "http://" + g.srv.Addr() + "/locks"}
+// newLockSetCycle: worker i sends its sets to bases[i%len(bases)] (a
+// gateway's http://host:port) with hc.
+func newLockSetCycle(hc *http.Client, bases []string, cfg Config, runID string) *lockSetCycle {
+	c := &lockSetCycle{hc: hc}
 	ttl := strconv.FormatInt(int64(cfg.TTL.Seconds()), 10)
 	for i := range cfg.Concurrency {
 		names := make([]string, lockSetSize)
@@ -39,6 +41,7 @@ func newLockSetCycle(g *gateway, cfg Config, runID string) *lockSetCycle {
 		owner := benchOwner(i)
 		c.acquires = append(c.acquires, []byte(`{"resources":`+list+`,"owner":"`+owner+`","ttl_seconds":`+ttl+`}`))
 		c.releases = append(c.releases, []byte(`{"resources":`+list+`,"owner":"`+owner+`"}`))
+		c.urls = append(c.urls, bases[i%len(bases)]+"/locks")
 	}
 	return c
 }
@@ -47,7 +50,7 @@ func (c *lockSetCycle) name() string    { return "set" + strconv.Itoa(lockSetSiz
 func (c *lockSetCycle) sends() []string { return []string{"evalsha", "eval"} }
 
 func (c *lockSetCycle) acquire(ctx context.Context, i int) error {
-	got, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url, c.acquires[i], http.StatusOK)
+	got, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i], c.acquires[i], http.StatusOK)
 	if err != nil {
 		return err
 	}
@@ -58,6 +61,6 @@ func (c *lockSetCycle) acquire(ctx context.Context, i int) error {
 }
 
 func (c *lockSetCycle) release(ctx context.Context, i int) error {
-	_, err := doJSON(ctx, c.g.hc, http.MethodDelete, c.url, c.releases[i], http.StatusOK)
+	_, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], c.releases[i], http.StatusOK)
 	return err
 }

@@ -33,7 +33,20 @@ func (c Config) validatePhases() []error {
 			errs = append(errs, errors.New("waiters needs the leasegate binary to start `leasegate serve` with"))
 		}
 	}
-	if c.Handoff && c.Concurrency < 2 {
+	if c.Capacity {
+		if c.Waiters > 0 || c.Handoff || c.Primitives || c.LockSets || c.Etcd || c.Tracing || c.RedisURL != "" {
+			errs = append(errs, errors.New("capacity is a measurement of its own: not with waiters, handoff, primitives, locksets, tracing, etcd or redis-url"))
+		}
+		if c.GatewayCommand == "" {
+			errs = append(errs, errors.New("capacity needs the leasegate binary to start `leasegate serve` with"))
+		}
+		for _, n := range c.CapacityTopologies {
+			if !slices.ContainsFunc(Topologies, func(t Topology) bool { return t.Name == n }) {
+				errs = append(errs, fmt.Errorf("capacity topology %q: want one of g1, u1, g2, g3, c1, c2, c3", n))
+			}
+		}
+	}
+	if (c.Handoff || c.Capacity) && c.Concurrency < 2 {
 		errs = append(errs, fmt.Errorf("handoff needs at least 2 clients to hand a lock between, got %d", c.Concurrency))
 	}
 	return errs
@@ -59,7 +72,7 @@ func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string
 	// machine the closer a phase runs to its floor, the less the load
 	// moves between them. The hand-off runs right after its own floor.
 	if cfg.LockSets {
-		x.list = append(x.list, extra{c: newLockSetCycle(gw, cfg, runID), comparedTo: "gateway"})
+		x.list = append(x.list, extra{c: newLockSetCycle(gw.hc, []string{"http://" + gw.srv.Addr()}, cfg, runID), comparedTo: "gateway"})
 	}
 	if cfg.Primitives {
 		x.list = append(x.list,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // The primitives phases (-primitives), over HTTP to the lock phase's
@@ -17,8 +18,12 @@ import (
 //	claim  POST /claims/{scope}/{key} + POST /claims/{scope}/{key}/complete
 //	       (a new key every cycle, result {"ok":true}, keep 1 s)
 //
-// Both are two requests, two script round trips, so their floor is the
-// round's lock floor (SET NX PX + compare-and-delete), as in
+// and, for -capacity only (capacity.go):
+//
+//	election  POST /elections/{n}/campaign + DELETE /elections/{n}
+//
+// Sem and claim are two requests, two script round trips, so their floor
+// is the round's lock floor (SET NX PX + compare-and-delete), as in
 // semaphore/bench_test.go's BenchmarkCyclesAgainstTheGoRedisFloor.
 
 // semaphoreLimit is the limit of every benchmark semaphore.
@@ -59,8 +64,6 @@ func (c *claimCycle) sends() []string { return []string{"evalsha", "eval"} }
 
 func (c *claimCycle) url(i int) string { return c.base[i] + strconv.Itoa(c.seq[i]) }
 
-var tokenField = []byte(`"token":`)
-
 // acquire claims a new key: 201, state pending.
 func (c *claimCycle) acquire(ctx context.Context, i int) error {
 	c.seq[i]++
@@ -68,19 +71,28 @@ func (c *claimCycle) acquire(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	j := bytes.Index(body, tokenField)
+	c.tokens[i], err = intField(body, "token")
+	return err
+}
+
+// intField reads the first JSON number field named name in body (a
+// reply of the gateway: a token, a term).
+func intField(body []byte, name string) (int64, error) {
+	field := []byte(`"` + name + `":`)
+	j := bytes.Index(body, field)
 	if j < 0 {
-		return fmt.Errorf("claim: no token in %s", body)
+		return 0, fmt.Errorf("no %s in %s", name, body)
 	}
-	rest := body[j+len(tokenField):]
+	rest := body[j+len(field):]
 	end := bytes.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
 	if end < 0 {
 		end = len(rest)
 	}
-	if c.tokens[i], err = strconv.ParseInt(string(rest[:end]), 10, 64); err != nil {
-		return fmt.Errorf("claim: token in %s: %w", body, err)
+	n, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s in %s: %w", name, body, err)
 	}
-	return nil
+	return n, nil
 }
 
 var claimDone = []byte(`"state":"done"`)
@@ -96,4 +108,48 @@ func (c *claimCycle) release(ctx context.Context, i int) error {
 		return errors.New("complete: not done: " + string(got))
 	}
 	return nil
+}
+
+// electionCycle: worker i campaigns for an election of its own (POST
+// /elections/{n}/campaign, elected at once) and resigns (DELETE
+// /elections/{n} with the term it won).
+type electionCycle struct {
+	hc       *http.Client
+	urls     []string
+	campaign [][]byte
+	owners   []string
+	terms    []int64
+}
+
+func newElectionCycle(hc *http.Client, urls []string, cfg Config) *electionCycle {
+	c := &electionCycle{hc: hc, urls: urls, terms: make([]int64, len(urls))}
+	ttl := strconv.Itoa(int(cfg.TTL / time.Second))
+	for i := range urls {
+		c.owners = append(c.owners, benchOwner(i))
+		c.campaign = append(c.campaign, []byte(`{"candidate":"`+benchOwner(i)+`","ttl_seconds":`+ttl+`}`))
+	}
+	return c
+}
+
+func (c *electionCycle) name() string    { return "election" }
+func (c *electionCycle) sends() []string { return []string{"evalsha", "eval"} }
+
+var elected = []byte(`"leader":true`)
+
+func (c *electionCycle) acquire(ctx context.Context, i int) error {
+	body, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i]+"/campaign", c.campaign[i], http.StatusOK)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(body, elected) {
+		return fmt.Errorf("campaign: not elected: %s", body)
+	}
+	c.terms[i], err = intField(body, "term")
+	return err
+}
+
+func (c *electionCycle) release(ctx context.Context, i int) error {
+	body := `{"candidate":"` + c.owners[i] + `","term":` + strconv.FormatInt(c.terms[i], 10) + `}`
+	_, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], []byte(body), http.StatusNoContent)
+	return err
 }

@@ -25,9 +25,9 @@ type redisProcess struct {
 	done chan struct{}
 }
 
-// startRedis starts bin on a free loopback port with no persistence and
-// waits until it answers PING.
-func startRedis(ctx context.Context, bin string) (*redisProcess, error) {
+// startRedis starts bin on a free loopback port with no persistence, and
+// the args added, and waits until it answers PING.
+func startRedis(ctx context.Context, bin string, args ...string) (*redisProcess, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s not found (install it, or pass a loopback -redis-url): %w", bin, err)
@@ -51,6 +51,7 @@ func startRedis(ctx context.Context, bin string) (*redisProcess, error) {
 		"--logfile", "",
 		"--loglevel", "warning",
 	)
+	p.cmd.Args = append(p.cmd.Args, args...)
 	p.cmd.Dir = dir
 	if err := p.cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
@@ -162,6 +163,10 @@ type redisStats struct {
 	// calls and usec per command name (lower case, "evalsha", "time", ...).
 	calls map[string]int64
 	usec  map[string]int64
+	// From INFO stats, memory and errorstats when asked for (capacity.go):
+	// bytes read from and written to clients, reads from client sockets,
+	// used_memory, and the MOVED redirects answered.
+	netIn, netOut, reads, usedMemory, moved int64
 }
 
 func readRedisStats(ctx context.Context, rdb *redis.Client) (redisStats, error) {
@@ -191,6 +196,27 @@ func parseInfo(txt string) (redisStats, error) {
 			}
 			st.cpu += time.Duration(f * float64(time.Second))
 			sawCPU++
+		case k == "total_net_input_bytes" || k == "total_net_output_bytes" || k == "total_reads_processed" || k == "used_memory":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return st, fmt.Errorf("bench: INFO %s=%q: %w", k, v, err)
+			}
+			switch k {
+			case "total_net_input_bytes":
+				st.netIn = n
+			case "total_net_output_bytes":
+				st.netOut = n
+			case "total_reads_processed":
+				st.reads = n
+			default:
+				st.usedMemory = n
+			}
+		case k == "errorstat_MOVED":
+			n, err := strconv.ParseInt(strings.TrimPrefix(v, "count="), 10, 64)
+			if err != nil {
+				return st, fmt.Errorf("bench: INFO %s=%q: %w", k, v, err)
+			}
+			st.moved = n
 		case strings.HasPrefix(k, "cmdstat_"):
 			name := strings.TrimPrefix(k, "cmdstat_")
 			for _, field := range strings.Split(v, ",") {
@@ -224,7 +250,8 @@ var setupCommands = map[string]bool{
 
 // sub is b - a: the work done between two readings.
 func (b redisStats) sub(a redisStats) redisStats {
-	d := redisStats{cpu: b.cpu - a.cpu, calls: map[string]int64{}, usec: map[string]int64{}}
+	d := redisStats{cpu: b.cpu - a.cpu, calls: map[string]int64{}, usec: map[string]int64{},
+		netIn: b.netIn - a.netIn, netOut: b.netOut - a.netOut, reads: b.reads - a.reads, usedMemory: b.usedMemory - a.usedMemory, moved: b.moved - a.moved}
 	for k, n := range b.calls {
 		if setupCommands[k] {
 			continue

@@ -32,6 +32,9 @@ type Report struct {
 	Phases []Phase `json:"phases,omitempty"`
 	// Waiters is the -waiters measurement, which runs instead of rounds.
 	Waiters *WaitersReport `json:"waiters,omitempty"`
+	// Capacity is the -capacity measurement, which runs instead of
+	// rounds; its JSON is the capacity model's input (capacitymodel.go).
+	Capacity *CapacityReport `json:"capacity,omitempty"`
 
 	// Scripts: the Redis commands (as INFO commandstats counts them,
 	// commands inside a script included) of each half of one cycle, done
@@ -144,6 +147,10 @@ func medianPhase(ps []Phase) Phase {
 func (r *Report) Print(w io.Writer) {
 	if r.Waiters != nil {
 		r.printWaiters(w)
+		return
+	}
+	if r.Capacity != nil {
+		r.Capacity.Print(w)
 		return
 	}
 	fmt.Fprintf(w, "leasegate bench: %d clients, %v per phase, %d round(s), median shown\n", r.Concurrency, r.Duration, len(r.Rounds))

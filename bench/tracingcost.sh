@@ -6,7 +6,7 @@
 # one caller at a time, against a redis-server of its own) under
 # valgrind's cachegrind, which counts the instructions the process
 # executes. A count does not move with the machine's load the way CPU
-# time does (docs/benchmarks.md, "Tracing off, counted").
+# time does (docs/benchmarks.md, "Tracing cost").
 #
 # Per cycle = (Ir at 1500 cycles - Ir at 300 cycles) / 1200, so the start
 # (Redis, gateway, test binary) cancels out. ROUNDS pairs, alternating.

@@ -91,7 +91,7 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 		return nil, err
 	}
 	rep := &WaitersReport{Waiters: n, NoFile: nofile}
-	gp, err := startGatewayProcess(ctx, cfg, redisURL, n)
+	gp, err := startGatewayProcess(ctx, cfg, []string{"--redis-url", redisURL}, n)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +219,7 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 type waiterSet struct {
 	addr, path string
 	n          int
+	from       int // the owners are bench-waiter-{from..from+n-1}
 
 	wg                        sync.WaitGroup
 	granted, timedOut, errors atomic.Int64
@@ -249,7 +250,7 @@ func (ws *waiterSet) open(ctx context.Context) {
 					continue
 				}
 				ws.wg.Add(1)
-				go ws.run(conn, "bench-waiter-"+strconv.Itoa(i))
+				go ws.run(conn, "bench-waiter-"+strconv.Itoa(ws.from+i))
 			}
 		}()
 	}
@@ -370,14 +371,19 @@ type gatewayProcess struct {
 	err    error // the exit, once done is closed
 }
 
-func startGatewayProcess(ctx context.Context, cfg Config, redisURL string, n int) (*gatewayProcess, error) {
+// startGatewayProcess starts `leasegate serve` on a free loopback port,
+// on the Redis that redisArgs name (its --redis-* flags), able to hold n
+// waiters, and waits until it is ready.
+func startGatewayProcess(ctx context.Context, cfg Config, redisArgs []string, n int) (*gatewayProcess, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := []string{"serve", "--addr", addr, "--redis-url", redisURL, "--log-level", cfg.GatewayLogLevel,
-		"--max-wait", waitersWait.String(), "--write-timeout", (waitersWait + time.Minute).String()}
+	// No drain: nothing balances over these gateways.
+	args := append([]string{"serve", "--addr", addr}, redisArgs...)
+	args = append(args, "--log-level", cfg.GatewayLogLevel, "--drain-delay", "0",
+		"--max-wait", waitersWait.String(), "--write-timeout", (waitersWait + time.Minute).String())
 	if n > server.DefaultMaxWaiters {
 		args = append(args, "--max-waiters", strconv.Itoa(n))
 	}

@@ -105,3 +105,12 @@ func (c *Client) Unban(ctx context.Context, userID string) error {
 	_, err := c.do(ctx, http.MethodDelete, "/abuse/bans/"+url.PathEscape(userID), nil, nil)
 	return answerFor(err, leasegate.ErrUserNotFound)
 }
+
+// Backtest replays a candidate policy over a lock's attempt log (ops
+// role; docs/abuse.md, "Backtesting a policy"). It changes nothing. Bad
+// input is a validation *Error naming the field.
+func (c *Client) Backtest(ctx context.Context, q leasegate.BacktestQuery) (leasegate.Backtest, error) {
+	var out leasegate.Backtest
+	_, err := c.do(ctx, http.MethodPost, "/abuse/backtest", q, &out)
+	return out, err
+}

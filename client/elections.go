@@ -213,8 +213,10 @@ type ElectionEvent = leasegate.ElectionEvent
 
 // ObserveEvents streams the events of election name to fn (state first,
 // then elected, proclaimed, resigned, expired) until ctx ends (nil), fn
-// returns an error (that error) or the stream fails. It uses the
-// Client's transport without its timeout.
+// returns an error (that error) or the stream fails or ends (an error;
+// leasegate.ErrShuttingDown when the gateway asked the client to
+// reconnect: it is shutting down). It uses the Client's transport
+// without its timeout.
 func (c *Client) ObserveEvents(ctx context.Context, name string, fn func(ElectionEvent) error) error {
 	return c.events(ctx, electionPath(name)+"/events", "observe "+name, "election "+name, func(kind, data string) error {
 		ev := ElectionEvent{Kind: leasegate.ElectionEventKind(kind)}
@@ -268,8 +270,11 @@ func (c *Client) events(ctx context.Context, path, what, stream string, fn func(
 		case strings.HasPrefix(line, "data: "):
 			data = strings.TrimPrefix(line, "data: ")
 		case line == "" && kind != "":
-			if kind == "error" {
+			switch kind {
+			case "error":
 				return fmt.Errorf("%w: the event stream of %s failed", leasegate.ErrUnavailable, stream)
+			case "reconnect":
+				return fmt.Errorf("%w: the event stream of %s ended: reconnect", leasegate.ErrShuttingDown, stream)
 			}
 			if err := fn(kind, data); err != nil {
 				return err
@@ -287,7 +292,8 @@ func (c *Client) events(ctx context.Context, path, what, stream string, fn func(
 }
 
 // ObserveRetry is how long Observe waits before it reconnects a stream
-// that dropped.
+// that dropped. A stream the gateway ended with a reconnect event (it is
+// shutting down) is reconnected at once.
 var ObserveRetry = 100 * time.Millisecond
 
 // Observe sends the leadership of election name on the returned channel:
@@ -328,6 +334,9 @@ func (c *Client) Observe(ctx context.Context, name string) <-chan Leader {
 			var e *Error
 			if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests {
 				return
+			}
+			if errors.Is(err, leasegate.ErrShuttingDown) {
+				continue
 			}
 			t := time.NewTimer(ObserveRetry)
 			select {

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
@@ -79,5 +81,53 @@ func TestObserveReconnectsAfterTheStreamDrops(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the channel was not closed within 5s of the context's end")
+	}
+}
+
+// A stream the gateway ends with a reconnect event (it is shutting down)
+// is reconnected at once, not after ObserveRetry; ObserveEvents returns
+// leasegate.ErrShuttingDown for it. (Not parallel: it sets ObserveRetry,
+// which the test above sets too.)
+func TestObserveReconnectsAtOnceOnAReconnectEvent(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		term := conns.Add(1)
+		fmt.Fprintf(w, `event: state`+"\n"+`data: {"name":"jobs","candidate":"node-a","value":"","term":%d,"elected_at":"2026-12-04T08:00:00.000Z","expires_at":"2026-12-04T08:00:30.000Z","at":"2026-12-04T08:00:00.000Z"}`+"\n\n", term)
+		if term == 1 {
+			fmt.Fprint(w, "event: reconnect\ndata: null\n\n")
+			return
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	old := client.ObserveRetry
+	client.ObserveRetry = time.Hour
+	t.Cleanup(func() { client.ObserveRetry = old })
+
+	c := client.New(srv.URL)
+	if err := c.ObserveEvents(context.Background(), "jobs", func(client.ElectionEvent) error { return nil }); !errors.Is(err, leasegate.ErrShuttingDown) {
+		t.Fatalf("ObserveEvents: got %v, want %v", err, leasegate.ErrShuttingDown)
+	}
+	conns.Store(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := c.Observe(ctx, "jobs")
+	t.Cleanup(func() {
+		// Observe has returned (its channel closed) before ObserveRetry
+		// is put back (cleanups run last first).
+		cancel()
+		for range ch {
+		}
+	})
+	for _, want := range []int64{1, 2} {
+		select {
+		case ld := <-ch:
+			if ld.Term != want {
+				t.Fatalf("got term %d, want %d", ld.Term, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("term %d: nothing within 10s (ObserveRetry is an hour)", want)
+		}
 	}
 }

@@ -136,8 +136,10 @@ type Event struct {
 }
 
 // Watch streams the changes of resource to fn (any role) until ctx ends
-// (nil), fn returns an error (that error) or the stream fails. The first
-// event is the state. It uses the Client's transport without its timeout.
+// (nil), fn returns an error (that error) or the stream fails or ends
+// (an error; leasegate.ErrShuttingDown when the gateway, shutting down,
+// asked the client to reconnect). The first event is the state. It uses
+// the Client's transport without its timeout.
 func (c *Client) Watch(ctx context.Context, resource string, fn func(Event) error) error {
 	return c.events(ctx, lockPath(resource)+"/events", "watch "+resource, resource, func(kind, data string) error {
 		ev := Event{Kind: kind}

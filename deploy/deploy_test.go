@@ -50,7 +50,8 @@ const (
 // elsewhere.
 func tool(t *testing.T, name string) string {
 	t.Helper()
-	pkg := map[string]string{"promtool": "prometheus", "prometheus": "prometheus", "chromium": "chromium"}[name]
+	pkg := map[string]string{"promtool": "prometheus", "prometheus": "prometheus", "chromium": "chromium",
+		"haproxy": "haproxy", "nginx": "nginx"}[name]
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {

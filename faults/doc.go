@@ -1,7 +1,8 @@
 // Package faults is leasegate's fault-injection suite: many clients
 // acquire, hold, renew and release leases through the real HTTP gateway
 // while Redis is killed, restarted, stalled, cut off by a TCP proxy or
-// failed over, and the gateway itself is killed. Every call is recorded,
+// failed over (gracefully, or by a kill -9 of a Sentinel primary or a
+// Cluster master), and the gateway itself is killed. Every call is recorded,
 // and three checkers read the lock histories: a porcupine model of a
 // leased lock, a fencing checker over a simulated downstream store, and
 // token monotonicity per resource. Elections, lock sets and semaphores

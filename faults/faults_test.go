@@ -52,7 +52,7 @@ type settings struct {
 }
 
 // shortPerScenario is the length of each scenario of the short run; its
-// four scenarios run at once, beside a gateway build and the controls.
+// five scenarios run at once, beside a gateway build and the controls.
 const shortPerScenario = 8 * time.Second
 
 func runSettings(n int) settings {
@@ -77,6 +77,9 @@ func runSettings(n int) settings {
 type env struct {
 	base   string
 	inject func(t *testing.T, round int, r *rand.Rand, w *workload) string
+	// failovers, when set, are the figures of each master killed
+	// (failover_test.go).
+	failovers func() []failoverWindow
 }
 
 // scenario is one kind of fault. promised: the docs promise safety under
@@ -102,6 +105,10 @@ var scenarios = []scenario{
 	{name: "redis-restart-no-persistence", promised: false, setup: setupRedisKill(false)},
 	{name: "sentinel-failover-min-replicas", promised: true, failover: true, setup: setupSentinel(1)},
 	{name: "sentinel-failover-no-wait", promised: false, failover: true, setup: setupSentinel(0)},
+	{name: "cluster-failover-no-wait", promised: false, short: true, failover: true, setup: setupClusterFailover(0)},
+	{name: "cluster-failover-min-replicas", promised: true, failover: true, setup: setupClusterFailover(1)},
+	{name: "sentinel-kill-no-wait", promised: false, failover: true, setup: setupSentinelKill(0)},
+	{name: "sentinel-kill-min-replicas", promised: true, failover: true, setup: setupSentinelKill(1)},
 }
 
 // aof is how the suite runs Redis where the docs promise safety.
@@ -191,19 +198,32 @@ func setupProxy(t *testing.T, _ settings) env {
 
 func setupSentinel(minReplicas int) func(*testing.T, settings) env {
 	return func(t *testing.T, _ settings) env {
-		sn := redistest.StartSentinel(t)
-		cfg := gatewayConfig("")
-		cfg.Redis.SentinelMaster = sn.MasterName
-		cfg.Redis.SentinelAddrs = sn.Addrs()
-		cfg.Redis.MinReplicas = minReplicas
+		sn, base := sentinelGateway(t, minReplicas)
 		return env{
-			base: inProcess(t, cfg),
+			base: base,
 			inject: func(t *testing.T, _ int, _ *rand.Rand, _ *workload) string {
 				waitPromotable(t, sn)
 				return "SENTINEL FAILOVER to " + sn.Failover(t)
 			},
 		}
 	}
+}
+
+// sentinelGateway starts a primary, a replica and three Sentinels, and a
+// gateway that follows them with minReplicas.
+func sentinelGateway(t *testing.T, minReplicas int) (*redistest.Sentinel, string) {
+	t.Helper()
+	sn := redistest.StartSentinel(t)
+	return sn, inProcess(t, sentinelConfig(sn, minReplicas))
+}
+
+// sentinelConfig is a gateway's configuration for sn, with minReplicas.
+func sentinelConfig(sn *redistest.Sentinel, minReplicas int) server.Config {
+	cfg := gatewayConfig("")
+	cfg.Redis.SentinelMaster = sn.MasterName
+	cfg.Redis.SentinelAddrs = sn.Addrs()
+	cfg.Redis.MinReplicas = minReplicas
+	return cfg
 }
 
 // waitPromotable polls every Sentinel until it lists a replica it could
@@ -415,15 +435,17 @@ type result struct {
 	Notes      []string      `json:"notes,omitempty"`
 	// Elections is the verdict of the election workload that ran beside
 	// the locks' under the same faults (docs/elections.md).
-	Elections      verdict  `json:"elections"`
-	ElectionNotes  []string `json:"election_notes,omitempty"`
-	ElectionClient int      `json:"election_clients"`
+	Elections verdict `json:"elections"`
+	// Failovers: each master killed, in the failover scenarios.
+	Failovers      []failoverWindow `json:"failovers,omitempty"`
+	ElectionNotes  []string         `json:"election_notes,omitempty"`
+	ElectionClient int              `json:"election_clients"`
 }
 
 // TestFaults runs every scenario of the run: the short run (go test
-// ./...) has the Redis kill with AOF, the stall, the proxy and the
-// gateway kill; -faults.duration adds the restart without persistence
-// and the Sentinel failovers. A long run (-faults.duration) runs its
+// ./...) has the Redis kill with AOF, the stall, the proxy, the gateway
+// kill and the Cluster failover without --min-replicas; -faults.duration
+// adds the restart without persistence and the other failovers. A long run (-faults.duration) runs its
 // scenarios one after another: each one's figures (availability,
 // latency, the stall's window) are measured on a machine no other
 // scenario loads. The short run only checks, so its scenarios run at
@@ -466,6 +488,11 @@ func TestFaults(t *testing.T) {
 			}
 			s := s
 			s.seed += uint64(i)
+			if !s.long && sc.failover {
+				// Its six Redis nodes and the probes' gateway load the
+				// machine beside the other scenarios: fewer clients.
+				s.clients = max(4, s.clients/4)
+			}
 			results[i] = runScenario(t, sc, s)
 		})
 	}
@@ -476,6 +503,9 @@ func logResults(t *testing.T, results []result) {
 	// A scenario that stopped early has no result; its failure says why.
 	results = slices.DeleteFunc(results, func(r result) bool { return r.Scenario == "" })
 	for _, r := range results {
+		for _, f := range r.Failovers {
+			t.Logf("%-32s failover: %s", r.Scenario, f)
+		}
 		v := r.Verdict
 		t.Logf("%-32s lock sets: ops=%d grants=%d refused=%d unknown=%d | overlaps=%d partial-holds=%d",
 			r.Scenario, r.Sets.Ops, r.Sets.Grants, r.Sets.Refused, r.Sets.Unknown, r.Sets.Overlaps, r.Sets.PartialHolds)
@@ -590,7 +620,12 @@ func runScenario(t *testing.T, sc scenario, s settings) result {
 	claimOps, claimOdd := cw.snapshot()
 	cv, claimNotes := checkClaims(claimOps)
 	notes = append(notes, claimNotes...)
-	res := result{Claims: cv, Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Sets: sv, Notes: notes,
+	var failovers []failoverWindow
+	if e.failovers != nil {
+		failovers = e.failovers()
+		judgeFailovers(t, sc, failovers)
+	}
+	res := result{Failovers: failovers, Claims: cv, Scenario: sc.name, Promised: sc.promised, Duration: elapsed, Clients: s.clients, Faults: faults, Verdict: v, Sets: sv, Notes: notes,
 		Elections: ev, ElectionNotes: enotes, ElectionClient: ew.clients, Semaphores: mv}
 	t.Logf("%s: %+v", sc.name, v)
 	t.Logf("%s elections: %+v", sc.name, ev)

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -235,4 +236,67 @@ func (a *API) webhookStatus(c echo.Context) error {
 		out.DeadLetters = toJSONList(st.DeadLetters, toDeadLetterJSON)
 	}
 	return sendJSON(c, http.StatusOK, out)
+}
+
+// backtest is POST /abuse/backtest: a candidate policy replayed over the
+// lock's attempt log (docs/abuse.md, "Backtesting a policy").
+func (a *API) backtest(c echo.Context) error {
+	fields, err := a.readFields(c, "lock", "policy", "since", "until", "users", "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	var ck checker
+	onlyQuery(&ck, c.QueryParams())
+	q, err := backtestQuery(&ck, fields)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.opContext(c)
+	defer cancel()
+	bt, err := a.deps.Backtests.Backtest(ctx, tenantOf(c), q)
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, http.StatusOK, bt)
+}
+
+// backtestQuery validates a backtest's fields (the JSON body, or the
+// /ops/ page's form turned into the same fields).
+func backtestQuery(ck *checker, fields map[string]json.RawMessage) (leasegate.BacktestQuery, error) {
+	var q leasegate.BacktestQuery
+	if v, ok := ck.stringField(fields, "lock", true); ok {
+		ck.lockName("lock", v)
+		q.Lock = v
+	}
+	if raw, ok := fields["policy"]; ok {
+		if len(raw) == 0 || raw[0] != '{' {
+			ck.fail("policy", "must be an object of policy-file fields")
+		}
+		q.Policy = raw
+	}
+	for _, f := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if v, ok := ck.stringField(fields, f.name, false); ok {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				ck.fail(f.name, "must be an RFC 3339 time")
+			}
+			*f.to = t
+		}
+	}
+	if raw, ok := fields["users"]; ok {
+		if err := json.Unmarshal(raw, &q.Users); err != nil || len(q.Users) > leasegate.MaxBacktestPageSize {
+			ck.fail("users", fmt.Sprintf("must be an array of at most %d user ids", leasegate.MaxBacktestPageSize))
+		}
+		for _, u := range q.Users {
+			ck.userID(u)
+		}
+	}
+	if n, ok := ck.intField(fields, "limit", 1, leasegate.MaxBacktestPageSize, false); ok {
+		q.Limit = int(n)
+	}
+	q.Cursor, _ = ck.stringField(fields, "cursor", false)
+	return q, ck.err()
 }

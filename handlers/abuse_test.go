@@ -344,3 +344,38 @@ func TestConcurrentUserLockRequests(t *testing.T) {
 		t.Errorf("got %d abuse-log records, want 1", len(recs))
 	}
 }
+
+func TestBacktestRoute(t *testing.T) {
+	t.Parallel()
+	pol := abuse.DefaultPolicies()
+	pol.AttemptLogMaxEntries = 1000
+	env := newAbuseEnv(t, pol)
+	for range 4 {
+		env.Do(t, "POST", "/user-locks/login/alice", "").Want(t, 200)
+	}
+	env.Do(t, "POST", "/user-locks/login/bob", "").Want(t, 200)
+
+	t.Run("answers what a candidate would have flagged", func(t *testing.T) {
+		var bt leasegate.Backtest
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login", "policy": {"max_attempts": 3}, "since": "2026-11-30T09:00:00Z", "users": ["alice", "bob"]}`).JSON(t, 200, &bt)
+		if bt.Recorded.Attempts != 5 || bt.NewlyFlagged.Count != 1 || bt.NewlyFlagged.Users[0].UserID != "alice" || len(bt.NewlyFlagged.Users[0].AttemptsAt) != 4 {
+			t.Errorf("got %+v, want 5 attempts and alice newly flagged with her 4 attempt times", bt)
+		}
+	})
+	t.Run("bad input is a 422 naming the field", func(t *testing.T) {
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "nope"}`).Want(t, 422).Fields(t, "lock")
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login", "policy": {"max_attempts": 0}}`).Want(t, 422).Fields(t, "policy.max_attempts")
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login", "since": "2026-11-28T00:00:00Z"}`).Want(t, 422).Fields(t, "since")
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login", "since": "yesterday"}`).Want(t, 422).Fields(t, "since")
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login", "policy": 3}`).Want(t, 422).Fields(t, "policy")
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login", "users": "alice"}`).Want(t, 422).Fields(t, "users")
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login", "extra": 1}`).Want(t, 422).Fields(t, "extra")
+	})
+	t.Run("it is for the ops role", func(t *testing.T) {
+		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login"}`, "X-Test-Role", "client").Want(t, 403)
+	})
+	t.Run("with the log off it is a 422 on lock", func(t *testing.T) {
+		off := newAbuseEnv(t, abuse.DefaultPolicies())
+		off.Do(t, "POST", "/abuse/backtest", `{"lock": "login"}`).Want(t, 422).Fields(t, "lock")
+	})
+}

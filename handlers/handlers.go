@@ -70,6 +70,8 @@ type Deps struct {
 	// Either nil leaves those routes out.
 	UserLocks leasegate.UserLockService
 	Flags     leasegate.FlagRegistry
+	// Backtests serves POST /abuse/backtest; nil leaves it out.
+	Backtests leasegate.PolicyBacktester
 	// Semaphores serves /semaphores, Claims /claims; nil leaves them out.
 	Semaphores leasegate.SemaphoreService
 	Claims     leasegate.ClaimService
@@ -193,6 +195,9 @@ func New(cfg Config, deps Deps) *echo.Echo {
 		e.DELETE("/abuse/bans/:user_id", Wrap(a.unban, ops...))
 		e.GET("/abuse/webhooks", Wrap(a.webhookStatus, ops...))
 	}
+	if deps.Backtests != nil {
+		e.POST("/abuse/backtest", Wrap(a.backtest, ops...))
+	}
 
 	metricsMW := ops
 	if cfg.MetricsPublic {
@@ -219,7 +224,9 @@ func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := a.deps.Ready(ctx); err != nil {
-		a.log.Warn("readiness check failed", zap.Error(err))
+		if !errors.Is(err, leasegate.ErrShuttingDown) { // the drain logged itself
+			a.log.Warn("readiness check failed", zap.Error(err))
+		}
 		// A check that says why (an unavailable domain error) is passed
 		// on; anything else is a store that does not answer.
 		var de *leasegate.Error

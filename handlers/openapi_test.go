@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
 
+	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/api"
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/internal/apptest"
@@ -138,6 +139,9 @@ var specRoutes = []specCase{
 	{name: "banning a user is 201", method: "POST", target: "/abuse/bans/u-2", key: keyOps, body: `{"seconds":60,"reason":"spec test"}`, status: 201},
 	{name: "a banned user's attempt is 429 with Retry-After", method: "POST", target: "/user-locks/receiveDailyTask/u-2", key: keyClient, status: 429},
 	{name: "banning with seconds 0 is 422", method: "POST", target: "/abuse/bans/u-2", key: keyOps, body: `{"seconds":0}`, status: 422, specRejects: true},
+	{name: "a backtest is 200 with the users that differ", method: "POST", target: "/abuse/backtest", key: keyOps, body: `{"lock":"receiveDailyTask","policy":{"max_attempts":2,"ban_after_flags":1,"ban_seconds":60}}`, status: 200},
+	{name: "a backtest with max_attempts 0 is 422", method: "POST", target: "/abuse/backtest", key: keyOps, body: `{"lock":"receiveDailyTask","policy":{"max_attempts":0}}`, status: 422, specRejects: true},
+	{name: "a backtest with a client key is 403", method: "POST", target: "/abuse/backtest", key: keyClient, body: `{"lock":"receiveDailyTask"}`, status: 403},
 	{name: "unbanning a user is 204", method: "DELETE", target: "/abuse/bans/u-2", key: keyOps, status: 204},
 	{name: "unbanning a user who is not banned is 404", method: "DELETE", target: "/abuse/bans/u-2", key: keyOps, status: 404},
 	{name: "clearing a flagged user is 204", method: "DELETE", target: "/abuse/flagged/u-1", key: keyOps, status: 204},
@@ -147,6 +151,8 @@ var specRoutes = []specCase{
 	{name: "clearing a user with no flags is 404", method: "DELETE", target: "/abuse/flagged/u-1", key: keyOps, status: 404},
 	{name: "the ops page is HTML for an ops key", method: "GET", target: "/ops/", key: keyOps, status: 200},
 	{name: "the ops page with a client key is 403", method: "GET", target: "/ops/", key: keyClient, status: 403},
+	{name: "the What if view is HTML for an ops key", method: "GET", target: "/ops/whatif?lock=receiveDailyTask&max_attempts=2", key: keyOps, status: 200},
+	{name: "the What if view naming a refused field is 422", method: "GET", target: "/ops/whatif?lock=receiveDailyTask&max_attempts=0", key: keyOps, status: 422},
 
 	{name: "the ops page without a key or session redirects to the login form", method: "GET", target: "/ops/", status: 303, specRejects: true},
 	{name: "the /ops redirect needs no key", method: "GET", target: "/ops", status: 301},
@@ -223,8 +229,10 @@ func newSpecGatewayOnRealRedis(t *testing.T) *specGateway {
 
 func newSpecGatewayOn(t *testing.T, b *redistest.Backend) *specGateway {
 	t.Helper()
+	pol := abuse.DefaultPolicies()
+	pol.AttemptLogMaxEntries = 1000 // for POST /abuse/backtest
 	app := apptest.NewApp(t, b, apptest.Options{
-		Prefix: "spec:", UserLocks: true, Sessions: true, Primitives: true,
+		Prefix: "spec:", UserLocks: true, Sessions: true, Primitives: true, Policies: pol,
 		Keys: []string{
 			"spec-client:client:" + specTenant + ":" + auth.HashKey(keyClient),
 			"spec-ops:ops:" + specTenant + ":" + auth.HashKey(keyOps),

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -286,7 +287,13 @@ func streamEvents[T any](a *API, c echo.Context, watch func(ctx context.Context,
 			return nil
 		case err := <-done:
 			done <- nil
-			if err != nil {
+			switch {
+			case errors.Is(err, leasegate.ErrShuttingDown):
+				// The gateway is going away: the client reconnects at
+				// once (through another gateway) and reads state.
+				_, _ = w.Write([]byte("event: reconnect\ndata: null\n\n"))
+				w.Flush()
+			case err != nil:
 				// The store failed: say so and end; the client reconnects.
 				_, _ = w.Write([]byte("event: error\ndata: {\"type\":\"" + api.ProblemBase + string(leasegate.CodeUnavailable) + "\"}\n\n"))
 				w.Flush()

@@ -23,6 +23,7 @@
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ban                     hash    a ban
 //	<prefix>{t=<tenant>;r=abuse%3Aindex}:flagged               zset    the tenant's flags
 //	<prefix>{t=<tenant>;r=abuse%3Aindex%3A<lock>}:flagged      zset    its flags on one lock
+//	<prefix>{t=<tenant>;r=abuse%3Aattempts%3A<lock>}:attempts  stream  the attempt log of one user lock
 //	<prefix>{t=;r=ops-login%3Aaddr%3A<address>}:failures        string  failed page logins from one address
 //	<prefix>{t=<tenant>;r=ops-login%3Akey%3A<name>}:failures    string  page logins refused to one key
 //	<prefix>{t=<tenant>;r=ops-session%3A<id>}:revoked          string  a page session ended by logout
@@ -181,6 +182,13 @@ func (s Space) FlagIndex(tenant, lock string) string {
 		name += ":" + lock
 	}
 	return s.base(tenant, name) + ":flagged"
+}
+
+// AttemptLog is the key of tenant's attempt log of user lock lock: a
+// stream of every attempt (docs/abuse.md, "Backtesting a policy"). It
+// lists many users, so it has a tag of its own, like FlagIndex.
+func (s Space) AttemptLog(tenant, lock string) string {
+	return s.base(tenant, "abuse:attempts:"+lock) + ":attempts"
 }
 
 // Login scopes of LoginFailures.

@@ -206,6 +206,7 @@ var pinned = []struct {
 	{Space{}.User("T", "U").Ban(), "lg:{t=T;r=user%3AU}:ban", "abuse.md"},
 	{Space{}.FlagIndex("T", ""), "lg:{t=T;r=abuse%3Aindex}:flagged", "abuse.md"},
 	{Space{}.FlagIndex("T", "<lock>"), "lg:{t=T;r=abuse%3Aindex%3A<lock>}:flagged", "abuse.md"},
+	{Space{}.AttemptLog("T", "<lock>"), "lg:{t=T;r=abuse%3Aattempts%3A<lock>}:attempts", "abuse.md"},
 	{Space{}.User("", "u-1").Counter("login"), "lg:{t=;r=user%3Au-1}:ul:login", ""},
 	{Space{}.User("acme", "a:b}").Ban(), "lg:{t=acme;r=user%3Aa%3Ab%7D}:ban", ""},
 	{Space{Prefix: "x:"}.FlagIndex("acme", "login"), "x:{t=acme;r=abuse%3Aindex%3Alogin}:flagged", ""},

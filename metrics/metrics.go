@@ -66,6 +66,10 @@ type Metrics struct {
 	RedisUp *prometheus.GaugeVec // node
 	// RedisStateChanges counts a node's changes of state, to "down" or "up".
 	RedisStateChanges *prometheus.CounterVec // node, to
+	// RedisTopologyChanges and RedisReplicas follow a Redis Cluster's
+	// slot map (cluster.go).
+	RedisTopologyChanges prometheus.Counter
+	RedisReplicas        *prometheus.GaugeVec // node
 
 	// Abuse
 	AbuseAttempts *prometheus.CounterVec // lock, result: acquired, repeated, banned
@@ -287,6 +291,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.releaseMsgs = [2]prometheus.Counter{m.ReleaseMessages.WithLabelValues("classic"), m.ReleaseMessages.WithLabelValues("sharded")}
 	m.newPrimitives()
 	m.newContention()
+	m.newCluster()
 	reg.MustRegister(m.SemAcquires, m.SemReleases, m.SemHolders, m.SemWaiters, m.Claims)
 	reg.MustRegister(m.Elections, m.Resignations, m.ElectionWaiters)
 	reg.MustRegister(

@@ -180,8 +180,10 @@ type opsFlash struct {
 type opsView struct {
 	// HasLocks: the Locks and Audit views exist (Deps.Operator); link them.
 	HasLocks bool
-	Tenant   string
-	Operator string
+	// HasWhatIf: the "What if" view exists (Deps.Backtests).
+	HasWhatIf bool
+	Tenant    string
+	Operator  string
 	// Session: the operator logged in with /ops/login (show Log out).
 	Session  bool
 	Lock     string
@@ -229,6 +231,9 @@ func (a *UI) registerOps(e *echo.Echo, authn echo.MiddlewareFunc) {
 	e.POST("/ops/clear", handlers.Wrap(a.opsAction("clear"), page...))
 	e.POST("/ops/ban", handlers.Wrap(a.opsAction("ban"), page...))
 	e.POST("/ops/unban", handlers.Wrap(a.opsAction("unban"), page...))
+	if a.deps.Backtests != nil {
+		e.GET("/ops/whatif", handlers.Wrap(a.whatIf, page...))
+	}
 	if a.deps.Auth == nil || a.sessions != nil {
 		e.GET("/ops/login", a.loginForm)
 		e.POST("/ops/login", a.loginSubmit)
@@ -369,16 +374,17 @@ func (a *UI) opsPage(c echo.Context) error {
 	defer cancel()
 	tenant := handlers.Principal(c).Tenant
 	v := opsView{
-		HasLocks: a.deps.Operator != nil,
-		Tenant:   tenant,
-		Operator: handlers.Principal(c).Actor(),
-		Lock:     q.Lock,
-		CSRF:     a.csrfToken(c),
-		Session:  viaSession(c),
-		Paged:    q.Cursor != "",
-		FirstURL: pageURL("/ops/", "lock", q.Lock),
-		PageSize: opsPageSize,
-		Search:   search,
+		HasLocks:  a.deps.Operator != nil,
+		HasWhatIf: a.deps.Backtests != nil,
+		Tenant:    tenant,
+		Operator:  handlers.Principal(c).Actor(),
+		Lock:      q.Lock,
+		CSRF:      a.csrfToken(c),
+		Session:   viaSession(c),
+		Paged:     q.Cursor != "",
+		FirstURL:  pageURL("/ops/", "lock", q.Lock),
+		PageSize:  opsPageSize,
+		Search:    search,
 	}
 	if f, ok := opsMessages[msg]; ok {
 		if msg != "invalid" {

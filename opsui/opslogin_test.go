@@ -48,6 +48,7 @@ func newLoginEnv(t *testing.T, cfg handlers.Config) *apptest.App {
 	t.Helper()
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = 2
+	pol.AttemptLogMaxEntries = 1000 // the "What if" view
 	return apptest.NewApp(t, redistest.OnMini(t), apptest.Options{
 		Config: &cfg, UserLocks: true, Policies: pol, Keys: loginEntries(), Sessions: true,
 	})

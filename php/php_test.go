@@ -48,6 +48,7 @@ func startGateway(t *testing.T, name, redisURL string) string {
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = redisURL
+	cfg.AbusePolicies.AttemptLogMaxEntries = 10000 // for the backtest test
 	logs := &logtest.Buffer{}
 	log := zap.New(zapcore.NewCore(
 		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),

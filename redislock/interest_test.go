@@ -154,7 +154,7 @@ func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
 // TestAnAcquireWithoutWaitDoesNotJumpTheLine: while a waiter stands in
 // line, another owner's acquire without wait is refused even though the
 // resource is free; the waiter's own call without wait (a retry after a
-// draining gateway's 503) is granted and uses up its place.
+// gateway's 503 at shutdown) is granted and uses up its place.
 func TestAnAcquireWithoutWaitDoesNotJumpTheLine(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {

@@ -416,9 +416,6 @@ func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSe
 			kept = true
 			res.Waited = true
 			return res, nil
-		case <-w.drained:
-			kept = true
-			return leasegate.LockSetResult{Waited: true}, ErrDraining
 		case <-ctx.Done():
 			return leasegate.LockSetResult{Waited: true}, ctx.Err()
 		}
@@ -430,9 +427,6 @@ func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSe
 func (w *Waiter) reserve() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.draining {
-		return ErrDraining
-	}
 	if w.opts.MaxWaiters > 0 && w.count >= w.opts.MaxWaiters {
 		return leasegate.ErrTooManyWaiters
 	}

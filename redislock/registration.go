@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/scriptreply"
 	"github.com/leasegate/leasegate/scripts"
 )
@@ -35,12 +33,6 @@ const (
 	TicketLease = 3 * time.Second
 	TicketRenew = TicketLease / 3
 )
-
-// ErrDraining ends the waits of a draining gateway (Waiter.Drain). It
-// wraps leasegate.ErrUnavailable (503 with Retry-After): the caller
-// retries through another gateway, and keeps its place in line while its
-// ticket is live.
-var ErrDraining = fmt.Errorf("redislock: gateway draining: %w", leasegate.ErrUnavailable)
 
 // leave takes owner's ticket out of resource's line in l's tenant, and
 // wakes the next in line if it stood first.

@@ -103,11 +103,12 @@ type WaiterOptions struct {
 	Log *zap.Logger
 }
 
-// Waiter runs waiting acquires. It is safe for concurrent use. At
-// shutdown, Drain it (every waiter is answered ErrDraining at once) or
-// Close it (answered with its last contended result); either way the
-// waiters keep their tickets for TicketLease, so a retry by the same
-// owner through another gateway keeps its place in line.
+// Waiter runs waiting acquires. It is safe for concurrent use. Close it at
+// shutdown: every waiter is answered at once with
+// leasegate.ErrShuttingDown (waitClosed: the one place a shutdown ends
+// waits), and every event watcher ends with it. The waiters keep their
+// places in line for TicketLease, so the same owner retrying at once
+// through another gateway keeps its turn.
 type Waiter struct {
 	sub  Subscriber
 	opts WaiterOptions
@@ -123,8 +124,6 @@ type Waiter struct {
 	watchers map[string]map[chan struct{}]struct{}
 
 	shutdown chan struct{} // closed by Close
-	drained  chan struct{} // closed by Drain
-	draining bool
 	done     chan struct{} // closed when the subscription loop has ended
 	// back (buffered 1) ends the subscription loop's backoff at once:
 	// Redis answers again (StoreBack).
@@ -179,7 +178,6 @@ func NewWaiter(sub Subscriber, opts WaiterOptions) *Waiter {
 		log:      opts.Log,
 		queues:   map[string]*queue{},
 		shutdown: make(chan struct{}),
-		drained:  make(chan struct{}),
 		done:     make(chan struct{}),
 		back:     make(chan struct{}, 1),
 	}
@@ -198,7 +196,8 @@ func NewWaiter(sub Subscriber, opts WaiterOptions) *Waiter {
 	return w
 }
 
-// Close answers every waiter and stops the subscription. It is safe to
+// Close answers every waiter leasegate.ErrShuttingDown and stops the
+// subscription. It is safe to
 // call more than once.
 func (w *Waiter) Close() {
 	w.mu.Lock()
@@ -218,21 +217,6 @@ func (w *Waiter) Close() {
 	<-w.done
 	if w.shards != nil {
 		<-w.shards.done
-	}
-}
-
-// Drain ends every wait at once with ErrDraining, and every wait that
-// starts after it: the gateway is shutting down (docs/deployment.md).
-// The waiters do not leave their lines: each ticket stays live for up to
-// TicketLease, so the same owner retrying at once through another
-// gateway keeps its place. Call it when the gateway stops accepting,
-// before it waits for the requests in flight; Close after it.
-func (w *Waiter) Drain() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.draining {
-		w.draining = true
-		close(w.drained)
 	}
 }
 
@@ -461,13 +445,10 @@ func signal(c chan struct{}) {
 
 // enqueue adds a waiter for key, whose releases come on shard channel
 // channel ("" or no WaiterOptions.Shards: on the Waiter's channel); ok is
-// false after Close; ErrDraining after Drain.
+// false after Close.
 func (w *Waiter) enqueue(key, channel string) (wt *waiter, ok bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.draining {
-		return nil, false, ErrDraining
-	}
 	if w.closed {
 		return nil, false, nil
 	}
@@ -540,10 +521,10 @@ type WaitRequest struct {
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
 // req.Wait in the resource's line (registration.go) while another owner
 // holds it or others stand ahead. It returns the contended result when
-// the wait ends without the lease (timeout, Close), ErrDraining after
-// Drain, and ctx's error as soon as ctx is done (the caller went away). A
-// Redis error ends the wait at once with ErrUnavailable: a lease is
-// never reported granted after an error.
+// the wait times out without the lease, leasegate.ErrShuttingDown when
+// the Waiter closes, and ctx's error as soon as ctx is done (the caller
+// went away). A Redis error ends the wait at once with ErrUnavailable: a
+// lease is never reported granted after an error.
 //
 // The answer is always true (WaitFor): a try in flight when the wait
 // ends is let finish and its own outcome is the answer, so the answer
@@ -588,17 +569,18 @@ const (
 	waitOver
 	// waitCancelled: ctx is done (the caller went away).
 	waitCancelled
-	// waitClosed: the Waiter was closed; the ticket is kept.
+	// waitClosed: the Waiter was closed (the gateway shuts down). The
+	// wait is answered leasegate.ErrShuttingDown, 503 with Retry-After,
+	// so that the caller retries through another gateway at once; its
+	// place in line is kept.
 	waitClosed
-	// waitDrained: the Waiter was drained; the ticket is kept.
-	waitDrained
 )
 
 // loop is the part of a wait after enqueue: it calls try, which either
 // stops the wait (true) or reports how long, by the store's clock, until
 // the thing waited for frees itself; then it parks until woken (a
 // release, a (re)confirmed subscription, a hand-off), its retry time,
-// the deadline, Close, Drain or ctx, and tries again. The local head
+// the deadline, Close or ctx, and tries again. The local head
 // re-tries at the reported time plus ExpiryMargin (at most PollInterval
 // while the subscription is down); every waiter re-tries at least every
 // TicketRenew, which keeps its place in line.
@@ -636,8 +618,6 @@ func (w *Waiter) loop(ctx context.Context, wt *waiter, deadline <-chan time.Time
 			return waitOver
 		case <-w.shutdown:
 			return waitClosed
-		case <-w.drained:
-			return waitDrained
 		case <-ctx.Done():
 			return waitCancelled
 		}

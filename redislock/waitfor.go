@@ -3,6 +3,8 @@ package redislock
 import (
 	"context"
 	"time"
+
+	"github.com/leasegate/leasegate"
 )
 
 // Waiting for a lock, and for something other than a lock (a
@@ -33,8 +35,8 @@ type WaitOptions struct {
 	OpTimeout time.Duration
 	// Leave takes the caller's ticket out of the line (leave.lua). It is
 	// called when the wait ends without success because its time ran
-	// out, the caller went away or a try failed; never after Close or
-	// Drain, whose waiters keep their place for TicketLease.
+	// out, the caller went away or a try failed; never after Close,
+	// whose waiters keep their place for TicketLease.
 	Leave func(ctx context.Context) error
 }
 
@@ -44,9 +46,9 @@ type WaitOptions struct {
 // expiry try reported, every PollInterval while the subscription is down,
 // and at least every TicketRenew. It returns done from the last try;
 // waited says the wait went past a first try. It ends without done when
-// opts.Wait passes or the Waiter closes (err nil), with ErrDraining when
-// the Waiter is drained, and with ctx's error when ctx is done; a try's
-// error ends it at once.
+// opts.Wait passes (err nil), with leasegate.ErrShuttingDown when the
+// Waiter closes (its place in line kept), and with ctx's error when ctx
+// is done; a try's error ends it at once.
 //
 // A try is never cut short by the end of the wait: each gets the whole
 // OpTimeout, one in flight when opts.Wait passes is let finish and its
@@ -109,8 +111,8 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 		return done, waited, tryErr
 	case waitCancelled:
 		return false, true, ctx.Err()
-	case waitDrained:
-		return false, true, ErrDraining
+	case waitClosed:
+		return false, true, leasegate.ErrShuttingDown
 	default:
 		return false, true, nil
 	}

@@ -114,10 +114,11 @@ const NoTimer time.Duration = -1
 // enters the watcher among the waiters, and calls step (first true the
 // first time) at once, then whenever a release or the subscription's
 // return wakes it, every spec.Poll, and when the time step returned
-// passes (NoTimer: none). It ends with nil when ctx ends, the Waiter
-// closes (the gateway shuts down; the client reconnects) or step says
-// to stop; with step's error, or unavailable when the entry cannot be
-// renewed, unless ctx has ended.
+// passes (NoTimer: none). It ends with nil when ctx ends or step says
+// to stop; with leasegate.ErrShuttingDown when the Waiter closes (the
+// gateway shuts down: the stream tells the client to reconnect); with
+// step's error, or unavailable when the entry cannot be renewed, unless
+// ctx has ended.
 func (w *Waiter) Watch(ctx context.Context, rdb redis.Scripter, spec WatchSpec, step func(first bool) (next time.Duration, more bool, err error)) error {
 	wake, unwatch := w.watchChan(spec.Key, spec.Channel)
 	defer unwatch()
@@ -154,7 +155,7 @@ func (w *Waiter) Watch(ctx context.Context, rdb redis.Scripter, spec WatchSpec, 
 			case <-ctx.Done():
 				return nil
 			case <-w.shutdown:
-				return nil
+				return leasegate.ErrShuttingDown
 			case <-refresh.C:
 				if err := renew(); err != nil && ctx.Err() == nil {
 					return scriptreply.Unavailable(err)

@@ -11,7 +11,8 @@
 --                   bans = automatic bans placed by this lock's policy,
 --                   evidence = the flagged window's "at", offsets from window_start)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
--- KEYS[5] webhook outbox (stream), optional: when given, the flag and a
+-- KEYS[5] webhook outbox (stream), optional (KEYS[5] is the attempt log
+--         when ARGV[17] is 5): when given, the flag and a
 --         policy ban are written to it as events in this same script, so
 --         an event exists if and only if what it reports happened. Not
 --         given on Redis Cluster (another slot; the caller adds the events
@@ -32,6 +33,21 @@
 -- ARGV[13] event id of the flag event, ARGV[14] of the ban event (with KEYS[5])
 -- ARGV[15] tenant (for the events)
 -- ARGV[16] outbox length bound (XADD MAXLEN ~)
+-- ARGV[17] the attempt log's index in KEYS ("0": no log in this script:
+--          off, or on Redis Cluster, where it has a slot of its own and
+--          the caller writes the entry in a second step)
+-- ARGV[18] the attempt log's length bound (XADD MAXLEN ~), ARGV[19] its
+--          retention in milliseconds (XTRIM MINID ~, PEXPIRE)
+-- ARGV[20] this attempt's outcome when counted: "allowlisted", "shadow"
+--          or "" (held, repeated or flagged, decided here)
+--
+-- The attempt log (docs/abuse.md, "Backtesting a policy") gets one entry
+-- per attempt, its id the Redis time: u the user, d "n w t o b" (one
+-- field: half the cost of reading a million back): n its number in the
+-- window (0: refused), w its offset from the window's start, t the ttl,
+-- o the outcome (held, repeated, flagged, banned = refused, allowlisted,
+-- shadow), b the end of the ban this attempt placed, or of the one that
+-- refused it (0: none). abuse.logAfter writes the same on Cluster.
 --
 -- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
 --          counted: n is this attempt's number in the window (1 = the lock
@@ -63,7 +79,9 @@ local retention = tonumber(ARGV[7])
 local factor = tonumber(ARGV[10]) or 1
 local max_ban = tonumber(ARGV[11]) or ban_ms
 local max_evidence = tonumber(ARGV[12]) or 50
+local logk = tonumber(ARGV[17] or '0') or 0
 local outbox = KEYS[5]
+if logk == 5 then outbox = nil end
 local function event(...)
   if outbox then
     redis.call('XADD', outbox, 'MAXLEN', '~', ARGV[16], '*', ...)
@@ -82,10 +100,32 @@ local function push(list, off)
   return list
 end
 local function s(x) return string.format('%.0f', x) end
+local function record(n, w, o, b)
+  if logk == 0 then return end
+  local key = KEYS[logk]
+  -- One XADD per attempt, trimming by length (MAXLEN ~) in even
+  -- milliseconds and by age (MINID ~) in odd ones: both bounds hold, for
+  -- the price of one command (docs/abuse.md has the figures).
+  local by, bound = 'MAXLEN', ARGV[18]
+  if now % 2 == 1 then by, bound = 'MINID', s(now - tonumber(ARGV[19])) end
+  -- The id is the attempt's time; a stream whose last id is ahead (a
+  -- clock that went back) gets the next id and the time in a field.
+  local d = n .. ' ' .. w .. ' ' .. ARGV[1] .. ' ' .. o .. ' ' .. b
+  local ok = redis.pcall('XADD', key, by, '~', bound, s(now) .. '-*', 'u', ARGV[8], 'd', d)
+  if type(ok) == 'table' and ok['err'] then
+    redis.call('XADD', key, by, '~', bound, '*', 'u', ARGV[8], 'd', d, 'ms', s(now))
+  end
+  -- The stream outlives its last window start by the retention (and its
+  -- window), so a lock nobody tries any more goes.
+  if n == 1 or n == 0 then
+    redis.call('PEXPIRE', key, tonumber(ARGV[19]) + tonumber(ARGV[1]))
+  end
+end
 
 if enforce then
   local ban_end = tonumber(redis.call('HGET', KEYS[2], 'until') or '0') or 0
   if ban_end > now then
+    record(0, 0, 'banned', s(ban_end))
     return {-1, s(ban_end), s(now)}
   end
 end
@@ -209,4 +249,11 @@ if may_flag and n >= max_attempts then
     end
   end
 end
+local outcome = ARGV[20] or ''
+if flagged_now == 1 then
+  outcome = 'flagged'
+elseif outcome == '' then
+  outcome = (n == 1) and 'held' or 'repeated'
+end
+record(n, now - start, outcome, s(ban_until))
 return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until), ban_number}

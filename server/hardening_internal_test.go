@@ -35,6 +35,7 @@ func testConfig(t *testing.T) Config {
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.RedisURL = "redis://" + m.Addr()
+	cfg.DrainDelay = 0
 	return cfg
 }
 

@@ -18,11 +18,16 @@ import (
 // Redis Cluster as go-redis makes it. A node that goes down wakes every
 // waiting acquire, so that each meets the outage at once; one that comes
 // back reopens the release subscriptions at once (docs/operations.md,
-// "Redis is down").
+// "Redis is down"). On Cluster, topology follows the slot map, so that a
+// failover's promoted replica serves and the dead master's state goes.
 func (s *Server) guardHealth() {
 	s.health = storehealth.New(storehealth.Options{
 		Log: s.log.Named("redis"),
 		OnChange: func(c storehealth.Change) {
+			if c.Gone {
+				s.metrics.RedisNodeGone(c.Node)
+				return
+			}
 			s.metrics.RedisState(c.Node, c.Up, !c.New)
 			w := s.wakeOnOutage.Load()
 			switch {
@@ -41,6 +46,10 @@ func (s *Server) guardHealth() {
 		}
 		return s.health.Hook(name, node)
 	})
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		s.topology = newTopology(cc, s.health, s.metrics, s.log.Named("redis"))
+		instrument(s.rdb, s.topology.hook)
+	}
 }
 
 // traceRedis, with tracing on, puts go-redis's redisotel hook on every

@@ -187,20 +187,10 @@ func TestADeadClusterMasterAnswersOnlyForItsSlots(t *testing.T) {
 	cc := cl.Client(t)
 
 	// Thirty resources, and the master each lock key lives on.
-	ctx := context.Background()
-	keys := keyspace.Space{Prefix: cfg.KeyPrefix}
 	onMaster := map[string]string{}
 	for i := 0; i < 30; i++ {
 		res := fmt.Sprintf("r-%d", i)
-		if code := apptest.Do(t, h, http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":60}`).StatusCode; code != http.StatusOK {
-			t.Fatalf("POST /locks/%s: got %d, want 200", res, code)
-		}
-		lock, _, _ := keys.LockKeys("", res)
-		m, err := cc.MasterForKey(ctx, lock)
-		if err != nil {
-			t.Fatalf("MasterForKey(%s): %v", lock, err)
-		}
-		onMaster[res] = m.Options().Addr
+		onMaster[res] = lockOn(t, h, cc, cfg.KeyPrefix, res)
 	}
 	dead := cl.Nodes[0]
 	var deadOnes int

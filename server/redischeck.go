@@ -71,11 +71,14 @@ func (c Config) redisTarget() string {
 	return "the configured Redis"
 }
 
-// ready is /readyz: Redis answers PING (health.go), and (not on the
-// embedded Redis) no master it can reach may evict lock keys, unless that
-// is allowed. It says what calls are told: 503, at once, while Redis is
+// ready is /readyz: not draining (drain.go), Redis answers PING
+// (health.go), and (not on the embedded Redis) no master it can reach
+// may evict lock keys, unless that is allowed. It says what calls are told: 503, at once, while Redis is
 // known down.
 func (s *Server) ready(ctx context.Context) error {
+	if s.draining.Load() {
+		return errDraining
+	}
 	if err := s.pingReady(ctx); errors.Is(err, leasegate.ErrStoreDown) {
 		return fmt.Errorf("%w: %w", &leasegate.Error{Code: leasegate.CodeUnavailable, RetryAfter: leasegate.DefaultRetryAfter,
 			Message: "redis is known down: calls that need it are answered 503 at once until it answers again"}, err)

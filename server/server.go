@@ -95,7 +95,14 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
-	// ShutdownTimeout bounds the graceful drain on SIGINT/SIGTERM.
+	// DrainDelay is how long Run keeps serving once ctx is done (SIGINT
+	// or SIGTERM) with /readyz answering 503 and every answer carrying
+	// Connection: close, so that load balancers take the gateway out of
+	// rotation before it stops accepting (docs/deployment.md); 0: none.
+	// A second signal ends it early.
+	DrainDelay time.Duration
+	// ShutdownTimeout bounds what follows the drain: finishing in-flight
+	// requests once the gateway stops accepting.
 	ShutdownTimeout time.Duration
 
 	// APIKeysFile is a file of API key entries and APIKeys a
@@ -130,6 +137,13 @@ type Config struct {
 // measured in docs/benchmarks.md a few hundred MB of the gateway's memory.
 const DefaultMaxWaiters = 10000
 
+// DefaultDrainDelay is the default --drain-delay: it covers a health
+// check that takes a gateway out after up to 10 s of failures (HAProxy's
+// default inter 2s, fall 3; Kubernetes readiness with periodSeconds 5,
+// failureThreshold 2), and the few seconds an endpoint removal takes to
+// reach kube-proxy and ingress controllers.
+const DefaultDrainDelay = 10 * time.Second
+
 // MaxOpsSessionTTL bounds --ops-session-ttl: a stolen session cookie
 // cannot outlive a week, and an operator logs in again at least weekly.
 const MaxOpsSessionTTL = 7 * 24 * time.Hour
@@ -155,6 +169,7 @@ func DefaultConfig() Config {
 		WriteTimeout:      45 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
+		DrainDelay:        DefaultDrainDelay,
 		ShutdownTimeout:   30 * time.Second,
 		MetricsAuth:       MetricsAuthOps,
 
@@ -171,6 +186,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.MaxWait < 0 {
 		errs = append(errs, errors.New("max-wait must not be negative"))
+	}
+	if c.DrainDelay < 0 {
+		errs = append(errs, errors.New("drain-delay must not be negative"))
 	}
 	if c.MaxWaiters < 0 {
 		errs = append(errs, errors.New("max-waiters must not be negative"))
@@ -244,6 +262,12 @@ type Server struct {
 	// health knows which Redis nodes are down and refuses their calls at
 	// once (health.go).
 	health *storehealth.Health
+	// topology follows the slot map on Redis Cluster (topology.go).
+	topology *topology
+
+	// draining is set when Run's drain begins: /readyz answers 503 and
+	// every answer carries Connection: close.
+	draining atomic.Bool
 
 	stopEmbedded chan struct{}
 	closeOnce    sync.Once
@@ -357,6 +381,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		LockSets:  lockSvc,
 		UserLocks: abuseSvc,
 		Flags:     abuseSvc,
+		Backtests: abuseSvc,
 		Webhooks:  s.webhookInspector(),
 		Ready:     s.ready,
 		Log:       log,
@@ -409,6 +434,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if s.keyring == nil && isLoopback(cfg.Addr) {
 		handler = loopbackHostOnly(s.e, log)
 	}
+	handler = s.closeWhileDraining(handler)
 	s.http = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -525,8 +551,10 @@ func (s *Server) Serve() error {
 	return err
 }
 
-// Shutdown answers every waiting acquire (contended), stops accepting,
-// lets in-flight requests finish (bounded by ctx), then closes Redis.
+// Shutdown answers every waiting acquire 503 (leasegate.ErrShuttingDown,
+// by closing the Waiter), ends the event streams with a reconnect event,
+// stops accepting, lets in-flight requests finish (bounded by ctx), then
+// closes Redis.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.waiter.Close()
 	err := s.http.Shutdown(ctx)
@@ -544,6 +572,9 @@ func (s *Server) closeRedis() {
 		}
 		if s.hooks != nil {
 			s.hooks.Close()
+		}
+		if s.topology != nil {
+			s.topology.close()
 		}
 		if s.rdb != nil {
 			_ = s.rdb.Close()
@@ -579,6 +610,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.drain(cfg.DrainDelay)
 	log.Info("shutting down: finishing in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

@@ -24,6 +24,7 @@ func testConfig(t *testing.T) server.Config {
 	cfg := server.DefaultConfig()
 	cfg.Addr = redistest.FreeAddr(t)
 	cfg.ShutdownTimeout = 10 * time.Second
+	cfg.DrainDelay = 0 // the drain's own tests: cmd/leasegate, deploy
 	return cfg
 }
 

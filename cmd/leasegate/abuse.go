@@ -23,6 +23,10 @@ const abuseUsage = `Usage:
   leasegate abuse ban USER_ID --for DURATION [--reason TEXT]   --for is required
   leasegate abuse unban USER_ID
   leasegate abuse webhooks [--limit N]          the webhook outbox and its dead letters
+  leasegate abuse backtest --lock NAME [--max-attempts N] [--ban-after-flags N]
+      [--ban-seconds S] [--factor F] [--max-ban-seconds S] [--shadow=BOOL]
+      [--since 24h|RFC3339] [--until RFC3339] [--user ID]... [--limit N] [--cursor C]
+                                                what a candidate policy would have done
 
 Every subcommand takes --url (LEASEGATE_URL, default http://127.0.0.1:8080),
 --api-key (LEASEGATE_API_KEY, an ops key) and --json.
@@ -87,6 +91,7 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		limit                int
 		all                  bool
 		banFor               time.Duration
+		bf                   backtestFlags
 	)
 	switch sub {
 	case "list":
@@ -99,6 +104,8 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fs.StringVar(&reason, "reason", "", "why (kept with the ban and in the audit record)")
 	case "webhooks":
 		fs.IntVar(&limit, "limit", 0, "dead letters to show (default: the gateway's, 50)")
+	case "backtest":
+		bf.bind(fs)
 	case "show", "clear", "unban":
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, abuseUsage)
@@ -112,7 +119,7 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return err
 	}
 	wantArgs := 1
-	if sub == "list" || sub == "webhooks" {
+	if sub == "list" || sub == "webhooks" || sub == "backtest" {
 		wantArgs = 0
 	}
 	if len(pos) != wantArgs {
@@ -158,6 +165,16 @@ func cmdAbuse(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			return err
 		}
 		return out.done(pos[0], "unbanned", "lifted the ban of "+printable(pos[0]))
+	case "backtest":
+		q, err := bf.query(fs)
+		if err != nil {
+			return err
+		}
+		bt, err := c.Backtest(ctx, q)
+		if err != nil {
+			return err
+		}
+		return out.backtest(bt)
 	case "webhooks":
 		st, err := c.WebhookStatus(ctx, limit)
 		if err != nil {

@@ -27,6 +27,7 @@ func startGateway(t *testing.T) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.AbusePolicies.Default.MaxAttempts = 2
+	cfg.AbusePolicies.AttemptLogMaxEntries = 1000
 	cfg.AbuseLog = io.Discard
 	return gatewaytest.URL(gatewaytest.Start(t, cfg, nil))
 }
@@ -298,5 +299,30 @@ func TestAbuseWebhooksListsDeadLetters(t *testing.T) {
 	}
 	if r := runCLI(t, nil, "abuse", "webhooks", "extra", "--url", url); r.code != 2 {
 		t.Errorf("with an argument: got exit %d, want 2", r.code)
+	}
+}
+
+func TestAbuseBacktestPrintsTheSummaryAndTheUsersThatDiffer(t *testing.T) {
+	t.Parallel()
+	url := startGateway(t)
+	c := client.New(url)
+	for _, user := range []string{"alice", "alice", "alice", "bob"} {
+		if _, err := c.UserLock(context.Background(), "login", user, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"LEASEGATE_URL": url}
+	r := runCLI(t, env, "abuse", "backtest", "--lock", "login", "--max-attempts", "4", "--since", "1h")
+	if r.code != 0 {
+		t.Fatalf("got exit %d, stderr %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"flagged users", "max 2", "max 4", "no longer flagged: 1", "newly flagged: 0", "alice  3 "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("got\n%s\nwant %q in it", r.stdout, want)
+		}
+	}
+	r = runCLI(t, env, "abuse", "backtest", "--lock", "login", "--max-attempts", "0")
+	if r.code == 0 || !strings.Contains(r.stderr, "policy.max_attempts") {
+		t.Errorf("max-attempts 0: got exit %d, stderr %s; want a failure naming policy.max_attempts", r.code, r.stderr)
 	}
 }

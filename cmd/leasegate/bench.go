@@ -54,6 +54,19 @@ semaphore (POST+DELETE /semaphores/{n}) and claim (POST /claims/{s}/{k} +
 the memory of a separate "leasegate serve" process holding N waiting
 acquires (VmRSS, VmHWM, Go heap and stacks), then releases them all.
 
+-capacity measures instead what each kind of cycle costs every process
+that serves it (lock, handoff, sem, set8, election, userlock), on fleets
+of "leasegate serve" processes it starts: 1, 2 and 3 gateways on one
+redis-server (g1 g2 g3), one there with --no-auto-pipeline (u1), and one
+gateway on a Redis Cluster of 1, 2 and 3 masters (c1 c2 c3; -topologies
+picks some). Per cycle: CPU of the
+gateways, each Redis node and the load generator, bytes on the wire,
+Redis commands and MOVED redirects; per topology, Redis memory per held
+lock and per waiter. It prints the tables of docs/capacity.md; with -json
+the report is the capacity model's input. -capacity-from FILE prints the
+tables from such a JSON report, and with -capacity-doc PAGE rewrites the
+page's generated tables in place.
+
 Flags:
 `
 
@@ -80,6 +93,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.BoolVar(&cfg.Primitives, "primitives", cfg.Primitives, "also run the semaphore and claim cycle phases")
 	fs.BoolVar(&cfg.LockSets, "locksets", cfg.LockSets, "also run the lock-set cycle phase (a set of 8, compared with the single-lock gateway cycle)")
 	fs.IntVar(&cfg.Waiters, "waiters", cfg.Waiters, fmt.Sprintf("instead of the rounds, measure a leasegate serve process's memory with this many waiting acquires (at most %d)", bench.MaxWaiters))
+	fs.BoolVar(&cfg.Capacity, "capacity", cfg.Capacity, "instead of the rounds, measure the cost per cycle of every phase on each topology (docs/capacity.md)")
+	fs.Var(listFlag{p: &cfg.CapacityTopologies}, "topologies", "with -capacity: comma-separated topologies among g1,u1,g2,g3,c1,c2,c3 (default all)")
+	var capFrom, capDoc string
+	fs.StringVar(&capFrom, "capacity-from", capFrom, "print the capacity tables from this -capacity -json report, measuring nothing")
+	fs.StringVar(&capDoc, "capacity-doc", capDoc, "with -capacity-from: rewrite this page's generated capacity tables")
 	fs.BoolVar(&jsonOut, "json", jsonOut, "print the report as JSON")
 	fs.StringVar(&cpuProfile, "cpuprofile", cpuProfile, "write a CPU profile of the last round's gateway phase to this file")
 	fs.StringVar(&memProfile, "memprofile", memProfile, "write the allocs profile of the run to this file")
@@ -89,6 +107,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	cfg.GatewayEnv = benchGatewayEnv
 	if err := parseCommand(fs, benchUsage, args, getenv, stderr, func() error { return cfg.Validate() }); err != nil {
 		return err
+	}
+	if capFrom != "" {
+		return capacityTables(capFrom, capDoc, stdout)
 	}
 	var files []*os.File
 	open := func(path string) (io.Writer, error) {
@@ -133,10 +154,42 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if n := rep.Etcd.Failures(); n > 0 {
 		return exitError{code: 1, msg: fmt.Sprintf("%d etcd operations failed or broke mutual exclusion", n)}
 	}
+	if c := rep.Capacity; c != nil {
+		for _, t := range c.Topologies {
+			for _, p := range t.Phases {
+				n += p.Errors
+			}
+		}
+		if n > 0 {
+			return exitError{code: 1, msg: fmt.Sprintf("%d cycles failed", n)}
+		}
+	}
 	if w := rep.Waiters; w != nil && (w.Errors > 0 || w.TimedOut > 0) {
 		return exitError{code: 1, msg: fmt.Sprintf("%d waiters failed, %d timed out", w.Errors, w.TimedOut)}
 	}
 	return nil
+}
+
+// capacityTables prints the capacity tables of the report at from, or
+// with doc rewrites that page's generated tables.
+func capacityTables(from, doc string, stdout io.Writer) error {
+	rep, err := bench.ReadCapacity(from)
+	if err != nil {
+		return err
+	}
+	if doc == "" {
+		rep.Print(stdout)
+		return nil
+	}
+	old, err := os.ReadFile(doc)
+	if err != nil {
+		return err
+	}
+	page, err := rep.UpdateDoc(string(old))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(doc, []byte(page), 0o644)
 }
 
 // benchGatewayEnv is added to the environment of the gateway process of

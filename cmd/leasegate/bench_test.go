@@ -75,6 +75,61 @@ func TestBenchWaitersCommand(t *testing.T) {
 	}
 }
 
+// TestBenchCapacityCommand: -capacity starts its own redis-servers (one,
+// then a Cluster of two masters) and this binary as two `leasegate
+// serve` processes, runs every phase briefly and writes the model's
+// inputs; the figures must be those of processes that did the work.
+func TestBenchCapacityCommand(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, nil, "bench", "--json", "-capacity", "-topologies", "g2,c2", "-c", "4", "-duration", "200ms", "-warmup", "0",
+		"-rounds", "1", "-redis-server", redistest.Binary(t), "-log-level", "warn")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q, want 0", r.code, r.stderr)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("stdout %q: not a JSON report: %v", r.stdout, err)
+	}
+	c := rep.Capacity
+	if c == nil || len(c.Topologies) != 2 {
+		t.Fatalf("got %+v, want a capacity report of 2 topologies", c)
+	}
+	for _, topo := range c.Topologies {
+		if got := len(topo.Phases); got != 6 {
+			t.Errorf("%s: got %d phases, want 6", topo.Name, got)
+		}
+		for _, p := range topo.Phases {
+			if p.Cycles == 0 || p.Errors != 0 {
+				t.Errorf("%s %s: got %d cycles, %d errors (%s); want some, none", topo.Name, p.Name, p.Cycles, p.Errors, p.FirstError)
+			}
+			if p.HTTPBytes < 200 || p.RedisBytes < 100 || p.RedisCalls["evalsha"] < 1 {
+				t.Errorf("%s %s: got %.0f HTTP bytes, %.0f Redis bytes, %.1f EVALSHA per cycle; want a request each way, a script",
+					topo.Name, p.Name, p.HTTPBytes, p.RedisBytes, p.RedisCalls["evalsha"])
+			}
+			if p.GatewayCPUus <= 0 && p.RedisCPUus <= 0 {
+				t.Errorf("%s %s: got no CPU per cycle in the gateways or Redis", topo.Name, p.Name)
+			}
+			// A hand-off wakes its waiter with a sharded message on a
+			// Cluster, with a classic one on a single Redis.
+			pub := map[bool]string{true: "spublish", false: "publish"}[topo.Cluster]
+			if p.Name == "handoff" && p.RedisCalls[pub] <= 0 {
+				t.Errorf("%s handoff: got calls %v, want %s", topo.Name, p.RedisCalls, pub)
+			}
+		}
+		// 32 locks and waiters and 16 streams per client. used_memory
+		// also moves with the clients' buffers, so at 128 locks only its
+		// having moved is certain; the goroutines of 128 waiters are not
+		// lost in the RSS.
+		if m := topo.Memory; m.Held != 128 || m.Waiters != 128 || m.Streams != 64 || m.RedisPerLock == 0 || m.GatewayRSSPerWaiter <= 0 {
+			t.Errorf("%s: got %d locks, %d waiters, %d streams, %.0f Redis bytes per held lock, %.0f gateway bytes per waiter; want 128, 128, 64, not 0, > 0",
+				topo.Name, m.Held, m.Waiters, m.Streams, m.RedisPerLock, m.GatewayRSSPerWaiter)
+		}
+	}
+	if c.Topologies[1].Masters != 2 || !c.Topologies[1].Cluster {
+		t.Errorf("c2: got %+v, want a Cluster of 2 masters", c.Topologies[1].Topology)
+	}
+}
+
 func TestBenchCommandRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -89,6 +144,8 @@ func TestBenchCommandRefusesBadInput(t *testing.T) {
 		{"waiters above the cap", []string{"-waiters", "20001"}, "waiters"},
 		{"waiters with the hand-off phases", []string{"-waiters", "10", "-handoff"}, "measurement of its own"},
 		{"a hand-off with one client", []string{"-handoff", "-c", "1"}, "at least 2 clients"},
+		{"an unknown topology", []string{"-capacity", "-topologies", "g9"}, "g9"},
+		{"capacity with a Redis of one's own", []string{"-capacity", "-redis-url", "redis://127.0.0.1:1"}, "measurement of its own"},
 	} {
 		t.Run(tc.name+" is a usage error", func(t *testing.T) {
 			r := runCLI(t, nil, append([]string{"bench"}, tc.args...)...)

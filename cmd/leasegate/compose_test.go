@@ -107,8 +107,9 @@ func TestDockerCompose(t *testing.T) {
 		if _, err := newLogger(level, io.Discard); err != nil {
 			t.Fatalf("LEASEGATE_LOG_LEVEL: %v", err)
 		}
-		if grace, err := time.ParseDuration(gw.StopGracePeriod); err != nil || grace <= cfg.ShutdownTimeout {
-			t.Errorf("stop_grace_period: got %q (%v), want longer than the shutdown timeout %v", gw.StopGracePeriod, err, cfg.ShutdownTimeout)
+		if grace, err := time.ParseDuration(gw.StopGracePeriod); err != nil || grace <= cfg.DrainDelay+cfg.ShutdownTimeout {
+			t.Errorf("stop_grace_period: got %q (%v), want longer than the drain delay %v plus the shutdown timeout %v",
+				gw.StopGracePeriod, err, cfg.DrainDelay, cfg.ShutdownTimeout)
 		}
 	})
 

@@ -95,6 +95,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_IDLE_TIMEOUT":        "6s",
 			"LEASEGATE_MAX_HEADER_BYTES":    "2048",
 			"LEASEGATE_SHUTDOWN_TIMEOUT":    "7s",
+			"LEASEGATE_DRAIN_DELAY":         "3s",
 			"LEASEGATE_LOG_LEVEL":           "debug",
 
 			"LEASEGATE_API_KEYS_FILE":      "/etc/leasegate/keys",
@@ -128,10 +129,12 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_AUDIT_RETENTION":                "720h",
 			"LEASEGATE_INDEX_SWEEP_INTERVAL":           "30s",
 
-			"LEASEGATE_ABUSE_POLICY_FILE":    "/etc/leasegate/policies.json",
-			"LEASEGATE_ABUSE_MAX_ATTEMPTS":   "9",
-			"LEASEGATE_ABUSE_FLAG_RETENTION": "12h",
-			"LEASEGATE_ABUSE_LOG":            "/var/log/leasegate/abuse.log",
+			"LEASEGATE_ABUSE_POLICY_FILE":       "/etc/leasegate/policies.json",
+			"LEASEGATE_ABUSE_MAX_ATTEMPTS":      "9",
+			"LEASEGATE_ABUSE_FLAG_RETENTION":    "12h",
+			"LEASEGATE_ATTEMPT_LOG_RETENTION":   "2h",
+			"LEASEGATE_ATTEMPT_LOG_MAX_ENTRIES": "5000",
+			"LEASEGATE_ABUSE_LOG":               "/var/log/leasegate/abuse.log",
 
 			"LEASEGATE_WEBHOOK_URL":          "https://a.example/hook,https://b.example/hook",
 			"LEASEGATE_WEBHOOK_SECRET":       "0123456789abcdef-webhook",
@@ -160,6 +163,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want.IdleTimeout = 6 * time.Second
 		want.MaxHeaderBytes = 2048
 		want.ShutdownTimeout = 7 * time.Second
+		want.DrainDelay = 3 * time.Second
 		want.APIKeysFile = "/etc/leasegate/keys"
 		want.APIKeys = "a:client:t:" + strings.Repeat("ab", 32)
 		want.InsecureOpen = true
@@ -197,7 +201,9 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			policyFile:    "/etc/leasegate/policies.json",
 			maxAttempts:   9,
 			flagRetention: 12 * time.Hour,
-			log:           "/var/log/leasegate/abuse.log",
+
+			attemptLogRetention: 2 * time.Hour, attemptLogMaxEntries: 5000,
+			log: "/var/log/leasegate/abuse.log",
 		}
 		if af != wantAbuse {
 			t.Errorf("got abuse flags %+v, want %+v", af, wantAbuse)

@@ -40,7 +40,8 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFl
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "time allowed to answer a request (must exceed max-wait plus request-timeout)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "keep-alive idle timeout")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request header block in bytes")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown may take")
+	fs.DurationVar(&cfg.DrainDelay, "drain-delay", cfg.DrainDelay, "on SIGTERM/SIGINT, how long /readyz answers 503 while calls are still served (with Connection: close) before the gateway stops accepting; cover the load balancer's health checks (docs/deployment.md); 0: none; a second signal ends it")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "after the drain, how long finishing in-flight requests may take")
 	fs.StringVar(logLevel, "log-level", *logLevel, "debug, info, warn or error")
 	authFlags(fs, cfg)
 	webhookFlags(fs, cfg)
@@ -56,12 +57,19 @@ type abuseFlags struct {
 	maxAttempts   int
 	flagRetention time.Duration
 	log           string
+	// The attempt log's bounds per lock (docs/abuse.md).
+	attemptLogRetention  time.Duration
+	attemptLogMaxEntries int64
 }
 
 func (a *abuseFlags) bind(fs *flag.FlagSet) {
 	a.maxAttempts = abuse.DefaultMaxAttempts
 	a.flagRetention = abuse.DefaultFlagRetention
 	a.log = "stdout"
+	a.attemptLogRetention = abuse.DefaultAttemptLogRetention
+	a.attemptLogMaxEntries = abuse.DefaultAttemptLogMaxEntries
+	fs.DurationVar(&a.attemptLogRetention, "attempt-log-retention", a.attemptLogRetention, "how long the attempt log of each user lock keeps an attempt (for backtests)")
+	fs.Int64Var(&a.attemptLogMaxEntries, "attempt-log-max-entries", a.attemptLogMaxEntries, "most attempts the log of one user lock keeps (about); 0 turns the attempt log off")
 	fs.StringVar(&a.policyFile, "abuse-policy-file", "", "JSON file of user-lock policies (docs/abuse.md); it overrides the two flags below")
 	fs.IntVar(&a.maxAttempts, "abuse-max-attempts", a.maxAttempts, "default max attempts per user-lock window before the user is flagged")
 	fs.DurationVar(&a.flagRetention, "abuse-flag-retention", a.flagRetention, "how long a flag record is kept after its last flag")
@@ -74,12 +82,13 @@ func (a *abuseFlags) apply(cfg *server.Config, stdout, stderr io.Writer) (closeL
 	pol := abuse.DefaultPolicies()
 	pol.Default.MaxAttempts = a.maxAttempts
 	pol.FlagRetention = a.flagRetention
+	pol.AttemptLogRetention, pol.AttemptLogMaxEntries = a.attemptLogRetention, a.attemptLogMaxEntries
 	if a.policyFile != "" {
 		if pol, err = abuse.LoadPolicies(a.policyFile, pol); err != nil {
 			return nil, usageError{fmt.Errorf("--abuse-policy-file: %w", err)}
 		}
 	} else if err := pol.Validate(); err != nil {
-		return nil, usageError{fmt.Errorf("--abuse-max-attempts/--abuse-flag-retention: %w", err)}
+		return nil, usageError{fmt.Errorf("--abuse-max-attempts/--abuse-flag-retention/--attempt-log-*: %w", err)}
 	}
 	cfg.AbusePolicies = pol
 	switch a.log {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -24,13 +26,19 @@ func TestMain(m *testing.M) {
 	os.Exit(redistest.Run(m))
 }
 
-func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
+// TestServeDrainsOnSIGTERMAndSIGINT: the first signal turns /readyz to
+// 503 while calls are still served, each with Connection: close; the
+// second ends the (one-minute) drain at once: the waiter is answered 503
+// unavailable with Retry-After, the event stream ends with a reconnect
+// event, and the gateway exits 0.
+func TestServeDrainsOnSIGTERMAndSIGINT(t *testing.T) {
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := redistest.FreeAddr(t)
+			base := "http://" + addr
 			cmd := exec.Command(os.Args[0], "serve")
-			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr)
+			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr, "LEASEGATE_DRAIN_DELAY=1m")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
@@ -44,11 +52,78 @@ func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
 					<-exited
 				}
 			})
-
 			waitServing(t, addr, exited, &stderr)
+
+			// Each call on a connection of its own.
+			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Minute}
+			post := func(resource, body string) *http.Response {
+				t.Helper()
+				res, err := hc.Post(base+"/locks/"+resource, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatalf("POST /locks/%s: %v", resource, err)
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				_ = res.Body.Close()
+				return res
+			}
+			if res := post("held", `{"owner":"a","ttl_seconds":60}`); res.StatusCode != http.StatusOK {
+				t.Fatalf("acquire: got %d, want 200", res.StatusCode)
+			}
+			waited := make(chan *http.Response, 1)
+			go func() {
+				res, err := hc.Post(base+"/locks/held", "application/json", strings.NewReader(`{"owner":"b","ttl_seconds":60,"wait_ms":30000}`))
+				if err != nil {
+					t.Errorf("waiting acquire: %v", err)
+					close(waited)
+					return
+				}
+				_ = res.Body.Close()
+				waited <- res
+			}()
+			stream, err := hc.Get(base + "/locks/held/events")
+			if err != nil || stream.StatusCode != http.StatusOK {
+				t.Fatalf("GET /locks/held/events: %v, %v", stream, err)
+			}
+			defer stream.Body.Close()
+			redistest.Eventually(t, 20*time.Second, "the acquire to wait", func() bool {
+				res, err := hc.Get(base + "/metrics")
+				if err != nil {
+					return false
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				return strings.Contains(string(b), "\nleasegate_lock_waiters 1\n")
+			})
 
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatalf("signal: %v", err)
+			}
+			redistest.Eventually(t, 20*time.Second, "/readyz to answer 503", func() bool {
+				res, err := hc.Get(base + "/readyz")
+				if err != nil {
+					t.Fatalf("/readyz during the drain: %v", err)
+				}
+				_ = res.Body.Close()
+				return res.StatusCode == http.StatusServiceUnavailable
+			})
+			// A keep-alive client is told to leave its connection.
+			res, err := http.Post(base+"/locks/during-drain", "application/json", strings.NewReader(`{"owner":"c","ttl_seconds":5}`))
+			if err != nil {
+				t.Fatalf("a call during the drain: %v", err)
+			}
+			_ = res.Body.Close()
+			// (net/http reads Connection: close into res.Close.)
+			if res.StatusCode != http.StatusOK || !res.Close {
+				t.Errorf("a call during the drain: got %d, close %v; want 200 with Connection: close", res.StatusCode, res.Close)
+			}
+			select {
+			case res := <-waited:
+				t.Fatalf("the waiter was answered during the drain (%v), want it still waiting", res)
+			default:
+			}
+
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatalf("second signal: %v", err)
 			}
 			select {
 			case err := <-exited:
@@ -56,9 +131,16 @@ func TestServeStopsGracefullyOnSIGTERMAndSIGINT(t *testing.T) {
 					t.Errorf("got exit %v (stderr %s), want status 0", err, stderr.String())
 				}
 			case <-time.After(20 * time.Second):
-				t.Fatalf("leasegate still running 20s after %v", sig)
+				t.Fatalf("leasegate still running 20s after the second %v (the drain is 1m)", sig)
 			}
-			for _, want := range []string{"shutting down", `"msg":"stopped"`} {
+			if res := <-waited; res == nil || res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+				t.Errorf("the waiter: got %v, want 503 with Retry-After", res)
+			}
+			events, _ := io.ReadAll(stream.Body)
+			if !strings.Contains(string(events), "event: reconnect\n") {
+				t.Errorf("the event stream: got %q, want it to end with a reconnect event", events)
+			}
+			for _, want := range []string{"draining", "second signal", "shutting down", `"msg":"stopped"`} {
 				if !strings.Contains(stdout.String(), want) {
 					t.Errorf("got logs %s, want %q", stdout.String(), want)
 				}

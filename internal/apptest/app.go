@@ -171,7 +171,7 @@ func (a *App) Instance(t testing.TB, ring *auth.Keyring, edit func(*Options)) *e
 		d.Ready = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 	}
 	if a.Abuse != nil {
-		d.UserLocks, d.Flags = a.Abuse, a.Abuse
+		d.UserLocks, d.Flags, d.Backtests = a.Abuse, a.Abuse, a.Abuse
 	}
 	if a.Semaphores != nil {
 		d.Semaphores, d.Claims, d.Elections = a.Semaphores, a.Claims, a.Elections

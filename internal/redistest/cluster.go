@@ -12,14 +12,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster is a Redis Cluster of masters only, each a Server owned by the
-// test, made with `redis-cli --cluster create`.
+// Cluster is a Redis Cluster, each node a Server owned by the test, made
+// with `redis-cli --cluster create`: masters only (StartCluster), or
+// three masters with a replica each (StartFailoverCluster).
 type Cluster struct {
+	// Nodes are the masters as created.
 	Nodes []*Server
-	// Replicas added by AddReplica.
+	// Replicas added by AddReplica, or Replicas[i] the replica of
+	// Nodes[i] (StartFailoverCluster).
 	Replicas []*Server
 
-	bus map[*Server]int // cluster bus port of each node
+	bus  map[*Server]int // cluster bus port of each node
+	args []string        // every node's extra redis-server arguments
 }
 
 // StartCluster starts n (at least 3) cluster-enabled redis-servers on free
@@ -31,34 +35,122 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	if n < 3 {
 		t.Fatalf("StartCluster: a Redis Cluster needs at least 3 masters, got %d", n)
 	}
-	cli := lookBinary(t, "redis-cli")
-	c := &Cluster{bus: map[*Server]int{}}
+	c := &Cluster{bus: map[*Server]int{}, args: []string{"--cluster-node-timeout", "3000"}}
 	for i := 0; i < n; i++ {
 		c.Nodes = append(c.Nodes, c.startNode(t))
 	}
+	c.create(t, c.Nodes, 0)
+	c.waitOK(t, 20*time.Second)
+	return c
+}
+
+// StartFailoverCluster starts three masters with one replica each, made
+// to fail over quickly: cluster-node-timeout nodeTimeout, and
+// cluster-require-full-coverage no, so the other masters serve while
+// one's slots have no master. Extra args (AOF, say) go to every node. It
+// returns once the cluster is ok and every replica is linked and in sync.
+func StartFailoverCluster(t testing.TB, nodeTimeout time.Duration, args ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{bus: map[*Server]int{}, args: append([]string{
+		"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+		"--cluster-require-full-coverage", "no",
+	}, args...)}
+	all := make([]*Server, 6)
+	for i := range all {
+		all[i] = c.startNode(t)
+	}
+	c.create(t, all, 1)
+	// redis-cli chose which node replicates which: read it back.
+	ctx := context.Background()
+	byPort := map[int]*Server{}
+	for _, s := range all {
+		byPort[s.Port()] = s
+	}
+	replicaOf := map[*Server]*Server{}
+	for _, s := range all {
+		role, err := s.Client(t).Do(ctx, "ROLE").Slice()
+		if err != nil || len(role) < 3 {
+			t.Fatalf("%s: ROLE: %v %v", s, role, err)
+		}
+		if role[0] == "slave" {
+			port, _ := role[2].(int64)
+			replicaOf[byPort[int(port)]] = s
+		}
+	}
+	for _, s := range all {
+		if r := replicaOf[s]; r != nil {
+			c.Nodes = append(c.Nodes, s)
+			c.Replicas = append(c.Replicas, r)
+		}
+	}
+	if len(c.Nodes) != 3 {
+		t.Fatalf("StartFailoverCluster: got %d masters with a replica, want 3", len(c.Nodes))
+	}
+	c.waitOK(t, 20*time.Second)
+	for _, r := range c.Replicas {
+		r.WaitReplicaLinked(t, 20*time.Second)
+	}
+	return c
+}
+
+// create joins nodes with `redis-cli --cluster create`, with replicas
+// replicas per master.
+func (c *Cluster) create(t testing.TB, nodes []*Server, replicas int) {
+	t.Helper()
+	cli := lookBinary(t, "redis-cli")
 	args := []string{"--cluster", "create"}
-	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, addrs(nodes)...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
-	c.waitOK(t, 20*time.Second)
-	return c
+}
+
+// WaitPromoted waits until replica says ROLE master (WaitMaster) and
+// every node but the dead master says cluster_state:ok, and returns when
+// replica was first seen a master.
+func (c *Cluster) WaitPromoted(t testing.TB, replica *Server, within time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	at := replica.WaitMaster(t, within)
+	for _, n := range append(append([]*Server(nil), c.Nodes...), c.Replicas...) {
+		if n.running() {
+			c.waitNodeOK(t, n, deadline, false)
+		}
+	}
+	return at
+}
+
+// WaitMaster polls ROLE on s every 10 ms until it says master, and
+// returns when it first did: Redis's own promotion time of a replica, to
+// within the poll.
+func (s *Server) WaitMaster(t testing.TB, within time.Duration) time.Time {
+	t.Helper()
+	rc := s.Client(t)
+	var at time.Time
+	poll(t, time.Now().Add(within), 10*time.Millisecond, func() error {
+		role, err := rc.Do(context.Background(), "ROLE").Slice()
+		if err != nil || len(role) == 0 || role[0] != "master" {
+			return fmt.Errorf("%s not a master after %v: ROLE %v %v", s, within, role, err)
+		}
+		at = time.Now()
+		return nil
+	})
+	return at
 }
 
 func (c *Cluster) startNode(t testing.TB) *Server {
 	t.Helper()
 	bus := FreePort(t)
-	s := Start(t,
+	s := Start(t, append([]string{
 		"--cluster-enabled", "yes",
 		"--cluster-config-file", "nodes.conf",
 		"--cluster-port", strconv.Itoa(bus),
-		"--cluster-node-timeout", "3000",
 		"--repl-diskless-sync-delay", "0",
-	)
+	}, c.args...)...)
 	c.bus[s] = bus
 	return s
 }
@@ -100,18 +192,25 @@ func (c *Cluster) waitOK(t testing.TB, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for _, n := range c.Nodes {
-		rc := n.Client(t)
-		poll(t, deadline, 50*time.Millisecond, func() error {
-			info, err := rc.ClusterInfo(context.Background()).Result()
-			switch {
-			case err != nil:
-				return fmt.Errorf("cluster not ok after %v; %s says:\n%v", d, n, err)
-			case !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384"):
-				return fmt.Errorf("cluster not ok after %v; %s says:\n%s", d, n, info)
-			}
-			return nil
-		})
+		c.waitNodeOK(t, n, deadline, true)
 	}
+}
+
+// waitNodeOK polls n's CLUSTER INFO until it says cluster_state:ok (and,
+// with full, that every slot is ok).
+func (c *Cluster) waitNodeOK(t testing.TB, n *Server, deadline time.Time, full bool) {
+	t.Helper()
+	rc := n.Client(t)
+	poll(t, deadline, 10*time.Millisecond, func() error {
+		info, err := rc.ClusterInfo(context.Background()).Result()
+		switch {
+		case err != nil:
+			return fmt.Errorf("cluster not ok; %s says:\n%v", n, err)
+		case !strings.Contains(info, "cluster_state:ok") || full && !strings.Contains(info, "cluster_slots_ok:16384"):
+			return fmt.Errorf("cluster not ok; %s says:\n%s", n, info)
+		}
+		return nil
+	})
 }
 
 // Client returns a cluster client seeded with every node, closed at

@@ -3,8 +3,9 @@
 // Each server runs on a free loopback port in its own temporary directory
 // and is stopped by t.Cleanup. Beside a single server (Start) there are a
 // TLS-only server with a CA made in the test (NewCA, StartTLS), a Redis
-// Cluster of masters made with redis-cli --cluster create (StartCluster,
-// AddReplica), and a primary + replica + three Sentinels with a forced
+// Cluster made with redis-cli --cluster create (masters only:
+// StartCluster, AddReplica; three masters with a replica each, quick to
+// fail over: StartFailoverCluster, WaitPromoted), and a primary + replica + three Sentinels with a forced
 // failover (StartSentinel, Failover). Tests never touch the shared Redis on 6379
 // and never FLUSHALL. When redis-server is not installed the test is
 // skipped, except under CI=true, where that is a failure.
@@ -342,6 +343,13 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// running: the server was started and not stopped or killed since.
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
 }
 
 // Pause freezes the server (SIGSTOP): it keeps its connections but answers

@@ -102,14 +102,7 @@ func (s *Sentinel) Failover(t testing.TB) string {
 	if newMaster.Addr() != now {
 		newMaster, oldMaster = s.Primary, s.Replica
 	}
-	nc := newMaster.Client(t)
-	poll(t, deadline, 50*time.Millisecond, func() error {
-		role, err := nc.Do(ctx, "ROLE").Slice()
-		if err != nil || len(role) == 0 || role[0] != "master" {
-			return fmt.Errorf("%s is not a master after failover: %v %v", newMaster, role, err)
-		}
-		return nil
-	})
+	newMaster.WaitMaster(t, time.Until(deadline))
 	oldMaster.WaitReplicaLinked(t, time.Until(deadline))
 	return now
 }

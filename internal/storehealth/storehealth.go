@@ -23,6 +23,15 @@
 // reply is a 503 as any reply error is; it does not take the node down
 // again, so the state does not flap on replies.
 //
+// A node's state lasts as long as its role. On Redis Cluster the gateway
+// tells Serve which nodes are masters of some slot (the slot map go-redis
+// routes by); a node that is not (a replica, a master demoted or removed
+// by a failover) has no state: its failures take nothing down, it has no
+// probe, and a down state it had is dropped, so that neither a dead master
+// nor its probe outlives the failover that replaced it, and a promoted
+// replica starts up. Until Serve is called every node serves (one node,
+// Sentinel's master).
+//
 // How long a call waits for a node that has just gone away is not this
 // package's: the go-redis client's dial, read and write timeouts are set
 // to the grace (--outage-grace), so a call that meets a dead node waits at
@@ -77,9 +86,11 @@ type Options struct {
 type Change struct {
 	Node string
 	Up   bool
-	// New: the node was just added (Up is then true); otherwise its
-	// state changed.
+	// New: the node was just added, or serves again (Up is then true);
+	// otherwise its state changed.
 	New bool
+	// Gone: the node no longer serves (Serve): it has no state any more.
+	Gone bool
 	// DownFor is how long the node was down, when it comes back up.
 	DownFor time.Duration
 }
@@ -89,11 +100,13 @@ type Health struct {
 	opts Options
 	log  *zap.Logger
 
-	mu     sync.Mutex
-	nodes  map[string]*Node
-	closed bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	mu    sync.Mutex
+	nodes map[string]*Node
+	// serving is the set of nodes that serve (Serve); nil: every node.
+	serving map[string]bool
+	closed  bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New returns a Health with no nodes yet; Hook adds them.
@@ -118,6 +131,8 @@ type Node struct {
 	// down is nil while the node is up, and the error refused calls get
 	// while it is down (one value per outage: refusing allocates nothing).
 	down atomic.Pointer[downError]
+	// off: the node does not serve (Serve), and has no state.
+	off atomic.Bool
 
 	// pinging is set while the probe's PING is in flight: dials are let
 	// through then. go-redis dials in a goroutine of its pool, with a
@@ -156,8 +171,11 @@ func (h *Health) Hook(name string, client *redis.Client) redis.Hook {
 	n.mu.Lock()
 	n.client = client
 	n.mu.Unlock()
-	if added {
+	switch {
+	case added && !n.off.Load():
 		h.changed(Change{Node: name, Up: true, New: true})
+	case n.down.Load() != nil:
+		n.startProbe() // the earlier client's probe may have ended with it
 	}
 	return hook{n}
 }
@@ -168,10 +186,53 @@ func (h *Health) node(name string) (n *Node, added bool) {
 	defer h.mu.Unlock()
 	if n = h.nodes[name]; n == nil {
 		n = &Node{h: h, name: name}
+		n.off.Store(h.serving != nil && !h.serving[name])
 		h.nodes[name] = n
 		added = true
 	}
 	return n, added
+}
+
+// Serve says which nodes serve now: on Redis Cluster, the masters of the
+// slot map. A node that stops serving drops its down state and its probe
+// (Change.Gone); one that starts serving again starts up (Change.New).
+func (h *Health) Serve(names []string) {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	var changes []Change
+	h.mu.Lock()
+	h.serving = set
+	for name, n := range h.nodes {
+		switch off := !set[name]; {
+		case off && !n.off.Swap(true):
+			if d := n.down.Swap(nil); d != nil {
+				h.log.Info("redis node no longer serves any slot: its down state is dropped",
+					zap.String("node", name), zap.Duration("down_for", time.Since(d.since)), zap.NamedError("cause", d.cause))
+			}
+			changes = append(changes, Change{Node: name, Gone: true})
+		case !off && n.off.Swap(false):
+			n.down.Store(nil)
+			changes = append(changes, Change{Node: name, Up: true, New: true})
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range changes {
+		h.changed(c)
+	}
+}
+
+// AnyDown says whether a node that serves is down.
+func (h *Health) AnyDown() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.nodes {
+		if n.down.Load() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops the probes and waits for them.
@@ -194,9 +255,15 @@ func (h *Health) changed(c Change) {
 // fail takes n down after err, a failure that shows it unreachable, and
 // starts its probe. Only the first failure of an outage counts.
 func (n *Node) fail(err error) {
+	if n.off.Load() {
+		return // not serving: nothing to take down
+	}
 	d := newDownError(n.name, err)
 	if !n.down.CompareAndSwap(nil, d) {
 		return
+	}
+	if n.off.Load() && n.down.CompareAndSwap(d, nil) {
+		return // Serve took it off meanwhile
 	}
 	n.h.log.Warn("redis is down: calls that need it are answered 503 at once until it answers again",
 		zap.String("node", n.name), zap.Error(err))
@@ -232,22 +299,28 @@ func (n *Node) startProbe() {
 	go n.probe()
 }
 
-// probe PINGs n every ProbeInterval until it answers or Health closes.
+// probe PINGs n every ProbeInterval until it answers, it is no longer
+// down (it stopped serving), its client is closed, or Health closes.
 func (n *Node) probe() {
 	defer n.h.wg.Done()
+	var closed *redis.Client
 	defer func() {
 		n.mu.Lock()
 		n.probing = false
+		again := n.client != closed // Hook gave it a new client
 		n.mu.Unlock()
 		// A failure between the last PING and probing = false would have
-		// found the probe still running: look once more.
-		if n.down.Load() != nil {
+		// found the probe still running: look once more. A closed client
+		// is not PINGed again: go-redis closes a node's client once the
+		// node has left the slot map for a minute (Hook restarts the
+		// probe with the next one).
+		if n.down.Load() != nil && again {
 			n.startProbe()
 		}
 	}()
 	t := time.NewTicker(n.h.opts.ProbeInterval)
 	defer t.Stop()
-	for {
+	for n.down.Load() != nil {
 		n.mu.Lock()
 		c := n.client
 		n.mu.Unlock()
@@ -261,7 +334,8 @@ func (n *Node) probe() {
 			n.recover()
 			return
 		case errors.Is(err, redis.ErrClosed):
-			return // the client is closed: the node is gone or the gateway stops
+			closed = c // the node is gone or the gateway stops
+			return
 		}
 		select {
 		case <-n.h.stop:

@@ -58,6 +58,13 @@ func (r *changes) next(t *testing.T, within time.Duration) storehealth.Change {
 // dial, read and write timeouts.
 func guarded(t *testing.T, addr string, grace time.Duration, opts ...func(*redis.Options)) (*redis.Client, *changes) {
 	t.Helper()
+	c, rec, _ := guardedBy(t, addr, grace, opts...)
+	return c, rec
+}
+
+// guardedBy is guarded, and the Health.
+func guardedBy(t *testing.T, addr string, grace time.Duration, opts ...func(*redis.Options)) (*redis.Client, *changes, *storehealth.Health) {
+	t.Helper()
 	rec := newChanges()
 	h := storehealth.New(storehealth.Options{OnChange: rec.record})
 	o := &redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1,
@@ -71,7 +78,7 @@ func guarded(t *testing.T, addr string, grace time.Duration, opts ...func(*redis
 		_ = c.Close()
 		h.Close()
 	})
-	return c, rec
+	return c, rec, h
 }
 
 func TestAKilledRedisIsRefusedAtOnceAndFoundAgainWhenBack(t *testing.T) {
@@ -114,6 +121,48 @@ func TestAKilledRedisIsRefusedAtOnceAndFoundAgainWhenBack(t *testing.T) {
 	t.Logf("up %v after Redis was restarted", time.Since(back))
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatalf("SET after the outage: %v", err)
+	}
+}
+
+// TestANodeThatStopsServingHasNoState: a dead node that Serve no longer
+// lists (a Cluster master replaced by a failover) drops its down state
+// and its probe, and its failures no longer take it down; listed again,
+// it starts up.
+func TestANodeThatStopsServingHasNoState(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c, rec, h := guardedBy(t, srv.Addr(), time.Second)
+	ctx := context.Background()
+	srv.Kill()
+	_ = c.Get(ctx, "k").Err()
+	if got := rec.next(t, 5*time.Second); got.Up || got.Gone {
+		t.Fatalf("got change %+v, want down", got)
+	}
+	if !h.AnyDown() {
+		t.Fatal("AnyDown with the node down: got false, want true")
+	}
+
+	h.Serve([]string{"127.0.0.1:1"})
+	if got := rec.next(t, 5*time.Second); !got.Gone || got.Node != srv.Addr() {
+		t.Fatalf("got change %+v, want %s gone", got, srv.Addr())
+	}
+	if h.AnyDown() {
+		t.Error("AnyDown once the dead node stopped serving: got true, want false")
+	}
+	err := c.Get(ctx, "k").Err()
+	if err == nil || errors.Is(err, storehealth.ErrDown) {
+		t.Errorf("GET on a dead node that does not serve: got %v, want the dial's own error", err)
+	}
+	if h.AnyDown() {
+		t.Error("AnyDown after a failure of a node that does not serve: got true, want false")
+	}
+
+	// Listed again it starts up: the next call tries it, and takes it
+	// down.
+	h.Serve([]string{srv.Addr()})
+	_ = c.Get(ctx, "k").Err()
+	if got := rec.next(t, 5*time.Second); got.Up || got.Gone {
+		t.Fatalf("got change %+v, want down: it serves again", got)
 	}
 }
 

@@ -252,6 +252,43 @@ final class Client
     }
 
     /**
+     * POST /abuse/backtest (ops role): replays a candidate policy over the
+     * lock's attempt log and answers what was recorded, what the policy
+     * in force did, what the candidate would have done and the users that
+     * differ (newly_flagged, no_longer_flagged, newly_banned,
+     * no_longer_banned, ban_length_changed: each with count, users and
+     * next_cursor). It changes nothing. $policy holds policy-file fields
+     * (max_attempts, ban_after_flags, ban_seconds, factor,
+     * max_ban_seconds, shadow); what it leaves out stays as in force.
+     * $since and $until are RFC 3339 times (null: the whole log).
+     *
+     * @param array<string, int|float|bool> $policy
+     * @param list<string> $users
+     * @return array<string, mixed>
+     *
+     * @throws ValidationException an unknown lock, a range outside the
+     *         retention, a policy the policy file would refuse
+     * @throws LeaseGateException
+     */
+    public function backtest(string $lock, array $policy = [], ?string $since = null, ?string $until = null, array $users = [], ?int $limit = null, ?string $cursor = null): array
+    {
+        $body = ['lock' => $lock];
+        if ($policy !== []) {
+            $body['policy'] = $policy;
+        }
+        foreach (['since' => $since, 'until' => $until, 'limit' => $limit, 'cursor' => $cursor] as $k => $v) {
+            if ($v !== null) {
+                $body[$k] = $v;
+            }
+        }
+        if ($users !== []) {
+            $body['users'] = $users;
+        }
+        $answer = $this->call('POST', '/abuse/backtest', $body);
+        return is_array($answer) ? $answer : [];
+    }
+
+    /**
      * One raw request against the gateway (for routes this class has no
      * method for, such as the ops API). $path must already be encoded.
      * Returns the decoded JSON body (null for 204) or throws as the other
