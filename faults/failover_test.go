@@ -248,7 +248,7 @@ func clusterPairs(t *testing.T, cl *redistest.Cluster, prefix string) []pair {
 	}
 	for n, found := 0, 0; found < len(pairs); n++ {
 		res := fmt.Sprintf("failover-probe/r%d", n)
-		lock, _ := keys.LockKeys("", res)
+		lock, _, _ := keys.LockKeys("", res)
 		m, err := cc.MasterForKey(context.Background(), lock)
 		if err != nil {
 			t.Fatalf("MasterForKey(%s): %v", lock, err)

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -97,6 +101,7 @@ var scenarios = []scenario{
 	{name: "redis-stall", promised: true, short: true, setup: setupStall},
 	{name: "proxy", promised: true, short: true, setup: setupProxy},
 	{name: "gateway-kill", promised: true, short: true, setup: setupGatewayKill},
+	{name: "fleet-gateway-kill", promised: true, short: true, setup: setupFleetKill},
 	{name: "redis-restart-no-persistence", promised: false, setup: setupRedisKill(false)},
 	{name: "sentinel-failover-min-replicas", promised: true, failover: true, setup: setupSentinel(1)},
 	{name: "sentinel-failover-no-wait", promised: false, failover: true, setup: setupSentinel(0)},
@@ -372,6 +377,46 @@ func setupGatewayKill(t *testing.T, _ settings) env {
 			pause(context.Background(), down)
 			g.start(t)
 			return fmt.Sprintf("kill -9 with %d waiting acquires in flight, down %v, restart", waiting, down.Round(time.Millisecond))
+		},
+	}
+}
+
+// setupFleetKill runs three gateway processes on one Redis behind a
+// round-robin proxy, so that every workload's waiters stand in the same
+// lines through all three (docs/waiting.md, "One line per name"); each
+// fault kills one of them with SIGKILL, waiters queued on it and all,
+// and restarts it. The killed gateway's places in line are not left:
+// they run out (redislock.TicketLease) while the others' waiters go on.
+func setupFleetKill(t *testing.T, _ settings) env {
+	rs := redistest.Start(t, aof...)
+	bin := buildGateway(t)
+	fleet := make([]*subprocess, 3)
+	urls := make([]*url.URL, len(fleet))
+	for i := range fleet {
+		g := &subprocess{bin: bin, addr: redistest.FreeAddr(t), redisURL: rs.URL()}
+		g.start(t)
+		t.Cleanup(g.kill)
+		fleet[i], urls[i] = g, &url.URL{Scheme: "http", Host: g.addr}
+	}
+	var next atomic.Uint64
+	lb := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(urls[next.Add(1)%uint64(len(urls))]) },
+		// A request to the killed gateway ends as it does without the
+		// balancer: the connection is cut, the outcome unknown.
+		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
+	})
+	t.Cleanup(lb.Close)
+	return env{
+		base: lb.URL,
+		inject: func(t *testing.T, round int, r *rand.Rand, w *workload) string {
+			g := fleet[round%len(fleet)]
+			waiting := w.waiting.Load()
+			down := jitter(r, 200*time.Millisecond, 800*time.Millisecond)
+			g.kill()
+			pause(context.Background(), down)
+			g.start(t)
+			return fmt.Sprintf("kill -9 of gateway %d of %d with %d waiting acquires in the fleet, down %v, restart",
+				round%len(fleet)+1, len(fleet), waiting, down.Round(time.Millisecond))
 		},
 	}
 }

@@ -92,6 +92,9 @@ type op struct {
 	ExpiresAt    int64
 	RetryAfterMs int64
 	Err          string
+	// behindLine: a refusal of an acquire that did not wait which a
+	// line of waiters may explain (behindLines).
+	behindLine bool
 }
 
 // now is the Redis time (Unix ms) at which a grant or renewal was decided:

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -243,7 +244,7 @@ func porcupineOps(ops []op) []porcupine.Operation {
 		}
 		res = append(res, porcupine.Operation{
 			ClientId: o.Client,
-			Input:    modelInput{kind: o.Kind, owner: o.Owner, reqToken: o.ReqToken, ttl: o.TTLms, waited: o.WaitMs > 0},
+			Input:    modelInput{kind: o.Kind, owner: o.Owner, reqToken: o.ReqToken, ttl: o.TTLms, waited: o.WaitMs > 0 || o.behindLine},
 			Call:     o.Call,
 			Output:   modelOutput{outcome: o.Outcome, token: o.Token, expires: o.ExpiresAt, now: o.now()},
 			Return:   ret,
@@ -336,10 +337,11 @@ func check(h *history, timeout time.Duration, failover bool) (verdict, []string,
 	v.Resources = len(names)
 	model := leaseModel.ToModel()
 	for _, r := range names {
-		res, _ := porcupine.CheckOperationsVerbose(model, porcupineOps(byRes[r]), timeout)
+		ops := behindLines(byRes[r])
+		res, _ := porcupine.CheckOperationsVerbose(model, porcupineOps(ops), timeout)
 		switch res {
 		case porcupine.Illegal:
-			if failover && porcupine.CheckOperationsTimeout(model, porcupineOps(releasesMayBeLost(byRes[r])), timeout) == porcupine.Ok {
+			if failover && porcupine.CheckOperationsTimeout(model, porcupineOps(releasesMayBeLost(ops)), timeout) == porcupine.Ok {
 				v.ModelLostRelease++
 				notes = append(notes, fmt.Sprintf("model: resource %s: linearizable only if a release answered 204 may be undone later (a failover lost it)", r))
 				break
@@ -369,6 +371,35 @@ func check(h *history, timeout time.Duration, failover bool) (verdict, []string,
 		}
 	}
 	return v, notes, illegal
+}
+
+// ticketLease is how long a waiter's place in line may outlive its
+// request (redislock.TicketLease: its gateway killed, or draining).
+const ticketLease = 3 * time.Second
+
+// behindLines returns ops of one resource with every refusal of an
+// acquire that did not wait marked behindLine when a line of waiters may
+// explain it: a waiting acquire by another owner was in flight then, or
+// had been up to ticketLease before (docs/waiting.md: a call that does
+// not wait does not jump a non-empty line, even when the name is free).
+// Such a refusal proves no lease, so the model lets it observe nothing,
+// as it does a waiting acquire that ran out. Other refusals still prove
+// a lease. Histories of gateways without lines are checked without it.
+func behindLines(ops []op) []op {
+	out := slices.Clone(ops)
+	for i, o := range out {
+		if o.Kind != kindAcquire || o.WaitMs > 0 || o.Outcome != outNotGranted {
+			continue
+		}
+		for _, w := range ops {
+			if w.Kind == kindAcquire && w.WaitMs > 0 && w.Owner != o.Owner &&
+				w.Call <= o.Return && w.Return+int64(ticketLease) >= o.Call {
+				out[i].behindLine = true
+				break
+			}
+		}
+	}
+	return out
 }
 
 // releasesMayBeLost returns ops with every release answered 204 turned

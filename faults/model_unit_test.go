@@ -239,3 +239,30 @@ func readHistory(t *testing.T, name string) []op {
 	}
 	return ops
 }
+
+// TestBehindLines: a refusal of an acquire that did not wait proves a
+// lease only when no line of waiters can explain it.
+func TestBehindLines(t *testing.T) {
+	const s, ms = int64(time.Second), int64(time.Millisecond)
+	refused := op{Kind: kindAcquire, Owner: "c", TTLms: 1000, Call: 10 * s, Return: 10*s + 1, Outcome: outNotGranted}
+	waiter := func(ret int64) op {
+		return op{Kind: kindAcquire, Owner: "b", TTLms: 1000, WaitMs: 1000, Call: 9 * s, Return: ret, Outcome: outNotGranted}
+	}
+	model := leaseModel.ToModel()
+	for _, c := range []struct {
+		name string
+		ops  []op
+		want porcupine.CheckResult
+	}{
+		{"a refusal of a free name while another owner waits is legal", []op{waiter(10*s + 500*ms), refused}, porcupine.Ok},
+		{"so it is while that waiter's place may still be live", []op{waiter(8*s + 500*ms), refused}, porcupine.Ok},
+		{"a refusal of a free name with no waiter around is illegal", []op{waiter(6 * s), refused}, porcupine.Illegal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.ops[0].Call = min(c.ops[0].Call, c.ops[0].Return-1)
+			if got := porcupine.CheckOperationsTimeout(model, porcupineOps(behindLines(c.ops)), 5*time.Second); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -556,7 +556,7 @@ func outageCluster(t *testing.T, rounds, clients int, window time.Duration) []cl
 	var live, gone []string
 	for i := 0; i < 1000 && (len(live) < outageResources || len(gone) < deadResources); i++ {
 		res := fmt.Sprintf("outage-cluster/r%d", i)
-		lock, _ := keys.LockKeys("", res)
+		lock, _, _ := keys.LockKeys("", res)
 		m, err := cc.MasterForKey(context.Background(), lock)
 		if err != nil {
 			t.Fatalf("MasterForKey(%s): %v", lock, err)

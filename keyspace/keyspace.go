@@ -14,7 +14,8 @@
 // "abuse:index:<lock>"), and <suffix> says what the key holds:
 //
 //	<prefix>{t=<tenant>;r=<resource>}:lock                     hash    a lease, or its tombstone (the token): also the fence
-//	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait
+//	<prefix>{t=<tenant>;r=<resource>}:waiters                  hash    the acquires that wait: their tickets' deadlines
+//	<prefix>{t=<tenant>;r=<resource>}:queue                    zset    the line of waiters, in arrival order
 //	<prefix>{t=<tenant>;r=<resource>}:released                 channel its releases (sharded pub/sub, Cluster)
 //	<prefix>{t=<tenant>;r=user%3A<id>}:ul:<lock>               hash    a user lock counter
 //	<prefix>{t=<tenant>;r=user%3A<id>}:flag:<lock>             hash    a flag record
@@ -30,6 +31,8 @@
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:holders            hash    their tokens
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:limit              string  the limit in force
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:fence              string  the last permit token
+//	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:waiters            hash    its waiters' tickets' deadlines
+//	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:queue              zset    its line of waiters, in arrival order
 //	<prefix>{t=<tenant>;r=sem%3A<name>}:sem:released           channel its releases (sharded pub/sub, Cluster)
 //	<prefix>{t=<tenant>;r=claim%3A<scope>%3A<key>}:claim        hash    a claim
 //	<prefix>{t=;r=webhook%3Aoutbox}:events                     stream  the webhook outbox (every tenant)
@@ -74,10 +77,10 @@ func (s Space) Resource(tenant, resource string) Resource {
 	return Resource{base: s.base(tenant, resource)}
 }
 
-// LockKeys returns Resource(tenant, resource).Lock() and .Waiters() built
-// in one allocation (both are substrings of one string): the lock engine
-// builds them on every call.
-func (s Space) LockKeys(tenant, resource string) (lock, waiters string) {
+// LockKeys returns Resource(tenant, resource).Lock(), .Waiters() and
+// .Queue() built in one allocation (all are substrings of one string):
+// the lock engine builds them on every call.
+func (s Space) LockKeys(tenant, resource string) (lock, waiters, queue string) {
 	p := s.Prefix
 	if p == "" {
 		p = DefaultPrefix
@@ -85,8 +88,8 @@ func (s Space) LockKeys(tenant, resource string) (lock, waiters string) {
 	t, r := escape(tenant), escape(resource)
 	n := len(p) + len("{t=") + len(t) + len(";r=") + len(r) + len("}")
 	var b strings.Builder
-	b.Grow(2*n + len(lockSuffix) + len(waitersSuffix))
-	for _, suffix := range [2]string{lockSuffix, waitersSuffix} {
+	b.Grow(3*n + len(lockSuffix) + len(waitersSuffix) + len(queueSuffix))
+	for _, suffix := range [3]string{lockSuffix, waitersSuffix, queueSuffix} {
 		b.WriteString(p)
 		b.WriteString("{t=")
 		b.WriteString(t)
@@ -96,12 +99,14 @@ func (s Space) LockKeys(tenant, resource string) (lock, waiters string) {
 		b.WriteString(suffix)
 	}
 	all := b.String()
-	return all[:n+len(lockSuffix)], all[n+len(lockSuffix):]
+	i, j := n+len(lockSuffix), 2*n+len(lockSuffix)+len(waitersSuffix)
+	return all[:i], all[i:j], all[j:]
 }
 
 const (
 	lockSuffix    = ":lock"
 	waitersSuffix = ":waiters"
+	queueSuffix   = ":queue"
 )
 
 // Resource is the keys of one lock of the lock engine. They share one
@@ -115,9 +120,16 @@ type Resource struct{ base string }
 func (r Resource) Lock() string { return r.base + lockSuffix }
 
 // Waiters is the key of the acquires that wait on the resource,
-// fleet-wide (a hash of waiter ids, with a TTL), so a release publishes a
-// wake-up only when someone waits.
+// fleet-wide (a hash: "q:<owner>" -> its ticket's deadline in ms, and
+// the event watchers; with a TTL), so a release publishes a wake-up only
+// when someone waits.
 func (r Resource) Waiters() string { return r.base + waitersSuffix }
+
+// Queue is the key of the resource's line of waiters, fleet-wide (a
+// sorted set: owner by arrival, in microseconds of the Redis clock). The
+// deadlines of their tickets are fields "q:<owner>" of Waiters
+// (docs/waiting.md, "One line per name").
+func (r Resource) Queue() string { return r.base + queueSuffix }
 
 // Released is the shard channel of the resource's releases (SPUBLISH,
 // Redis Cluster >= 7; docs/waiting.md). Its hash tag is the lock key's,
@@ -286,6 +298,13 @@ func (k Semaphore) Limit() string { return k.base + ":sem:limit" }
 
 // Fence is the key of the last fencing token handed out.
 func (k Semaphore) Fence() string { return k.base + ":sem:fence" }
+
+// Waiters is the key of the deadlines of the tickets of the semaphore's
+// waiters (a hash: "q:<owner>" -> ms), as a lock's Resource.Waiters.
+func (k Semaphore) Waiters() string { return k.base + ":sem:waiters" }
+
+// Queue is the key of the semaphore's line of waiters (Resource.Queue).
+func (k Semaphore) Queue() string { return k.base + ":sem:queue" }
 
 // Released is the shard channel of the semaphore's releases (see
 // Resource.Released).

@@ -12,6 +12,9 @@ func TestWaitersKeySharesTheLockKeysHashTag(t *testing.T) {
 	if got, want := r.Waiters(), "lg:{t=acme;r=a%3Ab}:waiters"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	if got, want := r.Queue(), "lg:{t=acme;r=a%3Ab}:queue"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }
 
 func TestLockKeysAreTheResourcesKeys(t *testing.T) {
@@ -20,10 +23,11 @@ func TestLockKeysAreTheResourcesKeys(t *testing.T) {
 		for _, tenant := range []string{"", "acme", "a;b=c"} {
 			for _, res := range []string{"daily-report", "a b", "ü", "{a}", "a:fence", "50%", "\x00"} {
 				s := keyspace.Space{Prefix: prefix}
-				lock, waiters := s.LockKeys(tenant, res)
+				lock, waiters, queue := s.LockKeys(tenant, res)
 				r := s.Resource(tenant, res)
-				if lock != r.Lock() || waiters != r.Waiters() {
-					t.Errorf("LockKeys(%q, %q) under %q: got %q %q, want %q %q", tenant, res, prefix, lock, waiters, r.Lock(), r.Waiters())
+				if lock != r.Lock() || waiters != r.Waiters() || queue != r.Queue() {
+					t.Errorf("LockKeys(%q, %q) under %q: got %q %q %q, want %q %q %q", tenant, res, prefix,
+						lock, waiters, queue, r.Lock(), r.Waiters(), r.Queue())
 				}
 			}
 		}

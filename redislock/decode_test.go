@@ -16,7 +16,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	t.Parallel()
 	good := "1 7 1000 2000 1000 svc-a"
 	t.Run("the documented reply decodes", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -28,14 +28,14 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	})
 	t.Run("a renewal of the caller's own lease is a grant", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "3 7 1000 2500 1500 svc-a"}, Options{}).
-			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil || !res.Acquired || res.Lock.Token != 7 || !res.Lock.AcquiredAt.Equal(time.UnixMilli(1000)) {
 			t.Errorf("got %+v, %v; want acquired under token 7 since 1000", res, err)
 		}
 	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc-b"}, Options{}).
-			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -45,7 +45,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	})
 	t.Run("a lock delay's refusal waits until the delay ends", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "2 7 1000 2000 2500 3000 svc b"}, Options{}).
-			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -56,14 +56,14 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	})
 	t.Run("an empty owner comes back empty", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "1 7 1000 2000 1000 "}, Options{}).
-			acquire(context.Background(), "", "r", "", time.Second, 0, nil)
+			acquire(context.Background(), "", "r", "", time.Second, 0, 0)
 		if err != nil || !res.Acquired || res.Lock.Owner != "" {
 			t.Errorf("got %+v, %v, want granted to the empty owner", res, err)
 		}
 	})
 	t.Run("the owner comes back verbatim, spaces and all", func(t *testing.T) {
 		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
-			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil || res.Lock.Owner != "svc b  1 2 " {
 			t.Errorf("got owner %q, %v, want %q", res.Lock.Owner, err, "svc b  1 2 ")
 		}
@@ -86,7 +86,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	}
 	for name, reply := range bad {
 		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {
-			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, nil)
+			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 			if !errors.Is(err, ErrBadReply) {
 				t.Errorf("got %v, want ErrBadReply", err)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate"
+	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -47,11 +48,19 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 		if got := firstMessage(t, e, ch, cycle); got != "marker" {
 			t.Errorf("nobody waits: got %q published first, want nothing before the marker", got)
 		}
-		reg := registerWaiter(t, l, "r", "w1", time.Minute)
-		if got, want := firstMessage(t, e, ch, cycle), lockKey(l, "r"); got != want {
+		mustAcquire(t, l, "r", "holder", ttl)
+		if r, err := l.TryAsWaiter(ctx, "r", "waiter", ttl); err != nil || r.Acquired {
+			t.Fatalf("contended try: got %+v, %v", r, err)
+		}
+		release := func() {
+			if got, err := l.Release(ctx, "r", "holder", 0); err != nil || got != leasegate.Released {
+				t.Fatalf("Release: got %v, %v", got, err)
+			}
+		}
+		if got, want := firstMessage(t, e, ch, release), lockKey(l, "r"); got != want {
 			t.Errorf("one waits: got %q first, want the release %q", got, want)
 		}
-		if err := l.Leave(ctx, "r", reg); err != nil {
+		if err := l.Leave(ctx, "r", "waiter"); err != nil {
 			t.Fatalf("Leave: %v", err)
 		}
 		if got := firstMessage(t, e, ch, cycle); got != "marker" {
@@ -63,46 +72,46 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 	})
 }
 
-// registerWaiter makes a contended try of a waiting acquire on resource
-// (held by "holder" for the while), which registers it.
-func registerWaiter(t *testing.T, l *locker, resource, id string, ttl time.Duration) *redislock.Registration {
+// registerWaiter makes a contended try of a waiting acquire by
+// "waiter-"+id on resource (held by "holder" for the while), which puts
+// it in line.
+func registerWaiter(t *testing.T, l *locker, resource, id string) {
 	t.Helper()
 	ctx := context.Background()
 	mustAcquire(t, l, resource, "holder", time.Minute)
-	reg := redislock.NewRegistration(id, ttl)
-	if r, err := l.TryAsWaiter(ctx, resource, "waiter-"+id, time.Minute, reg); err != nil || r.Acquired {
+	if r, err := l.TryAsWaiter(ctx, resource, "waiter-"+id, time.Minute); err != nil || r.Acquired {
 		t.Fatalf("contended try: got %+v, %v", r, err)
-	}
-	if !reg.Registered() {
-		t.Fatal("a contended try did not register")
 	}
 	if got, err := l.Release(ctx, resource, "holder", 0); err != nil || got != leasegate.Released {
 		t.Fatalf("Release: got %v, %v", got, err)
 	}
-	return reg
 }
 
-func TestWaitersEntriesLiveForTheLongestWaiterAndOnlyContendedTriesRegister(t *testing.T) {
+func TestOnlyContendedTriesOfWaitersTakeAPlaceInLine(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
 		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
-		free := redislock.NewRegistration("w0", time.Hour)
-		if r, err := l.TryAsWaiter(ctx, "free", "a", time.Minute, free); err != nil || !r.Acquired || free.Registered() {
-			t.Fatalf("granted try: got %+v, %v, registered %v; want granted, not registered", r, err, free.Registered())
+		if r, err := l.TryAsWaiter(ctx, "free", "a", time.Minute); err != nil || !r.Acquired {
+			t.Fatalf("granted try: got %+v, %v; want granted", r, err)
 		}
-		registerWaiter(t, l, "r", "w1", time.Hour)
-		registerWaiter(t, l, "r", "w2", time.Minute)
+		mustAcquire(t, l, "r", "holder", time.Minute)
+		for _, owner := range []string{"waiter-w1", "waiter-w2"} {
+			if r, err := l.TryAsWaiter(ctx, "r", owner, time.Minute); err != nil || r.Acquired {
+				t.Fatalf("contended try: got %+v, %v", r, err)
+			}
+		}
 		keys, _ := e.RDB.Keys(ctx, prefix+"*:waiters").Result()
 		if len(keys) != 1 {
-			t.Fatalf("got waiters keys %v, want 1", keys)
+			t.Fatalf("got waiters keys %v, want 1 (none for the granted try)", keys)
 		}
-		if got := e.RDB.PTTL(ctx, keys[0]).Val(); got <= time.Minute {
-			t.Errorf("got PTTL %v, want the longer waiter's hour kept", got)
+		if got := e.RDB.PTTL(ctx, keys[0]).Val(); got <= 0 || got > redislock.TicketLease {
+			t.Errorf("got PTTL %v, want the tickets' lease %v at most", got, redislock.TicketLease)
 		}
-		if got := e.RDB.HLen(ctx, keys[0]).Val(); got != 2 {
-			t.Errorf("got %d waiters, want 2", got)
+		k := keyspace.Space{Prefix: prefix}.Resource("", "r")
+		if got := e.RDB.ZRange(ctx, k.Queue(), 0, -1).Val(); len(got) != 2 || got[0] != "waiter-w1" || got[1] != "waiter-w2" {
+			t.Errorf("got line %v, want [waiter-w1 waiter-w2]", got)
 		}
 	})
 }
@@ -138,6 +147,29 @@ func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
 			if err := <-got; err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}
+		}
+	})
+}
+
+// TestAnAcquireWithoutWaitDoesNotJumpTheLine: while a waiter stands in
+// line, another owner's acquire without wait is refused even though the
+// resource is free; the waiter's own call without wait (a retry after a
+// gateway's 503 at shutdown) is granted and uses up its place.
+func TestAnAcquireWithoutWaitDoesNotJumpTheLine(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		prefix := uniquePrefix(t)
+		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
+		registerWaiter(t, l, "r", "w1") // waiter-w1 in line, r free
+		res, err := l.Acquire(ctx, "r", "late", time.Minute)
+		if err != nil || res.Acquired || res.RetryAfter <= 0 || res.RetryAfter > redislock.TicketLease {
+			t.Fatalf("got %+v, %v; want refused with retry_after up to the ticket's lease", res, err)
+		}
+		mustAcquire(t, l, "r", "waiter-w1", time.Minute)
+		k := keyspace.Space{Prefix: prefix}.Resource("", "r")
+		if n := e.RDB.Exists(ctx, k.Queue(), k.Waiters()).Val(); n != 0 {
+			t.Errorf("got %d line keys after the grant, want none", n)
 		}
 	})
 }

@@ -27,8 +27,11 @@ import (
 //     member the owner held before the call keeps its lease.
 //
 // A waiting set never holds some members while it waits for others: each
-// try is all or none, and between tries the set is registered among the
-// waiters of its members, so that a release of any of them wakes it.
+// try is all or none, and between tries the set stands in the line of
+// every member (on a single Redis and Sentinel, where one script run
+// takes all its places at once), so that a release of any of them wakes
+// it and single waiters that came later do not pass it. On Redis
+// Cluster a set's tries stay outside the lines (docs/lock-sets.md).
 
 var _ leasegate.LockSetService = (*Service)(nil)
 
@@ -55,10 +58,10 @@ func checkSet(resources []string) error {
 	return nil
 }
 
-// acquireSet is one try of a lock set in tenant. reg is the waiting set
-// the try belongs to (nil for one that does not wait): a refused try
-// enters it among the waiters of the set's members.
-func (l *Locker) acquireSet(ctx context.Context, tenant string, req leasegate.LockSetRequest, reg *registration) (leasegate.LockSetResult, error) {
+// acquireSet is one try of a lock set in tenant. lease is the lease of
+// the set's tickets (TicketLease for a waiting set, 0 for one that does
+// not wait): a refused try takes its place in every member's line.
+func (l *Locker) acquireSet(ctx context.Context, tenant string, req leasegate.LockSetRequest, lease time.Duration) (leasegate.LockSetResult, error) {
 	if err := checkSet(req.Resources); err != nil {
 		return leasegate.LockSetResult{}, err
 	}
@@ -71,9 +74,9 @@ func (l *Locker) acquireSet(ctx context.Context, tenant string, req leasegate.Lo
 		return leasegate.LockSetResult{}, err
 	}
 	if l.secondStepIndex {
-		return l.acquireSetPerMember(ctx, tenant, req, ttlMS, delayMS, reg)
+		return l.acquireSetPerMember(ctx, tenant, req, ttlMS, delayMS, lease)
 	}
-	res, granted, acked, err := l.runAcquireSet(ctx, tenant, req.Resources, req.Owner, ttlMS, delayMS, reg, true)
+	res, granted, acked, err := l.runAcquireSet(ctx, tenant, req.Resources, req.Owner, ttlMS, delayMS, lease.Milliseconds(), true)
 	if err != nil {
 		return leasegate.LockSetResult{}, err
 	}
@@ -92,23 +95,25 @@ type grant struct {
 }
 
 // runAcquireSet runs acquire_set.lua once over resources (all in one
-// slot, or a single Redis). granted are the new leases among the result's.
-func (l *Locker) runAcquireSet(ctx context.Context, tenant string, resources []string, owner string, ttlMS, delayMS int64, reg *registration, index bool) (res leasegate.LockSetResult, granted []grant, acked, err error) {
+// slot, or a single Redis) with its tickets' lease in ms. index: a
+// single Redis or Sentinel, which also keeps the lines; without it the
+// run is one member on Redis Cluster, outside the lines.
+func (l *Locker) runAcquireSet(ctx context.Context, tenant string, resources []string, owner string, ttlMS, delayMS, leaseMS int64, index bool) (res leasegate.LockSetResult, granted []grant, acked, err error) {
 	n := len(resources)
-	keys := make([]string, 0, 2*n+1)
+	keys := make([]string, 0, 3*n+1)
 	for _, r := range resources {
-		lock, waiters := l.keys.LockKeys(tenant, r)
-		keys = append(keys, lock, waiters)
+		lock, waiters, queue := l.keys.LockKeys(tenant, r)
+		keys = append(keys, lock, waiters, queue)
 	}
 	if index {
 		keys = append(keys, l.indexKey(tenant))
 	}
-	var id, regTTL interface{} = "", 0
-	if reg != nil {
-		id, regTTL = reg.id, reg.ttl.Milliseconds()
+	outside := "1"
+	if index {
+		outside = "0"
 	}
 	args := make([]interface{}, 0, 6+n)
-	args = append(args, owner, ttlMS, l.retentionArg, id, regTTL, delayMS)
+	args = append(args, owner, ttlMS, l.retentionArg, leaseMS, delayMS, outside)
 	for _, r := range resources {
 		args = append(args, r)
 	}
@@ -119,9 +124,6 @@ func (l *Locker) runAcquireSet(ctx context.Context, tenant string, resources []s
 	res, granted, err = decodeAcquireSet(resources, owner, v)
 	if err != nil {
 		return res, nil, nil, err
-	}
-	if reg != nil && !res.Acquired {
-		reg.registered.Store(true)
 	}
 	return res, granted, acked, nil
 }
@@ -182,13 +184,16 @@ func decodeAcquireSet(resources []string, owner string, v interface{}) (leasegat
 
 // acquireSetPerMember is a set's try on Redis Cluster: one member at a
 // time in lock-key order, stopping at the first refusal or error, after
-// which the leases this try granted are released again.
-func (l *Locker) acquireSetPerMember(ctx context.Context, tenant string, req leasegate.LockSetRequest, ttlMS, delayMS int64, reg *registration) (leasegate.LockSetResult, error) {
+// which the leases this try granted are released again. Its tries stay
+// outside the lines: a set taking places one member at a time could
+// stand first in one member's line behind another set in the next, and
+// the two would wait on each other (docs/lock-sets.md).
+func (l *Locker) acquireSetPerMember(ctx context.Context, tenant string, req leasegate.LockSetRequest, ttlMS, delayMS int64, lease time.Duration) (leasegate.LockSetResult, error) {
 	order := make([]int, len(req.Resources))
 	keys := make([]string, len(req.Resources))
 	for i, r := range req.Resources {
 		order[i] = i
-		keys[i], _ = l.keys.LockKeys(tenant, r)
+		keys[i], _, _ = l.keys.LockKeys(tenant, r)
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		switch {
@@ -203,7 +208,7 @@ func (l *Locker) acquireSetPerMember(ctx context.Context, tenant string, req lea
 	var granted []grant
 	for _, i := range order {
 		r := req.Resources[i]
-		res, g, acked, err := l.runAcquireSet(ctx, tenant, []string{r}, req.Owner, ttlMS, delayMS, reg, false)
+		res, g, acked, err := l.runAcquireSet(ctx, tenant, []string{r}, req.Owner, ttlMS, delayMS, lease.Milliseconds(), false)
 		granted = append(granted, g...)
 		if err == nil && acked != nil {
 			err = acked
@@ -283,7 +288,7 @@ func (l *Locker) releaseSet(ctx context.Context, tenant, owner string, resources
 	args := make([]interface{}, 0, 1+3*n)
 	args = append(args, owner)
 	for _, r := range resources {
-		lock, waiters := l.keys.LockKeys(tenant, r)
+		lock, waiters, _ := l.keys.LockKeys(tenant, r)
 		keys = append(keys, lock, waiters)
 		args = append(args, r)
 	}
@@ -327,7 +332,7 @@ func (s *Service) AcquireSet(ctx context.Context, tenant string, req leasegate.L
 	if req.Wait > 0 {
 		return s.waiter.acquireSet(ctx, s.locks.Tenant(tenant), req, s.opTimeout)
 	}
-	return s.locks.acquireSet(ctx, tenant, req, nil)
+	return s.locks.acquireSet(ctx, tenant, req, 0)
 }
 
 // ReleaseSet implements leasegate.LockSetService.
@@ -336,19 +341,20 @@ func (s *Service) ReleaseSet(ctx context.Context, tenant, owner string, resource
 }
 
 // acquireSet is a waiting lock set: it tries the whole set, and while it
-// is refused it sleeps until a member is released (the set is registered
-// among every member's waiters, and watches their lock keys here), the
-// earliest refusing lease or lock delay ends, or the wait is over.
+// is refused it stands in every member's line and sleeps until a member
+// is released (it watches their lock keys here), the earliest refusing
+// lease, lock delay or ticket ends, its tickets are due for renewal, or
+// the wait is over.
 func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSetRequest, opTimeout time.Duration) (leasegate.LockSetResult, error) {
 	if err := checkSet(req.Resources); err != nil {
 		return leasegate.LockSetResult{}, err
 	}
-	reg := newRegistration(req.Wait + 2*opTimeout + time.Second)
+	queued, kept := false, false
 	defer func() {
-		if reg.registered.Load() {
+		if queued && !kept {
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 			for _, r := range req.Resources {
-				_ = l.leave(uctx, r, reg)
+				_ = l.leave(uctx, r, req.Owner)
 			}
 			cancel()
 		}
@@ -356,7 +362,7 @@ func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSe
 	try := func() (leasegate.LockSetResult, error) {
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		return l.acquireSet(octx, l.tenant, req, reg)
+		return l.acquireSet(octx, l.tenant, req, TicketLease)
 	}
 	if err := w.reserve(); err != nil {
 		return leasegate.LockSetResult{}, err
@@ -378,6 +384,7 @@ func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSe
 			res.Waited = waited
 			return res, err
 		}
+		queued = true
 		if time.Until(end) <= 0 {
 			res.Waited = true
 			return res, nil
@@ -389,7 +396,7 @@ func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSe
 				d = h.RetryAfter
 			}
 		}
-		d += w.opts.ExpiryMargin
+		d = min(d+w.opts.ExpiryMargin, TicketRenew)
 		if !w.Active() {
 			d = min(d, w.opts.PollInterval)
 		}
@@ -406,6 +413,7 @@ func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSe
 			res.Waited = true
 			return res, nil
 		case <-w.shutdown:
+			kept = true
 			res.Waited = true
 			return res, nil
 		case <-ctx.Done():

@@ -415,3 +415,64 @@ func TestLockSetMembersAreOrdinaryLocks(t *testing.T) {
 		})
 	}
 }
+
+// TestAWaitingSetDoesNotStarveBehindAStreamOfSingleLocks: single-lock
+// callers cycle x and y without pause, some waiting, some retrying at
+// once without wait_ms, so both are free at once only if the lines keep
+// them for the set. A set [x, y] that starts waiting among them stands
+// in both lines (single Redis) and is granted once it stands first in
+// both, while the stream goes on.
+func TestAWaitingSetDoesNotStarveBehindAStreamOfSingleLocks(t *testing.T) {
+	t.Parallel()
+	r := newRealWaitRig(t, redislock.WaiterOptions{})
+	svc := redislock.NewService(r.l.Locker, r.w, 0)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var grants atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		resource := []string{"x", "y"}[i%2]
+		owner := fmt.Sprintf("single-%d", i)
+		wait := time.Duration(i/4) * 30 * time.Second // 4 poll, 4 wait
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				res, err := svc.Acquire(ctx, "", leasegate.AcquireRequest{Resource: resource, Owner: owner, TTL: time.Minute, Wait: wait})
+				if err != nil || !res.Acquired {
+					continue // at once: a poller takes any gap
+				}
+				grants.Add(1)
+				sleepCtx(ctx, 5*time.Millisecond)
+				_, _ = svc.Release(context.WithoutCancel(ctx), "", resource, owner, res.Lock.Token)
+			}
+		}()
+	}
+	redistest.Eventually(t, 10*time.Second, "the stream has started", func() bool { return grants.Load() >= 20 })
+	before := grants.Load()
+	res, err := svc.AcquireSet(ctx, "", leasegate.LockSetRequest{Resources: []string{"x", "y"}, Owner: "set", TTL: time.Minute, Wait: 10 * time.Second})
+	if err != nil || !res.Acquired {
+		t.Fatalf("got %+v, %v; want the set granted within its wait while the stream runs", res, err)
+	}
+	// Only the waiters ahead of it in either line (at most the four
+	// waiting singles and the two holders) go first; without the lines
+	// the pollers take every gap and the set waits for a lucky instant.
+	if n := grants.Load() - before; n > 20 {
+		t.Errorf("granted after %d single grants of the stream, want those ahead of it only (at most 20)", n)
+	} else {
+		t.Logf("granted after %d single grants of the stream", n)
+	}
+	if _, err := svc.ReleaseSet(ctx, "", "set", []string{"x", "y"}); err != nil {
+		t.Error(err)
+	}
+	stop()
+	wg.Wait()
+}
+
+// sleepCtx sleeps d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

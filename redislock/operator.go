@@ -189,11 +189,11 @@ func (o *Operator) check(ctx context.Context, tenant string, names []string) ([]
 			continue
 		}
 		h := leasegate.HeldLock{Lock: lk}
-		// Each entry counts the requests it stands for (a gateway's
-		// queue); a watcher's "w" counts none.
+		// Each live ticket (its deadline ahead) is one waiter; a
+		// watcher's "w" counts none.
 		for _, s := range waiters[i].Val() {
-			if c, err := strconv.Atoi(s); err == nil && c > 0 {
-				h.Waiters += c
+			if d, err := strconv.ParseInt(s, 10, 64); err == nil && d > nowMS {
+				h.Waiters++
 			}
 		}
 		live = append(live, h)

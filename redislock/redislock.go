@@ -129,13 +129,14 @@ func (l *Locker) Tenant(tenant string) *Locker {
 // Keys returns the lock and waiters keys of resource in this Locker's
 // tenant (package keyspace lays them out).
 func (l *Locker) Keys(resource string) (lock, waiters string) {
-	return l.keys.LockKeys(l.tenant, resource)
+	lock, waiters, _ = l.keys.LockKeys(l.tenant, resource)
+	return lock, waiters
 }
 
 // ReleaseMessage is what the release script publishes on ReleaseChannel for
 // resource: its lock key, which names tenant and resource uniquely.
 func (l *Locker) ReleaseMessage(resource string) string {
-	lock, _ := l.Keys(resource)
+	lock, _, _ := l.keys.LockKeys(l.tenant, resource)
 	return lock
 }
 
@@ -158,12 +159,12 @@ func (l *Locker) shardChannel(resource string) string {
 	return l.releaseChannel(l.tenant, resource)
 }
 
-// acquire is one try of Service.Acquire in tenant. reg is the waiting
-// acquire the try belongs to (nil for one that does not wait): a try that
-// finds the lease someone else's enters it among the resource's waiters
-// (registration.go).
-func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl, delay time.Duration, reg *registration) (leasegate.AcquireResult, error) {
-	lock, waiters := l.keys.LockKeys(tenant, resource)
+// acquire is one try of Service.Acquire in tenant. lease is the lease of
+// the caller's ticket in the resource's line (TicketLease for a waiting
+// acquire, 0 for one that does not wait): a refused try of a waiting
+// acquire takes or keeps its place in line (docs/waiting.md).
+func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, ttl, delay, lease time.Duration) (leasegate.AcquireResult, error) {
+	lock, waiters, queue := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
 		return leasegate.AcquireResult{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
@@ -172,15 +173,11 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	if err != nil {
 		return leasegate.AcquireResult{}, err
 	}
-	keys := append(make([]string, 0, 3), lock, waiters) // room for the index
+	keys := append(make([]string, 0, 4), lock, waiters, queue) // room for the index
 	if !l.secondStepIndex {
 		keys = append(keys, l.indexKey(tenant))
 	}
-	var id, regTTL, standsFor interface{} = "", 0, 1
-	if reg != nil {
-		id, regTTL, standsFor = reg.id, reg.ttl.Milliseconds(), max(reg.standsFor.Load(), 1)
-	}
-	v, acked, err := l.rep.Run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, id, regTTL, standsFor, resource, delayMS)
+	v, acked, err := l.rep.Run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, lease.Milliseconds(), resource, delayMS)
 	if err != nil {
 		return leasegate.AcquireResult{}, scriptreply.Unavailable(err)
 	}
@@ -210,14 +207,13 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	}
 	if !res.Acquired {
 		free := a.lock.ExpiresAt.UnixMilli()
-		if a.delayed {
+		if a.delayed || a.behind {
 			free = a.freeAtMS
 		}
+		if a.behind {
+			res.Lock = leasegate.Lock{Resource: resource}
+		}
 		res.RetryAfter = time.Duration(free-a.nowMS) * time.Millisecond
-	}
-	if reg != nil {
-		// A contended try entered it, a grant took it out.
-		reg.registered.Store(!res.Acquired)
 	}
 	return res, nil
 }
@@ -241,19 +237,22 @@ type acquireReply struct {
 	// delayed: refused by the expired lease's lock delay, until freeAtMS.
 	delayed  bool
 	freeAtMS int64
+	// behind: free, but others stand ahead in line (flag 4); freeAtMS is
+	// the soonest deadline of their tickets.
+	behind bool
 }
 
 // decodeAcquire reads acquire.lua's one-string reply,
 // '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>'
 // (flag 1 a new lease, 3 a renewed one, 0 refused): five decimal fields
-// (six with flag 2, a lock delay's refusal: then
-// free_at_ms comes before the owner), then the owner verbatim (it may
-// hold spaces).
+// (six with flag 2, a lock delay's refusal, and flag 4, others ahead in
+// line: then free_at_ms comes before the owner), then the owner verbatim
+// (it may hold spaces; empty with flag 4).
 func decodeAcquire(resource, s string) (acquireReply, error) {
 	var n [6]int64
 	rest := s
 	fields := 5
-	if strings.HasPrefix(s, "2 ") {
+	if strings.HasPrefix(s, "2 ") || strings.HasPrefix(s, "4 ") {
 		fields = 6
 	}
 	for i := range fields {
@@ -270,11 +269,12 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 	}
 	// The owner may be empty (the lock engine itself does not require
 	// one; the HTTP layer does): the space before it is still there.
-	if n[0] < 0 || n[0] > 3 {
+	if n[0] < 0 || n[0] > 4 {
 		return acquireReply{}, fmt.Errorf("%w: acquire: %q", ErrBadReply, s)
 	}
 	return acquireReply{
 		delayed:  n[0] == 2,
+		behind:   n[0] == 4,
 		freeAtMS: n[5],
 		granted:  n[0] == 1 || n[0] == 3,
 		renewed:  n[0] == 3,
@@ -291,7 +291,7 @@ func decodeAcquire(resource, s string) (acquireReply, error) {
 
 // status, renew and release are one call each of Service's, in tenant.
 func (l *Locker) status(ctx context.Context, tenant, resource string) (leasegate.Lock, error) {
-	lock, _ := l.keys.LockKeys(tenant, resource)
+	lock, _, _ := l.keys.LockKeys(tenant, resource)
 	v, err := scripts.Status.Run(ctx, l.rdb, []string{lock}).Result()
 	if err != nil {
 		return leasegate.Lock{}, scriptreply.Unavailable(err)
@@ -300,7 +300,7 @@ func (l *Locker) status(ctx context.Context, tenant, resource string) (leasegate
 }
 
 func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, token int64, ttl time.Duration) (leasegate.Lock, error) {
-	lock, _ := l.keys.LockKeys(tenant, resource)
+	lock, _, _ := l.keys.LockKeys(tenant, resource)
 	ttlMS := ttl.Milliseconds()
 	if ttlMS <= 0 {
 		return leasegate.Lock{}, fmt.Errorf("redislock: ttl %v must be at least 1ms", ttl)
@@ -320,7 +320,7 @@ func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, toke
 }
 
 func (l *Locker) release(ctx context.Context, tenant, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
-	lock, waiters := l.keys.LockKeys(tenant, resource)
+	lock, waiters, _ := l.keys.LockKeys(tenant, resource)
 	keys := append(make([]string, 0, 3), lock, waiters) // room for the index
 	if !l.secondStepIndex {
 		keys = append(keys, l.indexKey(tenant))

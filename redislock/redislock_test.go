@@ -238,7 +238,7 @@ func TestReleasePublishesItsLockKeyOnTheReleaseChannel(t *testing.T) {
 		}
 		// Releases publish while some acquire waits (interest_test.go):
 		// this one ends the holder's lease with a waiter registered.
-		registerWaiter(t, l, "pub", "w1", time.Minute)
+		registerWaiter(t, l, "pub", "w1")
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		msg, err := sub.ReceiveMessage(rctx)

@@ -45,7 +45,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Acqu
 			LockDelay: req.LockDelay, Wait: req.Wait, OpTimeout: s.opTimeout,
 		})
 	}
-	return s.locks.acquire(ctx, tenant, req.Resource, req.Owner, req.TTL, req.LockDelay, nil)
+	return s.locks.acquire(ctx, tenant, req.Resource, req.Owner, req.TTL, req.LockDelay, 0)
 }
 
 // Status implements leasegate.LockService: the live lease on resource,

@@ -232,7 +232,7 @@ func TestShardedWaitFollowsItsSlot(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		ok, _, err := w.WaitFor(ctx, redislock.WaitOptions{Key: key, Channel: channel, Wait: time.Minute},
-			func(context.Context) (bool, time.Duration, error) {
+			func(context.Context, time.Duration) (bool, time.Duration, error) {
 				tries.Add(1)
 				return free.Load(), time.Hour, nil
 			})

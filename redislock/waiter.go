@@ -17,17 +17,23 @@ import (
 // Waiting acquires (docs/waiting.md).
 //
 // A Waiter holds ONE pub/sub subscription per gateway process on the
-// channel the release script publishes to, and fans each release out to the
-// in-process waiters of that lock key. Per lock key, waiters form a FIFO
-// queue; only the head of a queue tries to acquire, so a release is handed
-// to the oldest waiter first.
+// channel the release script publishes to, and fans each release out to
+// the in-process waiters of that lock key. The ORDER of waiters is not
+// the Waiter's: it is the name's line in Redis (registration.go), the
+// same for every gateway. Per lock key the Waiter keeps its waiters in
+// arrival order only to pick whom a release wakes: the first of them
+// (the local head), which is the first in line of those waiting here.
+// Every waiter also tries every TicketRenew, which renews its ticket.
 //
-// No lost wake-up: a waiter joins its queue BEFORE its first try. A release
-// published after that try is either delivered on the subscription (which
-// wakes the head), or was published while the subscription was not
-// confirmed active; every confirmation of the subscription (the first one
-// and each after a reconnect) wakes every head to re-check. While the
-// subscription is not active, heads also re-check every PollInterval.
+// No lost wake-up: a waiter joins its local queue BEFORE its first try,
+// which takes its ticket in line. A release published after that try is
+// either delivered on the subscription (which wakes the local head), or
+// was published while the subscription was not confirmed active; every
+// confirmation of the subscription (the first one and each after a
+// reconnect) wakes every local head to re-check. While the subscription
+// is not active, heads also re-check every PollInterval. A waiter that
+// leaves the line while first in it publishes as a release does
+// (leave.lua), so the next in line, on any gateway, is woken.
 //
 // On Redis Cluster >= 7 (WaiterOptions.Shards) the keys whose waiters
 // name a shard channel are woken by sharded subscriptions instead, one
@@ -100,7 +106,9 @@ type WaiterOptions struct {
 // Waiter runs waiting acquires. It is safe for concurrent use. Close it at
 // shutdown: every waiter is answered at once with
 // leasegate.ErrShuttingDown (waitClosed: the one place a shutdown ends
-// waits), and every event watcher ends with it.
+// waits), and every event watcher ends with it. The waiters keep their
+// places in line for TicketLease, so the same owner retrying at once
+// through another gateway keeps its turn.
 type Waiter struct {
 	sub  Subscriber
 	opts WaiterOptions
@@ -137,15 +145,11 @@ type Waiter struct {
 	warnedAt  time.Time
 }
 
-// queue is the FIFO of one lock key's waiters.
+// queue is the local waiters of one lock key, oldest first.
 type queue struct {
 	l list.List // of *waiter, oldest first
 	// channel is the key's shard channel ("" when not sharded).
 	channel string
-	// last is the head's latest contended answer and when it came, so a
-	// waiter that never tried can still give a retry_after.
-	last   leasegate.AcquireResult
-	lastAt time.Time
 }
 
 type waiter struct {
@@ -493,40 +497,11 @@ func (w *Waiter) dequeue(wt *waiter) {
 	}
 }
 
-// queueLen is the number of waiters queued on key, its head included.
-func (w *Waiter) queueLen(key string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if q := w.queues[key]; q != nil {
-		return q.l.Len()
-	}
-	return 0
-}
-
 func (w *Waiter) isHead(wt *waiter) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.queues[wt.key]
 	return q != nil && q.l.Front() == wt.elem
-}
-
-// remember records a head's contended answer as the queue's hint.
-func (w *Waiter) remember(wt *waiter, res leasegate.AcquireResult, at time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if q := w.queues[wt.key]; q != nil {
-		q.last, q.lastAt = res, at
-	}
-}
-
-// hint returns the queue's latest contended answer.
-func (w *Waiter) hint(wt *waiter) (leasegate.AcquireResult, time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if q := w.queues[wt.key]; q != nil {
-		return q.last, q.lastAt
-	}
-	return leasegate.AcquireResult{}, time.Time{}
 }
 
 // WaitRequest is one waiting acquire.
@@ -543,165 +518,52 @@ type WaitRequest struct {
 	OpTimeout time.Duration
 }
 
-// minFirstCall is the least time the status check of a waiter that is
-// not first in line gets, even when the wait is shorter: a wait_ms of a
-// few milliseconds on a healthy but busy Redis still gets its check
-// instead of a 503.
-const minFirstCall = 100 * time.Millisecond
-
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
-// req.Wait while another owner holds it. It returns the contended result
-// when the wait times out without the lease, leasegate.ErrShuttingDown
-// when the Waiter closes, and ctx's error
-// as soon as ctx is done (the caller went away). A Redis error ends the
-// wait at once with ErrUnavailable: a lease is never reported granted
-// after an error.
+// req.Wait in the resource's line (registration.go) while another owner
+// holds it or others stand ahead. It returns the contended result when
+// the wait times out without the lease, leasegate.ErrShuttingDown when
+// the Waiter closes, and ctx's error as soon as ctx is done (the caller
+// went away). A Redis error ends the wait at once with ErrUnavailable: a
+// lease is never reported granted after an error.
 //
-// The answer is always true. A try (a call that may grant the lease) gets
-// the whole OpTimeout and is never cut short by the end of the wait: one
-// in flight when the wait ends is let finish, and its own outcome is the
-// answer (granted, or the contended answer), so the answer may come up to
-// one OpTimeout after req.Wait. Only a try that fails or times out itself
-// answers ErrUnavailable, as any failed Redis call does: its outcome is
-// unknown. Were the try abandoned, it could still run in Redis and grant
-// the lease to an owner told "not granted" (docs/safety.md). No try
-// starts once the wait is over, except the one every wait gets. The
-// status check of a waiter not first in line grants nothing and ends with
-// the wait (at least minFirstCall), so the client must honour context
-// deadlines (go-redis: ContextTimeoutEnabled).
+// The answer is always true (WaitFor): a try in flight when the wait
+// ends is let finish and its own outcome is the answer, so the answer
+// may come up to one OpTimeout after req.Wait. Were the try abandoned, it
+// could still run in Redis and grant the lease to an owner told "not
+// granted" (docs/safety.md).
 func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (leasegate.AcquireResult, error) {
-	if req.OpTimeout <= 0 {
-		req.OpTimeout = DefaultOpTimeout
-	}
-	key := l.ReleaseMessage(req.Resource)
-	var reg *registration
-	if req.Wait > 0 {
-		// Its tries enter the wait among the resource's waiters, so that
-		// releases publish a wake-up (registration.go). The entry outlives
-		// the wait by a margin that covers the last try.
-		reg = newRegistration(req.Wait + 2*req.OpTimeout + time.Second)
-		defer func() {
-			if reg.registered.Load() {
-				// Even when the client has gone; if this fails, the entry
-				// runs out with its key (only extra wake-ups until then).
-				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.OpTimeout)
-				_ = l.leave(uctx, req.Resource, reg)
-				cancel()
-			}
-		}()
-	}
-	try := func() (leasegate.AcquireResult, error) {
-		if reg != nil {
-			// A contended try registers for every request queued here.
-			reg.standsFor.Store(int64(w.queueLen(key)))
-		}
-		octx, cancel := context.WithTimeout(ctx, req.OpTimeout)
-		defer cancel()
-		return l.acquire(octx, l.tenant, req.Resource, req.Owner, req.TTL, req.LockDelay, reg)
-	}
-	if req.Wait <= 0 {
-		return try()
-	}
-	end := time.Now().Add(req.Wait)
-	deadline := time.NewTimer(req.Wait)
-	defer deadline.Stop()
-
-	wt, ok, err := w.enqueue(key, l.shardChannel(req.Resource))
-	if err != nil {
-		return leasegate.AcquireResult{}, err
-	}
-	if !ok {
-		return try()
-	}
-	defer w.dequeue(wt)
-
-	// last is the latest contended answer, and when it was read, for the
-	// retry_after of a timed-out wait.
-	var last leasegate.AcquireResult
+	var out, last leasegate.AcquireResult
 	var lastAt time.Time
-	contended := func() leasegate.AcquireResult {
-		if h, at := w.hint(wt); at.After(lastAt) {
-			last, lastAt = h, at
-		}
-		r := last
-		r.Acquired = false
-		if !lastAt.IsZero() {
-			r.RetryAfter = max(last.RetryAfter-time.Since(lastAt), 0)
-		}
-		r.Waited = true
-		return r
-	}
-
-	// tried: a try or the status check has answered in this wait.
-	tried := false
-	first := true
-	if !w.isHead(wt) {
-		// Not first in line: wait our turn, unless the lease is already
-		// ours (a same-owner re-acquire answers at once, as without wait).
-		octx, cancel := context.WithTimeout(ctx, min(max(time.Until(end), minFirstCall), req.OpTimeout))
-		lk, err := l.status(octx, l.tenant, req.Resource)
-		cancel()
-		switch {
-		case err == nil && lk.Owner == req.Owner:
-			res, err := try()
-			if err != nil || res.Acquired {
-				return res, err
-			}
-			last, lastAt = res, time.Now()
-		case err == nil:
-			last = leasegate.AcquireResult{Lock: lk}
-		case !errors.Is(err, leasegate.ErrLockNotHeld):
-			return leasegate.AcquireResult{}, err
-		}
-		tried = true
-		first = false
-	}
-
-	var out leasegate.AcquireResult
-	var outErr error
-	switch w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
-		if tried && time.Until(end) <= 0 {
-			// Woken as the wait ended: no new try it has no time for.
-			out = contended()
-			return true, 0
-		}
-		res, err := try()
-		if err != nil {
-			out, outErr = leasegate.AcquireResult{Waited: !first}, err
-			return true, 0
-		}
-		tried = true
-		if res.Acquired {
-			res.Waited = !first
+	done, waited, err := w.WaitFor(ctx, WaitOptions{
+		Key: l.ReleaseMessage(req.Resource), Channel: l.shardChannel(req.Resource),
+		Wait: req.Wait, OpTimeout: req.OpTimeout,
+		Leave: func(ctx context.Context) error { return l.leave(ctx, req.Resource, req.Owner) },
+	}, func(ctx context.Context, lease time.Duration) (bool, time.Duration, error) {
+		res, err := l.acquire(ctx, l.tenant, req.Resource, req.Owner, req.TTL, req.LockDelay, lease)
+		if err != nil || res.Acquired {
 			out = res
-			return true, 0
+			return res.Acquired, 0, err
 		}
-		first = false
 		last, lastAt = res, time.Now()
-		w.remember(wt, last, lastAt)
-		if time.Until(end) <= 0 {
-			// The wait ended during this try: its answer is the answer.
-			out = contended()
-			return true, 0
-		}
-		return false, res.RetryAfter
-	}) {
-	case waitStopped:
-		return out, outErr
-	case waitCancelled:
-		return leasegate.AcquireResult{Waited: true}, ctx.Err()
-	case waitClosed:
-		return leasegate.AcquireResult{Waited: true}, leasegate.ErrShuttingDown
-	default:
-		return contended(), nil
+		return false, res.RetryAfter, nil
+	})
+	switch {
+	case err != nil:
+		return leasegate.AcquireResult{Waited: waited}, err
+	case done:
+		out.Waited = waited
+		return out, nil
 	}
+	last.RetryAfter = max(last.RetryAfter-time.Since(lastAt), 0)
+	last.Waited = waited
+	return last, nil
 }
 
 // waitEnd is why a wait's loop ended.
 type waitEnd int
 
 const (
-	// waitStopped: the head's try ended the wait; it has the answer.
+	// waitStopped: a try ended the wait; it has the answer.
 	waitStopped waitEnd = iota
 	// waitOver: the wait's time ran out.
 	waitOver
@@ -709,18 +571,19 @@ const (
 	waitCancelled
 	// waitClosed: the Waiter was closed (the gateway shuts down). The
 	// wait is answered leasegate.ErrShuttingDown, 503 with Retry-After,
-	// so that the caller retries through another gateway at once.
+	// so that the caller retries through another gateway at once; its
+	// place in line is kept.
 	waitClosed
 )
 
-// loop is the part of a wait that Acquire and WaitFor share, once wt is
-// queued and has had its turn out of line: while wt is the head, it
-// calls try, which either stops the wait (true) or reports how long, by
-// the store's clock, until the thing waited for frees itself; the head
-// then sleeps that long plus ExpiryMargin (at most PollInterval while
-// the subscription is down). Every waiter parks until woken (a release,
-// a (re)confirmed subscription, a hand-off), its retry time, deadline,
-// Close, or ctx.
+// loop is the part of a wait after enqueue: it calls try, which either
+// stops the wait (true) or reports how long, by the store's clock, until
+// the thing waited for frees itself; then it parks until woken (a
+// release, a (re)confirmed subscription, a hand-off), its retry time,
+// the deadline, Close or ctx, and tries again. The local head
+// re-tries at the reported time plus ExpiryMargin (at most PollInterval
+// while the subscription is down); every waiter re-tries at least every
+// TicketRenew, which keeps its place in line.
 func (w *Waiter) loop(ctx context.Context, wt *waiter, deadline <-chan time.Time, try func() (stop bool, retryAfter time.Duration)) waitEnd {
 	var sleep *time.Timer
 	defer func() {
@@ -729,29 +592,28 @@ func (w *Waiter) loop(ctx context.Context, wt *waiter, deadline <-chan time.Time
 		}
 	}()
 	for {
-		var retry <-chan time.Time
+		stop, retryAfter := try()
+		if stop {
+			return waitStopped
+		}
+		d := TicketRenew
 		if w.isHead(wt) {
-			stop, retryAfter := try()
-			if stop {
-				return waitStopped
-			}
-			d := retryAfter + w.opts.ExpiryMargin
+			d = min(d, retryAfter+w.opts.ExpiryMargin)
 			if !w.listening(wt) {
 				d = min(d, w.opts.PollInterval)
 			}
-			if sleep == nil {
-				sleep = time.NewTimer(d)
-			} else {
-				sleep.Reset(d)
-			}
-			retry = sleep.C
+		}
+		if sleep == nil {
+			sleep = time.NewTimer(d)
+		} else {
+			sleep.Reset(d)
 		}
 		if !wt.parked {
 			w.park(wt)
 		}
 		select {
 		case <-wt.wake:
-		case <-retry:
+		case <-sleep.C:
 		case <-deadline:
 			return waitOver
 		case <-w.shutdown:
@@ -759,8 +621,6 @@ func (w *Waiter) loop(ctx context.Context, wt *waiter, deadline <-chan time.Time
 		case <-ctx.Done():
 			return waitCancelled
 		}
-		if sleep != nil {
-			sleep.Stop() // Go 1.23+ timers: no stale tick after Stop or Reset
-		}
+		sleep.Stop() // Go 1.23+ timers: no stale tick after Stop or Reset
 	}
 }

@@ -167,7 +167,11 @@ func TestATryInFlightWhenTheWaitEndsGivesTheAnswer(t *testing.T) {
 		t.Run("a try that finds another holder after the wait ran out answers contended with that holder", func(t *testing.T) {
 			h := newHoldTry("waiter", false)
 			r, a, _ := run(t, b, h, 5*time.Second, func(r *waitRig, end time.Time) {
-				// c takes the lock while the waiter's try is in flight.
+				// c takes the lock while the waiter's try is in flight
+				// (the waiter's place in line taken away first).
+				if err := r.l.Leave(context.Background(), "job", "waiter"); err != nil {
+					t.Fatal(err)
+				}
 				mustAcquire(t, r.l, "job", "c", time.Minute)
 				letGoAfter(h, end)
 			})
@@ -219,7 +223,7 @@ func TestWaitForLetsATryInFlightFinish(t *testing.T) {
 	tries := 0
 	go func() {
 		done, waited, err := w.WaitFor(context.Background(), redislock.WaitOptions{Key: "k", Wait: wait, OpTimeout: 5 * time.Second},
-			func(ctx context.Context) (bool, time.Duration, error) {
+			func(ctx context.Context, _ time.Duration) (bool, time.Duration, error) {
 				tries++
 				if tries == 1 {
 					return false, time.Millisecond, nil // taken; free again soon

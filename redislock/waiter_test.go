@@ -456,3 +456,50 @@ func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
 		}
 	}
 }
+
+// TestAShutDownWaiterKeepsItsPlaceForARetryElsewhere: Close (the
+// gateway's shutdown) answers a waiter ErrShuttingDown (a 503) without
+// taking it out of line, so the same owner waiting again at once through
+// another gateway is still ahead of the waiter that came after it.
+func TestAShutDownWaiterKeepsItsPlaceForARetryElsewhere(t *testing.T) {
+	t.Parallel()
+	r := newRealWaitRig(t, redislock.WaiterOptions{})
+	// The other gateway: no subscription, so it notices the release by
+	// its waiters' tries (at least every TicketRenew).
+	other := redislock.NewWaiter(nil, redislock.WaiterOptions{PollInterval: 50 * time.Millisecond})
+	t.Cleanup(other.Close)
+	wait := func(w *redislock.Waiter, owner string) <-chan waitOutcome {
+		ch := make(chan waitOutcome, 1)
+		go func() {
+			res, err := w.Acquire(context.Background(), r.l.Locker, redislock.WaitRequest{Resource: "job", Owner: owner, TTL: time.Minute, Wait: 30 * time.Second})
+			ch <- waitOutcome{res: res, err: err, at: time.Now()}
+		}()
+		return ch
+	}
+	key := r.l.ReleaseMessage("job")
+	r.hold(t, "job", "holder", time.Minute)
+	first := wait(r.w, "a")
+	redistest.Eventually(t, 10*time.Second, "a in line", func() bool { return r.w.QueuedOn(key) == 1 })
+	second := wait(other, "b")
+	redistest.Eventually(t, 10*time.Second, "b in line", func() bool { return other.QueuedOn(key) == 1 })
+
+	r.w.Close()
+	if o := receive(t, first, 10*time.Second); !errors.Is(o.err, leasegate.ErrShuttingDown) {
+		t.Fatalf("shut down: got %+v, %v; want ErrShuttingDown", o.res, o.err)
+	}
+	retry := wait(other, "a")
+	redistest.Eventually(t, 10*time.Second, "a waits again", func() bool { return other.QueuedOn(key) == 2 })
+	r.release(t, "job", "holder")
+	if o := receive(t, retry, 20*time.Second); o.err != nil || !o.res.Acquired {
+		t.Fatalf("the retry: got %+v, %v; want granted, a kept its place ahead of b", o.res, o.err)
+	}
+	select {
+	case o := <-second:
+		t.Fatalf("b: got %+v, %v while a holds the lock", o.res, o.err)
+	default:
+	}
+	r.release(t, "job", "a")
+	if o := receive(t, second, 20*time.Second); o.err != nil || !o.res.Acquired {
+		t.Errorf("b: got %+v, %v; want granted after a", o.res, o.err)
+	}
+}

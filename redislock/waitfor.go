@@ -7,21 +7,24 @@ import (
 	"github.com/leasegate/leasegate"
 )
 
-// Waiting for something other than a lock (a semaphore's slot, say) on
-// the same machinery as waiting acquires: the same subscription, the same
-// FIFO queue per key, the same wake-ups on release messages, on every
-// (re)confirmation of the subscription and at expiry. Only the attempt
-// differs, so the caller passes it in.
+// Waiting for a lock, and for something other than a lock (a
+// semaphore's slot, say), on the same machinery: the same subscription,
+// the same line per name in Redis (the try takes and renews the place),
+// the same wake-ups on release messages, on every (re)confirmation of the
+// subscription and at expiry. Only the attempt differs, so the caller
+// passes it in.
 
-// WaitTry is one attempt. done reports success (the wait ends); when not
-// done, retryAfter is how long, by the store's clock, until the thing
-// waited for frees itself (an expiry), so the head re-tries then.
-type WaitTry func(ctx context.Context) (done bool, retryAfter time.Duration, err error)
+// WaitTry is one attempt. lease is the lease of the caller's ticket in
+// the name's line (TicketLease), 0 for a single try that does not wait
+// and so takes no place in line. done reports success (the wait ends);
+// when not done, retryAfter is how long, by the store's clock, until the
+// thing waited for frees itself (an expiry), so the head re-tries then.
+type WaitTry func(ctx context.Context, lease time.Duration) (done bool, retryAfter time.Duration, err error)
 
 // WaitOptions are one WaitFor.
 type WaitOptions struct {
-	// Key is the queue: the message its releases publish on the Waiter's
-	// channel (e.g. a semaphore's permits key).
+	// Key is the local queue: the message its releases publish on the
+	// Waiter's channel (e.g. a semaphore's permits key).
 	Key string
 	// Channel is the key's shard channel when its releases are sharded
 	// (WaiterOptions.Shards), "" when they come on the Waiter's channel.
@@ -30,37 +33,39 @@ type WaitOptions struct {
 	Wait time.Duration
 	// OpTimeout bounds each try (default DefaultOpTimeout).
 	OpTimeout time.Duration
-	// Mine, when set, is asked once by a waiter that is not first in line:
-	// true lets it try at once (the caller already holds what it asks
-	// for, so trying takes nothing from those ahead of it).
-	Mine func(ctx context.Context) (bool, error)
+	// Leave takes the caller's ticket out of the line (leave.lua). It is
+	// called when the wait ends without success because its time ran
+	// out, the caller went away or a try failed; never after Close,
+	// whose waiters keep their place for TicketLease.
+	Leave func(ctx context.Context) error
 }
 
-// WaitFor runs try in opts.Key's FIFO queue: only the head tries, and it
-// re-tries when woken by a release of the key, when the subscription is
-// (re)confirmed, at the expiry try reported, or every PollInterval while
-// the subscription is down. It returns done from the last try; waited
-// says the wait went past a first try. It ends without done when
+// WaitFor runs try in the name's line: every waiter tries at once (which
+// takes its place in line), then again when woken by a release of the
+// key (the local head), when the subscription is (re)confirmed, at the
+// expiry try reported, every PollInterval while the subscription is down,
+// and at least every TicketRenew. It returns done from the last try;
+// waited says the wait went past a first try. It ends without done when
 // opts.Wait passes (err nil), with leasegate.ErrShuttingDown when the
-// Waiter closes, and with ctx's error when ctx is done; a try's error
-// ends it at once.
+// Waiter closes (its place in line kept), and with ctx's error when ctx
+// is done; a try's error ends it at once.
 //
-// As in Acquire, a try is never cut short by the end of the wait: each
-// gets the whole OpTimeout, one in flight when opts.Wait passes is let
-// finish and its outcome returned (so WaitFor may return up to one
-// OpTimeout after opts.Wait), and no try starts once the wait is over,
-// apart from the first.
+// A try is never cut short by the end of the wait: each gets the whole
+// OpTimeout, one in flight when opts.Wait passes is let finish and its
+// outcome returned (so WaitFor may return up to one OpTimeout after
+// opts.Wait), and no try starts once the wait is over, apart from the
+// first.
 func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (done, waited bool, err error) {
 	if opts.OpTimeout <= 0 {
 		opts.OpTimeout = DefaultOpTimeout
 	}
-	bounded := func() (bool, time.Duration, error) {
+	bounded := func(lease time.Duration) (bool, time.Duration, error) {
 		octx, cancel := context.WithTimeout(ctx, opts.OpTimeout)
 		defer cancel()
-		return try(octx)
+		return try(octx, lease)
 	}
 	if opts.Wait <= 0 {
-		done, _, err := bounded()
+		done, _, err := bounded(0)
 		return done, false, err
 	}
 	end := time.Now().Add(opts.Wait)
@@ -72,47 +77,38 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 		return false, false, err
 	}
 	if !ok {
-		done, _, err := bounded()
+		done, _, err := bounded(0)
 		return done, false, err
 	}
 	defer w.dequeue(wt)
 
-	first := true
-	if !w.isHead(wt) {
-		if opts.Mine != nil {
-			octx, cancel := context.WithTimeout(ctx, opts.OpTimeout)
-			mine, err := opts.Mine(octx)
-			cancel()
-			if err != nil {
-				return false, false, err
-			}
-			if mine {
-				done, _, err := bounded()
-				if err != nil || done {
-					return done, false, err
-				}
-			}
-		}
-		first = false
-	}
-
-	var waitErr error
-	switch w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
+	first, queued := true, false
+	var tryErr error
+	how := w.loop(ctx, wt, deadline.C, func() (bool, time.Duration) {
 		if !first && time.Until(end) <= 0 {
 			// Woken as the wait ended: no new try it has no time for.
-			done, waited = false, true
 			return true, 0
 		}
-		ok, retryAfter, err := bounded()
+		ok, retryAfter, err := bounded(TicketLease)
 		if err != nil || ok {
-			done, waited, waitErr = ok, !first, err
+			done, tryErr = ok, err
 			return true, 0
 		}
-		first = false
-		return false, retryAfter
-	}) {
+		first, queued = false, true
+		// The wait ended during this try: its answer is the answer.
+		return time.Until(end) <= 0, retryAfter
+	})
+	waited = !first
+	if queued && opts.Leave != nil && !done && (how == waitStopped || how == waitOver || how == waitCancelled) {
+		// Even when the client has gone; if this fails, the ticket dies
+		// within TicketLease.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.OpTimeout)
+		_ = opts.Leave(uctx)
+		cancel()
+	}
+	switch how {
 	case waitStopped:
-		return done, waited, waitErr
+		return done, waited, tryErr
 	case waitCancelled:
 		return false, true, ctx.Err()
 	case waitClosed:

@@ -4,22 +4,23 @@
 --         lock_delay when the lease has one), also the resource's fence:
 --         it lives to expires_at + max(retention, lock_delay), and a
 --         release leaves a tombstone holding only the token (docs/keys.md)
--- KEYS[2] waiters key (hash: waiter id -> how many requests it stands for)
--- KEYS[3] the tenant's lock index (zset), on a single Redis and Sentinel;
+-- KEYS[2] waiters key (hash: 'q:' .. owner -> its ticket's deadline in
+--         ms; line.lua), KEYS[3] the resource's line (zset, line.lua)
+-- KEYS[4] the tenant's lock index (zset), on a single Redis and Sentinel;
 --         on Redis Cluster, where it lives in another slot, the gateway
 --         adds a new grant in a second step (index_add.lua) and passes
---         two keys (docs/keys.md, "Operator tools")
+--         three keys (docs/keys.md, "Operator tools")
 -- ARGV[1] owner
 -- ARGV[2] ttl in milliseconds (integer > 0)
 -- ARGV[3] fence retention in milliseconds
--- ARGV[4] the waiter's id, '' for an acquire that does not wait. A waiting
---         acquire's try that finds the lease someone else's enters it in
---         KEYS[2] in this same step, so a later release publishes
---         (release.lua); a grant takes it out.
--- ARGV[5] milliseconds KEYS[2] must live at least (with a waiter id)
--- ARGV[6] how many requests the waiter stands for (its gateway's queue)
--- ARGV[7] the resource (the index's member)
--- ARGV[8] lock delay in milliseconds (integer >= 0): when this lease ends by
+-- ARGV[4] the lease of the caller's ticket in milliseconds, 0 for an
+--         acquire that does not wait. A waiting acquire's try that is
+--         refused takes (or keeps, and renews) its place in line in this
+--         same step, so its gateway is woken by a later release
+--         (release.lua publishes while KEYS[2] exists); a grant takes it
+--         out. An acquire that does not wait takes no place.
+-- ARGV[5] the resource (the index's member)
+-- ARGV[6] lock delay in milliseconds (integer >= 0): when this lease ends by
 --         EXPIRY, no other owner is granted the resource until that long
 --         after expires_at (docs/fencing.md, "Lock delay"). Stored as the
 --         field lock_delay only when above 0; a grant without one removes
@@ -32,6 +33,11 @@
 --        or '2 <token> <acquired_at_ms> <expires_at_ms> <now_ms> <free_at_ms> <owner>'
 --        flag 2: the last lease (token .. expires_at, owner) has expired
 --        but is in its lock delay until free_at_ms: refused as contended.
+--        or '4 0 0 0 <now_ms> <free_at_ms> ' (no owner)
+--        flag 4: the resource is free but others stand ahead in its line
+--        (no grant to a non-holder unless the line is empty or the caller
+--        stands first); free_at_ms is the soonest deadline of their
+--        tickets (when, if their gateway died, the first of them leaves).
 -- The owner comes last, so it may hold any byte (spaces too). Numbers are
 -- decimal strings, never Lua numbers, so no precision is lost.
 --
@@ -45,13 +51,14 @@ local owner = ARGV[1]
 local exp = now_ms + tonumber(ARGV[2])
 local keep = exp + tonumber(ARGV[3])
 local nows = string.format('%.0f', now_ms)
-local waiter = ARGV[4] ~= ''
-local delay = tonumber(ARGV[8])
+local lease = tonumber(ARGV[4])
+local waiter = lease > 0
+local delay = tonumber(ARGV[6])
 if exp + delay > keep then
   keep = exp + delay
 end
 
--- register enters a waiting acquire among the resource's waiters. Every
+-- register puts a waiting acquire in line (or renews its place). Every
 -- refusal runs it, and it always writes: a refusal is read from data a
 -- read-only replica (a demoted primary a connection still reached during
 -- a failover) may hold stale, so it must fail there with READONLY rather
@@ -60,10 +67,7 @@ end
 -- replicated (proclaim.lua, release.lua).
 local function register()
   if waiter then
-    redis.call('HSET', KEYS[2], ARGV[4], ARGV[6])
-    if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then
-      redis.call('PEXPIRE', KEYS[2], ARGV[5])
-    end
+    line_join(KEYS[3], KEYS[2], owner, now_us, now_ms, lease)
   else
     redis.call('HDEL', KEYS[1], 'primary_check')
   end
@@ -78,11 +82,11 @@ if cur[1] and cur[4] and tonumber(cur[4]) > now_ms then
   -- Same owner: idempotent re-acquire keeps the token and moves the expiry
   -- (and takes this request's lock delay).
   if waiter then
-    redis.call('HDEL', KEYS[2], ARGV[4])
+    line_leave(KEYS[3], KEYS[2], owner)
   end
   local exps = string.format('%.0f', exp)
   if delay > 0 then
-    redis.call('HSET', KEYS[1], 'expires_at', exps, 'lock_delay', ARGV[8])
+    redis.call('HSET', KEYS[1], 'expires_at', exps, 'lock_delay', ARGV[6])
   else
     redis.call('HSET', KEYS[1], 'expires_at', exps)
     if cur[5] then
@@ -104,6 +108,20 @@ if cur[1] and cur[4] and cur[5] and cur[1] ~= owner then
   end
 end
 
+-- Free or expired: the line decides. With nobody in line this costs one
+-- EXISTS; otherwise only the first in line may take it (dead tickets at
+-- the front are removed on the way).
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local ahead, soonest = line_ahead(KEYS[3], KEYS[2], owner, now_ms, 1)
+  if ahead > 0 then
+    register()
+    return '4 0 0 0 ' .. nows .. ' ' .. string.format('%.0f', soonest) .. ' '
+  end
+  -- Its place, if it has one, is used (also by a call that does not wait:
+  -- a retry after a draining gateway's 503 that found its place live).
+  line_leave(KEYS[3], KEYS[2], owner)
+end
+
 -- Free or expired: a new holder gets a new token, above the last one (the
 -- hash's, while a tombstone or an expired lease keeps it) and never below
 -- the server's clock in microseconds, so it keeps increasing even once
@@ -115,7 +133,7 @@ local exps = string.format('%.0f', exp)
 -- lock_delay this grant does not have) replaces the whole lease.
 if delay > 0 then
   redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', nows, 'expires_at', exps,
-    'lock_delay', ARGV[8])
+    'lock_delay', ARGV[6])
 else
   redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok, 'acquired_at', nows, 'expires_at', exps)
   if cur[5] then
@@ -123,10 +141,7 @@ else
   end
 end
 redis.call('PEXPIREAT', KEYS[1], keep)
-if waiter then
-  redis.call('HDEL', KEYS[2], ARGV[4])
-end
-if KEYS[3] then
-  redis.call('ZADD', KEYS[3], 0, ARGV[7])
+if KEYS[4] then
+  redis.call('ZADD', KEYS[4], 0, ARGV[5])
 end
 return '1 ' .. tok .. ' ' .. nows .. ' ' .. exps .. ' ' .. nows .. ' ' .. owner

@@ -1,9 +1,8 @@
--- interest.lua: a waiting acquire leaves the waiters of its resource
--- (acquire.lua registered it when it found the resource held).
+-- interest.lua: an event watcher leaves the waiters of its resource
+-- (watch.lua entered it). Waiters in line leave with leave.lua.
 --
--- KEYS[1] waiters key (hash: waiter id -> 1; release.lua publishes only
---         while it exists)
--- ARGV[1] the waiter's id
+-- KEYS[1] waiters key (hash; release.lua publishes only while it exists)
+-- ARGV[1] the watcher's id
 --
 -- Reply: how many waiters are left
 redis.call('HDEL', KEYS[1], ARGV[1])

@@ -97,16 +97,16 @@ func TestRefusalsFailOnAReplica(t *testing.T) {
 		run  func(rdb *redis.Client, held bool) *redis.Cmd
 	}{
 		{"acquire", func(rdb *redis.Client, _ bool) *redis.Cmd {
-			return scripts.Acquire.Run(ctx, rdb, []string{"held", "held:w"}, "me", 1000, 1000, "", 1000, 1, "r", 0)
+			return scripts.Acquire.Run(ctx, rdb, []string{"held", "held:w", "held:q"}, "me", 1000, 1000, 0, "r", 0)
 		}},
 		{"lock set acquire", func(rdb *redis.Client, _ bool) *redis.Cmd {
-			return scripts.AcquireSet.Run(ctx, rdb, []string{"held", "held:w"}, "me", 1000, 1000, "", 1000, 0, "r")
+			return scripts.AcquireSet.Run(ctx, rdb, []string{"held", "held:w", "held:q"}, "me", 1000, 1000, 0, 0, "0", "r")
 		}},
 		{"semaphore acquire (full)", func(rdb *redis.Client, _ bool) *redis.Cmd {
-			return scripts.SemAcquire.Run(ctx, rdb, []string{"permits", "holders", "limit", "fence"}, "me", 1000, 1, 1000)
+			return scripts.SemAcquire.Run(ctx, rdb, []string{"permits", "holders", "limit", "fence", "sem:w", "sem:q"}, "me", 1000, 1, 1000, 0)
 		}},
 		{"semaphore acquire (another limit)", func(rdb *redis.Client, _ bool) *redis.Cmd {
-			return scripts.SemAcquire.Run(ctx, rdb, []string{"permits", "holders", "limit1", "fence"}, "me", 1000, 2, 1000)
+			return scripts.SemAcquire.Run(ctx, rdb, []string{"permits", "holders", "limit1", "fence", "sem:w", "sem:q"}, "me", 1000, 2, 1000, 0)
 		}},
 		{"claim", func(rdb *redis.Client, _ bool) *redis.Cmd {
 			return scripts.Claim.Run(ctx, rdb, []string{"claimed"}, "me", 1000, 1000, "0")

@@ -17,18 +17,29 @@ import (
 //go:embed *.lua
 var lua embed.FS
 
+// line is the line of waiters' functions (prelude/line.lua), put in
+// front of the scripts that take, keep or leave a place in line.
+//
+//go:embed prelude/line.lua
+var line string
+
 // byName is every script registered by load.
 var byName = map[string]*redis.Script{}
 
 // load is the one way a script is added: it reads name.lua and lists the
 // script under name in ByName. A name without its file is a programming
 // error, found when the package initialises.
-func load(name string) *redis.Script {
+func load(name string) *redis.Script { return loadAfter("", name) }
+
+// loadInLine is load for a script that calls line.lua's functions.
+func loadInLine(name string) *redis.Script { return loadAfter(line, name) }
+
+func loadAfter(prelude, name string) *redis.Script {
 	src, err := lua.ReadFile(name + ".lua")
 	if err != nil {
 		panic(fmt.Sprintf("scripts: %v", err))
 	}
-	s := redis.NewScript(string(src))
+	s := redis.NewScript(prelude + string(src))
 	byName[name] = s
 	return s
 }
@@ -43,15 +54,17 @@ func ByName() map[string]*redis.Script {
 // Scripts for resource locks. Run them with Script.Run, which uses EVALSHA
 // and falls back to EVAL when the server answers NOSCRIPT.
 var (
-	Acquire = load("acquire")
+	Acquire = loadInLine("acquire")
 	Release = load("release")
 	Renew   = load("renew")
 	Status  = load("status")
-	// Interest takes a waiting acquire off its resource's waiters.
+	// Interest takes an event watcher off its resource's waiters.
 	Interest = load("interest")
+	// Leave takes a waiter's ticket out of a line (locks and semaphores).
+	Leave = loadInLine("leave")
 	// AcquireSet and ReleaseSet take and end the leases of a lock set,
 	// all or none (docs/lock-sets.md).
-	AcquireSet = load("acquire_set")
+	AcquireSet = loadInLine("acquire_set")
 	ReleaseSet = load("release_set")
 )
 
@@ -65,7 +78,7 @@ var (
 
 // Scripts for counting semaphores (package semaphore).
 var (
-	SemAcquire = load("sem_acquire")
+	SemAcquire = loadInLine("sem_acquire")
 	SemRelease = load("sem_release")
 	SemRenew   = load("sem_renew")
 	SemStatus  = load("sem_status")

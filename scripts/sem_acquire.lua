@@ -4,10 +4,20 @@
 -- KEYS[2] holders key (hash: owner -> "token:acquired_at_ms")
 -- KEYS[3] limit key   (string: the limit in force while permits are held)
 -- KEYS[4] fence key   (string: the last fencing token handed out for this name)
+-- KEYS[5] waiters key (hash: 'q:' .. owner -> its ticket's deadline; line.lua)
+-- KEYS[6] line key    (zset: owner -> arrival; line.lua)
 -- ARGV[1] owner
 -- ARGV[2] ttl in milliseconds (integer > 0)
 -- ARGV[3] limit (integer 1..10000)
 -- ARGV[4] fence retention in milliseconds: how long the fence outlives the last permit
+-- ARGV[5] the lease of the caller's ticket in ms, 0 for a call that does
+--         not wait: a refused waiting call takes or keeps its place in line
+--
+-- The line: a new permit goes to a non-holder only when fewer live
+-- tickets than free slots stand ahead of it (none ahead, with one free
+-- slot); so a call that does not wait is refused while the waiters in
+-- line fill the free slots. The reply's retry_ms is then the soonest
+-- deadline of their tickets.
 --
 -- Reply: {1, token, acquired_at_ms, expires_at_ms, holders, limit}  the caller holds a new permit
 --        {2, token, acquired_at_ms, expires_at_ms, holders, limit}  the caller held it already: renewed
@@ -27,6 +37,7 @@ local limit = tonumber(ARGV[3])
 local retention = tonumber(ARGV[4])
 local exp = now_ms + ttl
 local exps = string.format('%.0f', exp)
+local lease = tonumber(ARGV[5])
 
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now_ms))
 for i = 1, #gone do
@@ -60,6 +71,9 @@ if redis.call('ZSCORE', KEYS[1], owner) then
   local h = redis.call('HGET', KEYS[2], owner) or ''
   local sep = string.find(h, ':', 1, true)
   if sep then
+    if lease > 0 then
+      line_leave(KEYS[6], KEYS[5], owner)
+    end
     redis.call('ZADD', KEYS[1], exp, owner)
     keep()
     return {2, string.sub(h, 1, sep - 1), string.sub(h, sep + 1), exps, n, limit}
@@ -69,10 +83,27 @@ if redis.call('ZSCORE', KEYS[1], owner) then
   n = n - 1
 end
 
+local retry = nil
+local lined = redis.call('EXISTS', KEYS[6]) == 1
 if n >= limit then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '+inf', '-inf')
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, n, limit, string.format('%.0f', math.max(tonumber(first[2]) - now_ms, 0))}
+  retry = tonumber(first[2])
+elseif lined then
+  local ahead, soonest = line_ahead(KEYS[6], KEYS[5], owner, now_ms, limit - n)
+  if ahead >= limit - n then
+    retry = soonest
+  end
+end
+if retry then
+  if lease > 0 then
+    line_join(KEYS[6], KEYS[5], owner, now_us, now_ms, lease)
+  else
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '+inf', '-inf')
+  end
+  return {0, n, limit, string.format('%.0f', math.max(retry - now_ms, 0))}
+end
+if lined then
+  line_leave(KEYS[6], KEYS[5], owner)
 end
 
 -- A new permit gets a new token, never below the server clock in

@@ -96,30 +96,17 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 	}
 	k := s.Keys(tenant, req.Name)
 	if req.Wait <= 0 {
-		return s.acquire(ctx, k, req)
+		return s.acquire(ctx, k, req, 0)
 	}
 	var last leasegate.SemaphoreResult
 	tried := false
 	done, waited, err := s.waiter.WaitFor(ctx, redislock.WaitOptions{
 		Key: k.Permits(), Channel: s.shardChannel(k), Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
-		Mine: func(ctx context.Context) (bool, error) {
-			st, err := s.status(ctx, k, req.Name)
-			if errors.Is(err, leasegate.ErrSemaphoreNotHeld) {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			for _, p := range st.Holders {
-				if p.Owner == req.Owner {
-					return true, nil
-				}
-			}
-			last = leasegate.SemaphoreResult{Holders: len(st.Holders), Limit: st.Limit}
-			return false, nil
+		Leave: func(ctx context.Context) error {
+			return redislock.Leave(ctx, s.rdb, []string{k.Permits(), k.Waiters(), k.Queue()}, req.Owner, s.channel(k))
 		},
-	}, func(ctx context.Context) (bool, time.Duration, error) {
-		res, err := s.acquire(ctx, k, req)
+	}, func(ctx context.Context, lease time.Duration) (bool, time.Duration, error) {
+		res, err := s.acquire(ctx, k, req, lease)
 		if err != nil {
 			return false, 0, err
 		}
@@ -141,10 +128,12 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 	return res, nil
 }
 
-func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasegate.SemaphoreRequest) (leasegate.SemaphoreResult, error) {
+// acquire is one try; lease is the lease of the caller's ticket in the
+// semaphore's line (0: a call that does not wait takes no place).
+func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasegate.SemaphoreRequest, lease time.Duration) (leasegate.SemaphoreResult, error) {
 	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.SemAcquire, "sem_acquire",
-		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
-		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds())
+		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence(), k.Waiters(), k.Queue()},
+		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds(), lease.Milliseconds())
 	if err != nil {
 		return leasegate.SemaphoreResult{}, err
 	}
@@ -270,12 +259,9 @@ func (s *Service) Release(ctx context.Context, tenant, name, owner string, token
 }
 
 func (s *Service) release(ctx context.Context, k keyspace.Semaphore, owner string, token int64) (leasegate.ReleaseResult, error) {
-	msg, channel := "", s.opts.ReleaseChannel
+	msg, channel := "", s.channel(k)
 	if channel != "" {
 		msg = k.Permits()
-		if s.opts.ShardedReleases {
-			channel = k.Released()
-		}
 	}
 	v, err := scripts.SemRelease.Run(ctx, s.rdb, []string{k.Permits(), k.Holders()},
 		owner, scriptreply.TokenArg(token), channel, msg).Result()
@@ -292,6 +278,14 @@ func decodePermit(name, owner string, f []any) (leasegate.Permit, error) {
 		return leasegate.Permit{}, err
 	}
 	return leasegate.Permit{Name: name, Owner: owner, Token: tok, AcquiredAt: acq, ExpiresAt: exp}, nil
+}
+
+// channel is where k's releases publish, "" for none.
+func (s *Service) channel(k keyspace.Semaphore) string {
+	if s.opts.ReleaseChannel != "" && s.opts.ShardedReleases {
+		return k.Released()
+	}
+	return s.opts.ReleaseChannel
 }
 
 // shardChannel is the shard channel a wait on k subscribes to, "" when

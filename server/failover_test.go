@@ -109,7 +109,7 @@ func lockOn(t *testing.T, h http.Handler, cc *redis.ClusterClient, prefix, res s
 	if code := apptest.Do(t, h, http.MethodPost, "/locks/"+res, `{"owner":"a","ttl_seconds":120}`).StatusCode; code != http.StatusOK {
 		t.Fatalf("POST /locks/%s: got %d, want 200", res, code)
 	}
-	lock, _ := keyspace.Space{Prefix: prefix}.LockKeys("", res)
+	lock, _, _ := keyspace.Space{Prefix: prefix}.LockKeys("", res)
 	m, err := cc.MasterForKey(context.Background(), lock)
 	if err != nil {
 		t.Fatalf("MasterForKey(%s): %v", lock, err)

@@ -275,7 +275,7 @@ func TestASentinelFailoverIsAnsweredAtOnceUntilTheNewPrimaryAnswers(t *testing.T
 	})
 	// The old primary is dead: the grant is the promoted replica's. (Which
 	// master the first Sentinel names may lag the one the gateway asked.)
-	lock, _ := keyspace.Space{Prefix: cfg.KeyPrefix}.LockKeys("", "after")
+	lock, _, _ := keyspace.Space{Prefix: cfg.KeyPrefix}.LockKeys("", "after")
 	if n, err := sn.Replica.Client(t).Exists(context.Background(), lock).Result(); err != nil || n != 1 {
 		t.Errorf("EXISTS %s on the promoted replica: got %d, %v; want 1", lock, n, err)
 	}

@@ -124,7 +124,11 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 		a.Abuse = abuse.New(b.RDB, abuse.Options{Prefix: o.Prefix, Policies: o.Policies, Log: logger(a.AbuseLog, zapcore.InfoLevel)})
 	}
 	if o.Primitives {
-		a.Semaphores = semaphore.New(b.RDB, a.Waiter, semaphore.Options{Prefix: o.Prefix})
+		so := semaphore.Options{Prefix: o.Prefix}
+		if o.Wait {
+			so.ReleaseChannel = o.Prefix + "released"
+		}
+		a.Semaphores = semaphore.New(b.RDB, a.Waiter, so)
 		a.Claims = claim.New(b.RDB, claim.Options{Prefix: o.Prefix})
 		eo := election.Options{Prefix: o.Prefix, WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond)}
 		if o.Wait {
