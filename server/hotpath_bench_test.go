@@ -24,7 +24,7 @@ import (
 // auto-pipelining off, and the default gateway with one caller at a time
 // (serial: every pipeline holds one call, so the instructions a cycle
 // takes do not depend on how calls happened to batch; bench/tracingcost.sh
-// counts them). Results: docs/benchmarks.md ("After").
+// counts them). How to run it: docs/benchmarks.md ("Go benchmarks in process").
 func BenchmarkHotPathCycle(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
