@@ -147,18 +147,18 @@ func parseEntry(m any) (entry, string, error) {
 		v, _ := fields[i+1].(string)
 		switch k {
 		case "d":
-			okn, okw, okt, okb := false, false, false, false
-			e.n, v, okn = cutInt(v, ' ')
+			var okw, okt, okb bool
+			e.n, v, ok = cutInt(v, ' ')
 			e.w, v, okw = cutInt(v, ' ')
 			e.ttl, v, okt = cutInt(v, ' ')
 			e.o, v, _ = strings.Cut(v, " ")
 			e.b, e.user, okb = cutInt(v, ' ')
-			ok = okn && okw && okt && okb
+			ok = ok && okw && okt && okb
 		case "ms":
 			e.at, _, ok = cutInt(v, 0)
 		}
 	}
-	if !ok {
+	if !ok || e.o == "" {
 		return e, id, fmt.Errorf("%w: attempt log entry %s: %v", ErrBadReply, id, fields)
 	}
 	return e, id, nil

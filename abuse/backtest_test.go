@@ -274,3 +274,28 @@ func TestBacktestRefusesBadInputNamingTheField(t *testing.T) {
 		})
 	}
 }
+
+func TestParseEntryReadsTheOneFieldAndRefusesAnythingElse(t *testing.T) {
+	t.Parallel()
+	got, _, err := parseEntry([]any{"1700000000123-0", []any{"d", "3 -5 60000 flagged 1700000600123 a user id"}})
+	want := entry{at: 1700000000123, user: "a user id", n: 3, w: -5, ttl: 60000, o: outcomeFlagged, b: 1700000600123}
+	if err != nil || got != want {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
+	if got, _, err := parseEntry([]any{"5-1", []any{"d", "1 0 10 held 0 u", "ms", "4"}}); err != nil || got.at != 4 {
+		t.Errorf("an id after the time: got %+v, %v; want at 4 from ms", got, err)
+	}
+	for name, m := range map[string]any{
+		"no fields":         []any{"1-0", []any{}},
+		"a number too long": []any{"1-0", []any{"d", "1234567890123456789 0 10 held 0 u"}},
+		"a letter in n":     []any{"1-0", []any{"d", "1x 0 10 held 0 u"}},
+		"an empty ttl":      []any{"1-0", []any{"d", "1 0  held 0 u"}},
+		"no outcome":        []any{"1-0", []any{"d", "1 0 10"}},
+		"a bad id":          []any{"x-0", []any{"d", "1 0 10 held 0 u"}},
+		"not an entry":      "1-0",
+	} {
+		if _, _, err := parseEntry(m); !errors.Is(err, ErrBadReply) {
+			t.Errorf("%s: got %v, want ErrBadReply", name, err)
+		}
+	}
+}
