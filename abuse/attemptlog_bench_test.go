@@ -153,7 +153,7 @@ func BenchmarkBacktestAMillionAttempts(b *testing.B) {
 					o = outcomeFlagged
 				}
 				p.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: strconv.FormatInt(at, 10) + "-*",
-					Values: []any{"u", "user-" + strconv.Itoa(u), "d", fmt.Sprintf("%d %d 60000 %s 0", w.n, at-w.start, o)}})
+					Values: []any{"d", fmt.Sprintf("%d %d 60000 %s 0 user-%d", w.n, at-w.start, o, u)}})
 			}
 			return nil
 		})

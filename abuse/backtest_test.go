@@ -192,8 +192,8 @@ func TestBacktestListsTheUsersACandidateTreatsOtherwise(t *testing.T) {
 	pol := policies(3)
 	pol.Locks["login"] = Policy{MaxAttempts: 3, BanAfterFlags: 1, BanFor: time.Minute}
 	svc, _ := newService(t, b, pol)
-	seed(t, svc, "login", "two", 2)   // flagged only at 2
-	seed(t, svc, "login", "three", 3) // flagged and banned by both
+	seed(t, svc, "login", "two words", 2) // flagged only at 2 (a space: the log keeps the id whole)
+	seed(t, svc, "login", "three", 3)     // flagged and banned by both
 	seed(t, svc, "login", "one", 1)
 	seed(t, svc, "other", "three", 1) // another lock's log
 	before := snapshot(b)
@@ -205,10 +205,10 @@ func TestBacktestListsTheUsersACandidateTreatsOtherwise(t *testing.T) {
 	if bt.InForce.FlaggedUsers != 1 || bt.Candidate.FlaggedUsers != 2 || bt.Candidate.MaxAttempts != 2 || bt.Candidate.BanSeconds != 120 {
 		t.Errorf("got in force %+v, candidate %+v; want 1 and 2 flagged users, the candidate's fields", bt.InForce, bt.Candidate)
 	}
-	if got := userIDs(bt.NewlyFlagged); !slices.Equal(got, []string{"two"}) || bt.NewlyFlagged.Count != 1 {
+	if got := userIDs(bt.NewlyFlagged); !slices.Equal(got, []string{"two words"}) || bt.NewlyFlagged.Count != 1 {
 		t.Errorf("got newly flagged %v, want [two]", got)
 	}
-	if got := userIDs(bt.NewlyBanned); !slices.Equal(got, []string{"two"}) {
+	if got := userIDs(bt.NewlyBanned); !slices.Equal(got, []string{"two words"}) {
 		t.Errorf("got newly banned %v, want [two]", got)
 	}
 	if got := userIDs(bt.BanLengthChanged); !slices.Equal(got, []string{"three"}) {
@@ -237,7 +237,7 @@ func TestBacktestListsTheUsersACandidateTreatsOtherwise(t *testing.T) {
 		t.Fatalf("limit 1: got %v of %d, cursor %q; want [one] of 2 and a cursor", got, paged.NewlyFlagged.Count, paged.NewlyFlagged.NextCursor)
 	}
 	next := backtest(t, svc, leasegate.BacktestQuery{Lock: "login", Limit: 1, Cursor: paged.NewlyFlagged.NextCursor, Policy: json.RawMessage(`{"max_attempts": 1}`)})
-	if got := userIDs(next.NewlyFlagged); !slices.Equal(got, []string{"two"}) || next.NewlyFlagged.NextCursor != "" {
+	if got := userIDs(next.NewlyFlagged); !slices.Equal(got, []string{"two words"}) || next.NewlyFlagged.NextCursor != "" {
 		t.Errorf("the next page: got %v, cursor %q; want [two] and no cursor", got, next.NewlyFlagged.NextCursor)
 	}
 	if after := snapshot(b); after != before {
@@ -272,5 +272,30 @@ func TestBacktestRefusesBadInputNamingTheField(t *testing.T) {
 				t.Errorf("got %v, want a validation error naming %s", err, c.field)
 			}
 		})
+	}
+}
+
+func TestParseEntryReadsTheOneFieldAndRefusesAnythingElse(t *testing.T) {
+	t.Parallel()
+	got, _, err := parseEntry([]any{"1700000000123-0", []any{"d", "3 -5 60000 flagged 1700000600123 a user id"}})
+	want := entry{at: 1700000000123, user: "a user id", n: 3, w: -5, ttl: 60000, o: outcomeFlagged, b: 1700000600123}
+	if err != nil || got != want {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
+	if got, _, err := parseEntry([]any{"5-1", []any{"d", "1 0 10 held 0 u", "ms", "4"}}); err != nil || got.at != 4 {
+		t.Errorf("an id after the time: got %+v, %v; want at 4 from ms", got, err)
+	}
+	for name, m := range map[string]any{
+		"no fields":         []any{"1-0", []any{}},
+		"a number too long": []any{"1-0", []any{"d", "1234567890123456789 0 10 held 0 u"}},
+		"a letter in n":     []any{"1-0", []any{"d", "1x 0 10 held 0 u"}},
+		"an empty ttl":      []any{"1-0", []any{"d", "1 0  held 0 u"}},
+		"no outcome":        []any{"1-0", []any{"d", "1 0 10"}},
+		"a bad id":          []any{"x-0", []any{"d", "1 0 10 held 0 u"}},
+		"not an entry":      "1-0",
+	} {
+		if _, _, err := parseEntry(m); !errors.Is(err, ErrBadReply) {
+			t.Errorf("%s: got %v, want ErrBadReply", name, err)
+		}
 	}
 }

@@ -42,12 +42,13 @@
 --          or "" (held, repeated or flagged, decided here)
 --
 -- The attempt log (docs/abuse.md, "Backtesting a policy") gets one entry
--- per attempt, its id the Redis time: u the user, d "n w t o b" (one
--- field: half the cost of reading a million back): n its number in the
--- window (0: refused), w its offset from the window's start, t the ttl,
--- o the outcome (held, repeated, flagged, banned = refused, allowlisted,
--- shadow), b the end of the ban this attempt placed, or of the one that
--- refused it (0: none). abuse.logAfter writes the same on Cluster.
+-- per attempt, its id the Redis time, and one field, d "n w t o b user"
+-- (one field: the fewest allocations when a million are read back): n its
+-- number in the window (0: refused), w its offset from the window's start,
+-- t the ttl, o the outcome (held, repeated, flagged, banned = refused,
+-- allowlisted, shadow), b the end of the ban this attempt placed, or of
+-- the one that refused it (0: none), then the user id (last: it may hold
+-- spaces). abuse.logAfter writes the same on Cluster.
 --
 -- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
 --          counted: n is this attempt's number in the window (1 = the lock
@@ -110,10 +111,10 @@ local function record(n, w, o, b)
   if now % 2 == 1 then by, bound = 'MINID', s(now - tonumber(ARGV[19])) end
   -- The id is the attempt's time; a stream whose last id is ahead (a
   -- clock that went back) gets the next id and the time in a field.
-  local d = n .. ' ' .. w .. ' ' .. ARGV[1] .. ' ' .. o .. ' ' .. b
-  local ok = redis.pcall('XADD', key, by, '~', bound, s(now) .. '-*', 'u', ARGV[8], 'd', d)
+  local d = n .. ' ' .. w .. ' ' .. ARGV[1] .. ' ' .. o .. ' ' .. b .. ' ' .. ARGV[8]
+  local ok = redis.pcall('XADD', key, by, '~', bound, s(now) .. '-*', 'd', d)
   if type(ok) == 'table' and ok['err'] then
-    redis.call('XADD', key, by, '~', bound, '*', 'u', ARGV[8], 'd', d, 'ms', s(now))
+    redis.call('XADD', key, by, '~', bound, '*', 'd', d, 'ms', s(now))
   end
   -- The stream outlives its last window start by the retention (and its
   -- window), so a lock nobody tries any more goes.
