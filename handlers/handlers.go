@@ -236,10 +236,12 @@ func (a *API) readyz(c echo.Context) error {
 			a.log.Warn("readiness check failed", zap.Error(err))
 		}
 		// A check that says why (an unavailable domain error) is passed
-		// on; anything else is a store that does not answer.
+		// on whole, so that an expected refusal (the drain, a store known
+		// down) is not logged again as a failed request; anything else is
+		// a store that does not answer.
 		var de *leasegate.Error
 		if errors.As(err, &de) && de.Code == leasegate.CodeUnavailable {
-			return de
+			return err
 		}
 		return &leasegate.Error{Code: leasegate.CodeUnavailable, Message: "redis is not reachable",
 			RetryAfter: leasegate.DefaultRetryAfter}

@@ -145,6 +145,11 @@ func TestServeDrainsOnSIGTERMAndSIGINT(t *testing.T) {
 					t.Errorf("got logs %s, want %q", stdout.String(), want)
 				}
 			}
+			// A balancer polls /readyz all through a drain: its 503s are
+			// expected, not failures to log.
+			if strings.Contains(stdout.String(), `"level":"error"`) {
+				t.Errorf("got error lines in the logs of a drain: %s", stdout.String())
+			}
 		})
 	}
 }
