@@ -116,13 +116,16 @@ func (c *httpCycle) takeLatencies() *histogram { return c.clock.takeLatencies() 
 
 // keepAliveClient is the HTTP client of the drivers, Run's gateway phases
 // and Load's workers alike: no proxy, one kept-alive connection per
-// worker, each request bounded by timeout.
+// worker and gateway, each request bounded by timeout. The idle bound is
+// per host only: a total bound of workers, with several gateways behind
+// one client (-capacity's fleets), made the transport close idle
+// connections that requests were about to reuse ("putIdleConn: too many
+// idle connections").
 func keepAliveClient(workers int, timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-			MaxIdleConns:        workers,
 			MaxIdleConnsPerHost: workers,
 			IdleConnTimeout:     time.Minute,
 		},
