@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -260,37 +259,6 @@ func waitPromotable(t *testing.T, sn *redistest.Sentinel) {
 	}
 }
 
-// binary builds cmd/leasegate once per test process.
-var binary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func buildGateway(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "leasegate-faults-")
-		if err != nil {
-			binary.err = err
-			return
-		}
-		binary.path = dir + "/leasegate"
-		args := []string{"build", "-o", binary.path}
-		if raceBuild {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, "github.com/leasegate/leasegate/cmd/leasegate")...).CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatalf("build the gateway: %v", binary.err)
-	}
-	return binary.path
-}
-
 // quiet drops go-redis's own log lines (a refused dial during every
 // Redis outage); the gateway's answers say everything the checkers need.
 type quiet struct{}
@@ -300,9 +268,7 @@ func (quiet) Printf(context.Context, string, ...interface{}) {}
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
 	code := redistest.Run(m)
-	if binary.path != "" {
-		_ = os.RemoveAll(strings.TrimSuffix(binary.path, "/leasegate"))
-	}
+	gatewaytest.RemoveBinary()
 	os.Exit(code)
 }
 
@@ -365,7 +331,7 @@ func (g *subprocess) kill() {
 
 func setupGatewayKill(t *testing.T, _ settings) env {
 	rs := redistest.Start(t, aof...)
-	g := &subprocess{bin: buildGateway(t), addr: redistest.FreeAddr(t), redisURL: rs.URL()}
+	g := &subprocess{bin: gatewaytest.Binary(t), addr: redistest.FreeAddr(t), redisURL: rs.URL()}
 	g.start(t)
 	t.Cleanup(g.kill)
 	return env{
@@ -389,7 +355,7 @@ func setupGatewayKill(t *testing.T, _ settings) env {
 // they run out (redislock.TicketLease) while the others' waiters go on.
 func setupFleetKill(t *testing.T, _ settings) env {
 	rs := redistest.Start(t, aof...)
-	bin := buildGateway(t)
+	bin := gatewaytest.Binary(t)
 	fleet := make([]*subprocess, 3)
 	urls := make([]*url.URL, len(fleet))
 	for i := range fleet {

@@ -3,6 +3,6 @@
 package faults
 
 // raceBuild: these tests run with the race detector, and so do the
-// gateways they start (buildGateway), which then share the tests'
+// gateways they start (gatewaytest.Binary), which then share the tests'
 // compiled packages.
 const raceBuild = true
