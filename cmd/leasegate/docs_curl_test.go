@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
@@ -63,21 +62,27 @@ func docFiles(t *testing.T) []string {
 	return append([]string{"../../README.md"}, files...)
 }
 
-// curlCommands reads the curl commands of one markdown file.
-func curlCommands(t *testing.T, file string) []curlCmd {
+// fencedBlock is one fenced code block of a markdown file: its language,
+// the docs-check mark that stands before it, the line of its opening
+// fence (1-based) and its lines, the fence's indent removed.
+type fencedBlock struct {
+	file, lang, mark string
+	line             int
+	lines            []string
+}
+
+// fencedBlocks reads the fenced blocks of one markdown file, each with
+// the <!-- docs-check: MODE --> mark before it (blank lines between are
+// allowed); a skip must give its reason.
+func fencedBlocks(t *testing.T, file string) []fencedBlock {
 	t.Helper()
-	f, err := os.Open(file)
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
+	lines := strings.Split(string(raw), "\n")
 	name := strings.TrimPrefix(file, "../../")
-	var cmds []curlCmd
+	var blocks []fencedBlock
 	mark := ""
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimSpace(lines[i])
@@ -95,13 +100,29 @@ func curlCommands(t *testing.T, file string) []curlCmd {
 			mark = ""
 			continue
 		}
-		lang := strings.TrimPrefix(l, "```")
-		blockMark := mark
+		b := fencedBlock{file: name, lang: strings.TrimPrefix(l, "```"), mark: mark, line: i + 1}
 		mark = ""
+		indent := strings.Repeat(" ", len(lines[i])-len(strings.TrimLeft(lines[i], " ")))
 		for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), "```"); i++ {
-			if lang != "sh" && lang != "bash" && lang != "console" {
-				continue
-			}
+			b.lines = append(b.lines, strings.TrimPrefix(lines[i], indent))
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+// curlCommands reads the curl commands of the shell blocks of one
+// markdown file, each with the "# " lines after it: the answers it must
+// give.
+func curlCommands(t *testing.T, file string) []curlCmd {
+	t.Helper()
+	var cmds []curlCmd
+	for _, b := range fencedBlocks(t, file) {
+		if b.lang != "sh" && b.lang != "bash" && b.lang != "console" {
+			continue
+		}
+		lines := b.lines
+		for i := 0; i < len(lines); i++ {
 			start := i
 			cmd := strings.TrimPrefix(strings.TrimSpace(lines[i]), "$ ")
 			// A curl command, or a loop of one ("for ...; do curl ...").
@@ -112,7 +133,7 @@ func curlCommands(t *testing.T, file string) []curlCmd {
 				i++
 				cmd = strings.TrimSuffix(cmd, "\\") + " " + strings.TrimSpace(lines[i])
 			}
-			c := curlCmd{file: name, mode: blockMark, line: start + 1, cmd: cmd}
+			c := curlCmd{file: b.file, mode: b.mark, line: b.line + 1 + start, cmd: cmd}
 			for i+1 < len(lines) {
 				next := lines[i+1]
 				switch {

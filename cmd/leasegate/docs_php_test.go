@@ -31,39 +31,11 @@ type phpBlock struct {
 // phpBlocks reads the ```php blocks of one markdown file.
 func phpBlocks(t *testing.T, file string) []phpBlock {
 	t.Helper()
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(raw), "\n")
-	name := strings.TrimPrefix(file, "../../")
 	var blocks []phpBlock
-	mark := ""
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimSpace(lines[i])
-		if m := docsCheckMark.FindStringSubmatch(l); m != nil {
-			mark = m[1]
-			if mark == "skip" && strings.TrimSpace(m[2]) == "" {
-				t.Errorf("%s:%d: docs-check: skip needs a reason", name, i+1)
-			}
-			continue
+	for _, b := range fencedBlocks(t, file) {
+		if b.lang == "php" {
+			blocks = append(blocks, phpBlock{file: b.file, line: b.line, skip: b.mark == "skip", code: strings.Join(b.lines, "\n")})
 		}
-		if l == "" {
-			continue
-		}
-		if l != "```php" {
-			mark = ""
-			continue
-		}
-		b := phpBlock{file: name, line: i + 1, skip: mark == "skip"}
-		mark = ""
-		indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
-		var code []string
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
-			code = append(code, strings.TrimPrefix(lines[i], strings.Repeat(" ", indent)))
-		}
-		b.code = strings.Join(code, "\n")
-		blocks = append(blocks, b)
 	}
 	return blocks
 }
