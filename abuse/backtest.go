@@ -39,13 +39,15 @@ const logPage = 2000
 func (s *Service) logOn() bool { return s.opts.Policies.AttemptLogMaxEntries > 0 }
 
 // logArgs are the attempt script's KEYS for the log and its ARGV[17..20].
+// With the log off (the default), or on Redis Cluster where logAfter
+// writes the entry, there are none: the hot path sends the script no
+// more than it did before the log existed.
 func (s *Service) logArgs(keys []string, tenant, lock, outcome string) ([]string, []any) {
-	idx := 0
-	if s.logOn() && !s.cluster {
-		keys = append(keys, s.keys.AttemptLog(tenant, lock))
-		idx = len(keys)
+	if !s.logOn() || s.cluster {
+		return keys, nil
 	}
-	return keys, []any{idx, s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(), outcome}
+	keys = append(keys, s.keys.AttemptLog(tenant, lock))
+	return keys, []any{len(keys), s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(), outcome}
 }
 
 // logAfter writes an attempt's entry in a second step, on Redis Cluster
