@@ -327,10 +327,13 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 	if q.Since.IsZero() {
 		q.Since = oldest
 	}
-	if q.Until.IsZero() || q.Until.After(now) {
+	// now is zero when the lock's name is refused (Redis was not asked):
+	// the range is then checked only as given, so a bad name is the one
+	// field named, not also an until "before since".
+	if !now.IsZero() && (q.Until.IsZero() || q.Until.After(now)) {
 		q.Until = now
 	}
-	if q.Until.Before(q.Since) {
+	if !q.Until.IsZero() && q.Until.Before(q.Since) {
 		bad("until", "is before since")
 	}
 	if len(fields) > 0 {
