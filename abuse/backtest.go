@@ -39,13 +39,15 @@ const logPage = 2000
 func (s *Service) logOn() bool { return s.opts.Policies.AttemptLogMaxEntries > 0 }
 
 // logArgs are the attempt script's KEYS for the log and its ARGV[17..20].
+// With the log off (the default), or on Redis Cluster where logAfter
+// writes the entry, there are none: the hot path sends the script no
+// more than it did before the log existed.
 func (s *Service) logArgs(keys []string, tenant, lock, outcome string) ([]string, []any) {
-	idx := 0
-	if s.logOn() && !s.cluster {
-		keys = append(keys, s.keys.AttemptLog(tenant, lock))
-		idx = len(keys)
+	if !s.logOn() || s.cluster {
+		return keys, nil
 	}
-	return keys, []any{idx, s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(), outcome}
+	keys = append(keys, s.keys.AttemptLog(tenant, lock))
+	return keys, []any{len(keys), s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(), outcome}
 }
 
 // logAfter writes an attempt's entry in a second step, on Redis Cluster
@@ -325,10 +327,13 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 	if q.Since.IsZero() {
 		q.Since = oldest
 	}
-	if q.Until.IsZero() || q.Until.After(now) {
+	// now is zero when the lock's name is refused (Redis was not asked):
+	// the range is then checked only as given, so a bad name is the one
+	// field named, not also an until "before since".
+	if !now.IsZero() && (q.Until.IsZero() || q.Until.After(now)) {
 		q.Until = now
 	}
-	if q.Until.Before(q.Since) {
+	if !q.Until.IsZero() && q.Until.Before(q.Since) {
 		bad("until", "is before since")
 	}
 	if len(fields) > 0 {

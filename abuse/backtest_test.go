@@ -275,6 +275,17 @@ func TestBacktestRefusesBadInputNamingTheField(t *testing.T) {
 	}
 }
 
+func TestBacktestOfABadLockNameNamesOnlyTheLock(t *testing.T) {
+	t.Parallel()
+	b := miniBackend(t)
+	svc, _ := newService(t, b, policies(3))
+	_, err := svc.Backtest(context.Background(), "acme", leasegate.BacktestQuery{Lock: "a/b", Since: redistest.Epoch.Add(-time.Hour)})
+	var le *leasegate.Error
+	if !errors.As(err, &le) || le.Code != leasegate.CodeValidation || len(le.Fields) != 1 || le.Fields[0].Field != "lock" {
+		t.Fatalf("got %v, want a validation error naming only lock", err)
+	}
+}
+
 func TestParseEntryReadsTheOneFieldAndRefusesAnythingElse(t *testing.T) {
 	t.Parallel()
 	got, _, err := parseEntry([]any{"1700000000123-0", []any{"d", "3 -5 60000 flagged 1700000600123 a user id"}})

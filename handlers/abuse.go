@@ -260,8 +260,9 @@ func (a *API) backtest(c echo.Context) error {
 	return sendJSON(c, http.StatusOK, bt)
 }
 
-// backtestQuery validates a backtest's fields (the JSON body, or the
-// /ops/ page's form turned into the same fields).
+// backtestQuery validates a backtest's fields (the JSON body). The /ops/
+// "What if" page builds its leasegate.BacktestQuery itself (opsui/whatif.go),
+// and abuse.Service.Backtest checks the policy, range and cursor for both.
 func backtestQuery(ck *checker, fields map[string]json.RawMessage) (leasegate.BacktestQuery, error) {
 	var q leasegate.BacktestQuery
 	if v, ok := ck.stringField(fields, "lock", true); ok {

@@ -33,9 +33,10 @@
 -- ARGV[13] event id of the flag event, ARGV[14] of the ban event (with KEYS[5])
 -- ARGV[15] tenant (for the events)
 -- ARGV[16] outbox length bound (XADD MAXLEN ~)
--- ARGV[17] the attempt log's index in KEYS ("0": no log in this script:
---          off, or on Redis Cluster, where it has a slot of its own and
---          the caller writes the entry in a second step)
+-- ARGV[17] the attempt log's index in KEYS (absent or "0": no log in
+--          this script: off, or on Redis Cluster, where it has a slot of
+--          its own and the caller writes the entry in a second step;
+--          ARGV[17..20] are then all absent)
 -- ARGV[18] the attempt log's length bound (XADD MAXLEN ~), ARGV[19] its
 --          retention in milliseconds (XTRIM MINID ~, PEXPIRE)
 -- ARGV[20] this attempt's outcome when counted: "allowlisted", "shadow"
