@@ -289,8 +289,8 @@ func (s *Service) channel(k keyspace.Semaphore) string {
 // shardChannel is the shard channel a wait on k subscribes to, "" when
 // releases are not sharded.
 func (s *Service) shardChannel(k keyspace.Semaphore) string {
-	if s.opts.ReleaseChannel == "" || !s.opts.ShardedReleases {
+	if !s.opts.ShardedReleases {
 		return ""
 	}
-	return k.Released()
+	return s.channel(k)
 }
