@@ -99,9 +99,9 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 		return time.Until(end) <= 0, retryAfter
 	})
 	waited = !first
-	if queued && opts.Leave != nil && !done && (how == waitStopped || how == waitOver || how == waitCancelled) {
+	if queued && opts.Leave != nil && !done && how != waitClosed {
 		// Even when the client has gone; if this fails, the ticket dies
-		// within TicketLease.
+		// within TicketLease. After Close the place is kept (waitClosed).
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.OpTimeout)
 		_ = opts.Leave(uctx)
 		cancel()

@@ -98,8 +98,9 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 	if req.Wait <= 0 {
 		return s.acquire(ctx, k, req, 0)
 	}
+	// WaitFor tries at least once before it returns without an error, so
+	// last is a try's answer below.
 	var last leasegate.SemaphoreResult
-	tried := false
 	done, waited, err := s.waiter.WaitFor(ctx, redislock.WaitOptions{
 		Key: k.Permits(), Channel: s.shardChannel(k), Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
 		Leave: func(ctx context.Context) error {
@@ -110,7 +111,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 		if err != nil {
 			return false, 0, err
 		}
-		last, tried = res, true
+		last = res
 		return res.Acquired, res.RetryAfter, nil
 	})
 	if err != nil {
@@ -120,9 +121,6 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 	if !done {
 		res.Acquired = false
 		res.Permit = leasegate.Permit{}
-		if !tried && res.Limit == 0 {
-			res.Limit = req.Limit
-		}
 	}
 	res.Waited = waited
 	return res, nil
@@ -291,8 +289,8 @@ func (s *Service) channel(k keyspace.Semaphore) string {
 // shardChannel is the shard channel a wait on k subscribes to, "" when
 // releases are not sharded.
 func (s *Service) shardChannel(k keyspace.Semaphore) string {
-	if s.opts.ReleaseChannel == "" || !s.opts.ShardedReleases {
+	if !s.opts.ShardedReleases {
 		return ""
 	}
-	return k.Released()
+	return s.channel(k)
 }
