@@ -413,9 +413,9 @@ func (w *Waiter) acquireSet(ctx context.Context, l *Locker, req leasegate.LockSe
 			res.Waited = true
 			return res, nil
 		case <-w.shutdown:
+			// As every waiter: retry elsewhere, keeping the places in line.
 			kept = true
-			res.Waited = true
-			return res, nil
+			return leasegate.LockSetResult{Waited: true}, leasegate.ErrShuttingDown
 		case <-ctx.Done():
 			return leasegate.LockSetResult{Waited: true}, ctx.Err()
 		}

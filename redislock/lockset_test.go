@@ -476,3 +476,35 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// TestAWaitingSetIsAnsweredShuttingDownOnClose: a lock set waiting when
+// the gateway shuts down is told to retry elsewhere (ErrShuttingDown, a
+// 503 with Retry-After), as single waiters are, not answered contended.
+func TestAWaitingSetIsAnsweredShuttingDownOnClose(t *testing.T) {
+	t.Parallel()
+	r := newRealWaitRig(t, redislock.WaiterOptions{})
+	svc := redislock.NewService(r.l.Locker, r.w, 0)
+	mustAcquire(t, r.l, "x", "holder", time.Minute)
+	type answer struct {
+		res leasegate.LockSetResult
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		res, err := svc.AcquireSet(context.Background(), "", leasegate.LockSetRequest{Resources: []string{"x", "y"}, Owner: "set", TTL: time.Minute, Wait: 30 * time.Second})
+		answers <- answer{res, err}
+	}()
+	_, xWaiters := r.l.Locker.Keys("x")
+	redistest.Eventually(t, 10*time.Second, "the set refused and waiting", func() bool {
+		return r.w.Waiting() == 1 && r.RDB.HLen(context.Background(), xWaiters).Val() == 1
+	})
+	r.w.Close()
+	select {
+	case a := <-answers:
+		if !errors.Is(a.err, leasegate.ErrShuttingDown) || a.res.Acquired {
+			t.Errorf("got %+v, %v; want %v", a.res, a.err, leasegate.ErrShuttingDown)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting set got no answer within 10s of Close")
+	}
+}
