@@ -370,11 +370,7 @@ func (f *fleet) read(ctx context.Context) (processStats, error) {
 		st.gateways = append(st.gateways, cpu)
 	}
 	for _, s := range f.stats {
-		txt, err := s.Info(ctx, "cpu", "stats", "memory", "errorstats", "commandstats").Result()
-		if err != nil {
-			return st, fmt.Errorf("INFO: %w", err)
-		}
-		rs, err := parseInfo(txt)
+		rs, err := readRedisStats(ctx, s, "stats", "memory", "errorstats")
 		if err != nil {
 			return st, err
 		}
@@ -490,11 +486,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 	used := func() (int64, error) {
 		var sum int64
 		for _, s := range f.stats {
-			txt, err := s.Info(ctx, "memory").Result()
-			if err != nil {
-				return 0, err
-			}
-			rs, err := parseInfo(txt + "\nused_cpu_sys:0\nused_cpu_user:0\n")
+			rs, err := readRedisStats(ctx, s, "memory")
 			if err != nil {
 				return 0, err
 			}
