@@ -137,7 +137,6 @@ type MemoryCost struct {
 
 // fleet is a topology's running processes.
 type fleet struct {
-	Topology
 	nodes    []*redisProcess
 	stats    []*redis.Client // one per node
 	gateways []*gatewayProcess
@@ -208,7 +207,7 @@ func measureTopology(ctx context.Context, cfg Config, t Topology, runID string) 
 
 // startFleet starts t's Redis nodes and gateways.
 func startFleet(ctx context.Context, cfg Config, t Topology) (_ *fleet, err error) {
-	f := &fleet{Topology: t}
+	f := &fleet{}
 	defer func() {
 		if err != nil {
 			f.stop()
@@ -245,8 +244,8 @@ func startFleet(ctx context.Context, cfg Config, t Topology) (_ *fleet, err erro
 	if t.Unbatched {
 		redisArgs = append(redisArgs, "--no-auto-pipeline")
 	}
+	_, waiters, _ := memoryCounts(cfg.Concurrency)
 	for range t.Gateways {
-		_, waiters, _ := memoryCounts(cfg.Concurrency)
 		gp, err := startGatewayProcess(ctx, cfg, redisArgs, waiters)
 		if err != nil {
 			return nil, err
