@@ -137,7 +137,6 @@ type MemoryCost struct {
 
 // fleet is a topology's running processes.
 type fleet struct {
-	Topology
 	nodes    []*redisProcess
 	stats    []*redis.Client // one per node
 	gateways []*gatewayProcess
@@ -208,7 +207,7 @@ func measureTopology(ctx context.Context, cfg Config, t Topology, runID string) 
 
 // startFleet starts t's Redis nodes and gateways.
 func startFleet(ctx context.Context, cfg Config, t Topology) (_ *fleet, err error) {
-	f := &fleet{Topology: t}
+	f := &fleet{}
 	defer func() {
 		if err != nil {
 			f.stop()
@@ -245,8 +244,8 @@ func startFleet(ctx context.Context, cfg Config, t Topology) (_ *fleet, err erro
 	if t.Unbatched {
 		redisArgs = append(redisArgs, "--no-auto-pipeline")
 	}
+	_, waiters, _ := memoryCounts(cfg.Concurrency)
 	for range t.Gateways {
-		_, waiters, _ := memoryCounts(cfg.Concurrency)
 		gp, err := startGatewayProcess(ctx, cfg, redisArgs, waiters)
 		if err != nil {
 			return nil, err
@@ -370,11 +369,7 @@ func (f *fleet) read(ctx context.Context) (processStats, error) {
 		st.gateways = append(st.gateways, cpu)
 	}
 	for _, s := range f.stats {
-		txt, err := s.Info(ctx, "cpu", "stats", "memory", "errorstats", "commandstats").Result()
-		if err != nil {
-			return st, fmt.Errorf("INFO: %w", err)
-		}
-		rs, err := parseInfo(txt)
+		rs, err := readRedisStats(ctx, s, "stats", "memory", "errorstats")
 		if err != nil {
 			return st, err
 		}
@@ -490,11 +485,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 	used := func() (int64, error) {
 		var sum int64
 		for _, s := range f.stats {
-			txt, err := s.Info(ctx, "memory").Result()
-			if err != nil {
-				return 0, err
-			}
-			rs, err := parseInfo(txt + "\nused_cpu_sys:0\nused_cpu_user:0\n")
+			rs, err := readRedisStats(ctx, s, "memory")
 			if err != nil {
 				return 0, err
 			}

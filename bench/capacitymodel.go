@@ -234,8 +234,6 @@ func (r *CapacityReport) Predictions() []Prediction {
 				Measured: p.CyclesPerSec, MeasuredCPU: p.GatewayCPUus + p.RedisCPUus, ModelCPU: gw.at(reads) + rd.at(reads)}
 			if p.Name == "handoff" {
 				pr.ModelCPU *= fanOut(bp, t.Gateways)
-			}
-			if p.Name == "handoff" {
 				pr.Predicted = bp.CyclesPerSec / fanOut(bp, t.Gateways)
 			} else {
 				perCycle := pr.ModelCPU + bp.DriverCPUus
@@ -277,7 +275,8 @@ func (r *CapacityReport) predictedTable() string {
 	b.WriteString("| topology | phase | measured cycles/s | predicted | error | measured server µs | predicted | error |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
 	input := map[bool]string{true: " (input)"}
-	for _, p := range r.Predictions() {
+	preds := r.Predictions()
+	for _, p := range preds {
 		mark := func(e float64) string {
 			s := fmt.Sprintf("%+.0f %%", e)
 			if math.Abs(e) > 20 {
@@ -289,7 +288,7 @@ func (r *CapacityReport) predictedTable() string {
 			p.Measured, p.Predicted, mark(pct(p.Predicted, p.Measured)), p.MeasuredCPU, p.ModelCPU, mark(pct(p.ModelCPU, p.MeasuredCPU)))
 	}
 	var n, rate, cpu int
-	for _, p := range r.Predictions() {
+	for _, p := range preds {
 		if p.Input {
 			continue
 		}
@@ -305,12 +304,12 @@ func (r *CapacityReport) predictedTable() string {
 	return b.String()
 }
 
-// mix is the per-cycle cost of the typical mix, from topology t.
+// mix is the per-cycle cost of the typical mix.
 type mix struct {
 	gatewayUs, redisUs, httpB, redisB float64
 }
 
-// mix is the typical mix's cost per cycle: CPU from cpu, bytes on the
+// mixOf is the typical mix's cost per cycle: CPU from cpu, bytes on the
 // wire from wire.
 func mixOf(cpu, wire *CapacityTopo) mix {
 	var m mix
@@ -368,10 +367,7 @@ func (r *CapacityReport) sizingCosts() *CapacityTopo {
 
 // inputsTable: the costs per cycle the sizing uses, and the mix's.
 func (r *CapacityReport) inputsTable() string {
-	wire := r.base(Topology{Cluster: true})
-	if wire == nil {
-		wire = &r.Topologies[0]
-	}
+	wire, costs := r.wire(), r.sizingCosts()
 	var b strings.Builder
 	b.WriteString("| phase | share of the mix | gateway µs | Redis µs | HTTP B | Redis B |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|\n")
@@ -379,14 +375,14 @@ func (r *CapacityReport) inputsTable() string {
 	for _, s := range mixShare {
 		share[s.phase] = s.share
 	}
-	for _, p := range r.sizingCosts().Phases {
+	for _, p := range costs.Phases {
 		var h, rb float64
 		if w := wire.phase(p.Name); w != nil {
 			h, rb = w.HTTPBytes, w.RedisBytes
 		}
 		fmt.Fprintf(&b, "| %s | %.0f %% | %.0f | %.0f | %.0f | %.0f |\n", p.Name, 100*share[p.Name], p.GatewayCPUus, p.RedisCPUus, h, rb)
 	}
-	m := mixOf(r.sizingCosts(), wire)
+	m := mixOf(costs, wire)
 	fmt.Fprintf(&b, "| **the mix** | 100 %% | %.0f | %.0f | %.0f | %.0f |\n", m.gatewayUs, m.redisUs, m.httpB, m.redisB)
 	mem := r.largestMemory()
 	fmt.Fprintf(&b, "\nMemory (the largest of the fleets): Redis %.0f B per held lock, %.0f B per waiter, %.0f B per event stream; gateway RSS %.1f KiB per waiter, %.1f KiB per stream.\n",
@@ -394,15 +390,19 @@ func (r *CapacityReport) inputsTable() string {
 	return b.String()
 }
 
-// Size is the fleet for rate cycles/s of the typical mix, at the CPU
-// costs of sizingCosts. Bytes and memory are c1's, a Cluster's, when it
-// was measured, else the first topology's.
-func (r *CapacityReport) Size(rate float64) Sizing {
-	t := r.base(Topology{Cluster: true})
-	if t == nil {
-		t = &r.Topologies[0]
+// wire is the topology whose bytes on the wire the sizing takes: c1, a
+// Cluster's, when it was measured, else the first topology.
+func (r *CapacityReport) wire() *CapacityTopo {
+	if t := r.base(Topology{Cluster: true}); t != nil {
+		return t
 	}
-	m := mixOf(r.sizingCosts(), t)
+	return &r.Topologies[0]
+}
+
+// Size is the fleet for rate cycles/s of the typical mix, at the CPU
+// costs of sizingCosts and the bytes of wire; memory is largestMemory's.
+func (r *CapacityReport) Size(rate float64) Sizing {
+	m := mixOf(r.sizingCosts(), r.wire())
 	s := Sizing{Rate: rate}
 	s.GatewayCores = rate * m.gatewayUs / 1e6 / gatewayTargetUtil
 	s.Gateways = int(math.Ceil(s.GatewayCores/gatewayCores)) + 1

@@ -169,8 +169,10 @@ type redisStats struct {
 	netIn, netOut, reads, usedMemory, moved int64
 }
 
-func readRedisStats(ctx context.Context, rdb *redis.Client) (redisStats, error) {
-	txt, err := rdb.Info(ctx, "cpu", "commandstats").Result()
+// readRedisStats reads INFO cpu and commandstats, and the sections of
+// extra ("stats", "memory", "errorstats") too.
+func readRedisStats(ctx context.Context, rdb *redis.Client, extra ...string) (redisStats, error) {
+	txt, err := rdb.Info(ctx, append([]string{"cpu", "commandstats"}, extra...)...).Result()
 	if err != nil {
 		return redisStats{}, fmt.Errorf("bench: INFO: %w", err)
 	}
@@ -251,7 +253,7 @@ var setupCommands = map[string]bool{
 // sub is b - a: the work done between two readings.
 func (b redisStats) sub(a redisStats) redisStats {
 	d := redisStats{cpu: b.cpu - a.cpu, calls: map[string]int64{}, usec: map[string]int64{},
-		netIn: b.netIn - a.netIn, netOut: b.netOut - a.netOut, reads: b.reads - a.reads, usedMemory: b.usedMemory - a.usedMemory, moved: b.moved - a.moved}
+		netIn: b.netIn - a.netIn, netOut: b.netOut - a.netOut, reads: b.reads - a.reads, moved: b.moved - a.moved}
 	for k, n := range b.calls {
 		if setupCommands[k] {
 			continue

@@ -148,21 +148,18 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	for _, p := range rep.Phases {
 		n += p.Errors
 	}
-	if n > 0 {
-		return exitError{code: 1, msg: fmt.Sprintf("%d cycles failed", n)}
-	}
-	if n := rep.Etcd.Failures(); n > 0 {
-		return exitError{code: 1, msg: fmt.Sprintf("%d etcd operations failed or broke mutual exclusion", n)}
-	}
 	if c := rep.Capacity; c != nil {
 		for _, t := range c.Topologies {
 			for _, p := range t.Phases {
 				n += p.Errors
 			}
 		}
-		if n > 0 {
-			return exitError{code: 1, msg: fmt.Sprintf("%d cycles failed", n)}
-		}
+	}
+	if n > 0 {
+		return exitError{code: 1, msg: fmt.Sprintf("%d cycles failed", n)}
+	}
+	if n := rep.Etcd.Failures(); n > 0 {
+		return exitError{code: 1, msg: fmt.Sprintf("%d etcd operations failed or broke mutual exclusion", n)}
 	}
 	if w := rep.Waiters; w != nil && (w.Errors > 0 || w.TimedOut > 0) {
 		return exitError{code: 1, msg: fmt.Sprintf("%d waiters failed, %d timed out", w.Errors, w.TimedOut)}
