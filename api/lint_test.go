@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
 // TestOpenAPIPassesTheLinter runs Spectral (the reference linter of the
@@ -20,12 +22,7 @@ func TestOpenAPIPassesTheLinter(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(spectral); err != nil {
-		if spectral, err = exec.LookPath("spectral"); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("Spectral is not installed (CI=true: .ci/run runs npm ci --prefix .ci/spectral): %v", err)
-			}
-			t.Skipf("Spectral is not installed (npm ci --prefix .ci/spectral): %v", err)
-		}
+		spectral = tooltest.Look(t, "npm ci --prefix .ci/spectral", "spectral")
 	}
 	out, err := exec.Command(spectral, "lint", "--fail-severity=hint", "--ruleset", ".spectral.yaml", "openapi.yaml").CombinedOutput()
 	if err != nil {

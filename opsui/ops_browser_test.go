@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,22 +16,14 @@ import (
 
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/apptest"
+	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
 // chromium finds Debian's chromium: skipped when missing, a failure under
 // CI=true (.ci/run installs it from .ci/packages).
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found on PATH (CI=true: .ci/packages installs it)")
-	}
-	t.Skip("chromium not installed")
-	return ""
+	return tooltest.Look(t, "Debian's chromium package", "chromium", "chromium-browser")
 }
 
 // startChromium starts one headless Chromium for the test and returns a
