@@ -253,6 +253,19 @@ func TestOpsPageInChromium(t *testing.T) {
 				if err != nil || len(split) > 0 {
 					t.Errorf("lock names wrapped at 1280 px: %q (%v)", split, err)
 				}
+				// Nor when the table is squeezed, as a wider font or a longer
+				// row squeezes it: the column has a floor.
+				split, err = chromedp.Run(step(), chromedp.Evaluate[[]string](`(() => {
+					const main = document.querySelector('main');
+					main.style.width = '900px';
+					const split = [...document.querySelectorAll('td.lock code')]
+						.filter(e => e.textContent.length <= 16 && e.getClientRects().length !== 1).map(e => e.textContent);
+					main.style.width = '';
+					return split;
+				})()`))
+				if err != nil || len(split) > 0 {
+					t.Errorf("lock names wrapped in a table squeezed to 900 px: %q (%v)", split, err)
+				}
 				fitsPhone(step(), t, "abuse-review")
 			}
 
