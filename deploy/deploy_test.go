@@ -28,6 +28,7 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/tooltest"
 	"github.com/leasegate/leasegate/internal/webhooktest"
 	"github.com/leasegate/leasegate/server"
 	"github.com/leasegate/leasegate/webhook"
@@ -52,14 +53,7 @@ func tool(t *testing.T, name string) string {
 	t.Helper()
 	pkg := map[string]string{"promtool": "prometheus", "prometheus": "prometheus", "chromium": "chromium",
 		"haproxy": "haproxy", "nginx": "nginx"}[name]
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing (CI=true: .ci/run installs Debian's %s package)", name, pkg)
-		}
-		t.Skipf("%s is not installed (Debian package %s)", name, pkg)
-	}
-	return p
+	return tooltest.Look(t, "Debian's "+pkg+" package", name)
 }
 
 func run(t *testing.T, dir, name string, args ...string) {

@@ -40,6 +40,8 @@
 //	<prefix>{t=<tenant>;r=locks%3Aindex}:held                  zset    the tenant's leased resources
 //	<prefix>{t=<tenant>;r=<resource>}:forced                   string  a force-released token
 //	<prefix>{t=<tenant>;r=audit}:audit                         stream  the tenant's operator actions
+//	<prefix>{t=;r=ops%3Aactivity}:gw:<gateway>                 string  a gateway's activity snapshot (the ops page's charts)
+//	<prefix>{t=;r=ops%3Aactivity}:gateways                     zset    the gateways with one
 //
 // A resource named "user:<id>" shares a user's tag (and slot) but never a
 // key: the suffixes differ, and the tag holds no '}', so the suffix is

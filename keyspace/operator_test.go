@@ -13,6 +13,8 @@ func TestOperatorKeysArePinned(t *testing.T) {
 		{s.LockIndex("acme"), "lg:{t=acme;r=locks%3Aindex}:held"},
 		{s.Resource("acme", "a:b").Forced(), "lg:{t=acme;r=a%3Ab}:forced"},
 		{s.Audit("acme"), "lg:{t=acme;r=audit}:audit"},
+		{s.GatewayActivity("9f2c"), "lg:{t=;r=ops%3Aactivity}:gw:9f2c"},
+		{s.ActivityGateways(), "lg:{t=;r=ops%3Aactivity}:gateways"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

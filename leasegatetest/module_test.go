@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
 // TestTheExampleServiceModulePasses runs the tests of examples/go, a
@@ -19,13 +20,7 @@ import (
 // checkout.
 func TestTheExampleServiceModulePasses(t *testing.T) {
 	t.Parallel()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go not found on PATH (CI=true: this is a failure): %v", err)
-		}
-		t.Skipf("go not on PATH: %v", err)
-	}
+	goBin := tooltest.Look(t, "the Go toolchain", "go")
 	dir, err := filepath.Abs(filepath.Join("..", "examples", "go"))
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,8 @@ import (
 // Activity keeps the last hour of a few counters per minute, in process,
 // for the charts of the /ops/ Locks view: acquires, contended acquires,
 // flags and bans. It samples the Prometheus counters (Sample, every few
-// seconds from the server, and on every page view), so nothing on the
-// hot path changes and Redis is not involved; the price is that each
-// gateway charts only what it served itself, since its start (the fleet's
-// view is Prometheus's; docs/operations.md).
+// seconds and on every page view), so nothing on the hot path changes;
+// Share publishes it to Redis and Fleet sums the fleet's (fleet.go).
 type Activity struct {
 	m  *Metrics
 	mu sync.Mutex
@@ -23,6 +21,7 @@ type Activity struct {
 	ring    [ActivityMinutes]activityMinute
 	last    [activitySeries]float64
 	sampled bool
+	fleet   *fleet // while Share runs
 }
 
 // ActivityMinutes is how many minutes the charts show.

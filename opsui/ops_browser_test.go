@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,22 +16,14 @@ import (
 
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/apptest"
+	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
 // chromium finds Debian's chromium: skipped when missing, a failure under
 // CI=true (.ci/run installs it from .ci/packages).
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found on PATH (CI=true: .ci/packages installs it)")
-	}
-	t.Skip("chromium not installed")
-	return ""
+	return tooltest.Look(t, "Debian's chromium package", "chromium", "chromium-browser")
 }
 
 // startChromium starts one headless Chromium for the test and returns a
@@ -140,6 +131,38 @@ func fitsWindow(ctx context.Context, t *testing.T, what string) {
 	}
 }
 
+// fitsPhone checks the page at 420 px wide, a phone: it must not scroll
+// sideways (the tables stack their rows as cards). With
+// LEASEGATE_OPS_PHONE_SCREENSHOTS=dir it saves the view there as
+// <name>.png. The window is 1280×800 again afterwards.
+func fitsPhone(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(420, 900)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	w, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w[1] != 420 || w[0] > w[1] {
+		t.Errorf("%s at 420 px: got scrollWidth %d, innerWidth %d; want a window 420 px wide that the page fits", name, w[0], w[1])
+	}
+	if dir := os.Getenv("LEASEGATE_OPS_PHONE_SCREENSHOTS"); dir != "" {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestOpsPageInChromium drives the real page in headless Chromium, in
 // open mode and with API keys: with keys, opening /ops/ lands on the
 // login form, and pasting the ops key there opens the page. Then it sees
@@ -223,6 +246,27 @@ func TestOpsPageInChromium(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				// A short lock name is one line at 1280 px ("login", not
+				// "logi" over "n"); the longest may wrap.
+				split, err := chromedp.Run(step(), chromedp.Evaluate[[]string](`[...document.querySelectorAll('td.lock code')]
+					.filter(e => e.textContent.length <= 16 && e.getClientRects().length !== 1).map(e => e.textContent)`))
+				if err != nil || len(split) > 0 {
+					t.Errorf("lock names wrapped at 1280 px: %q (%v)", split, err)
+				}
+				// Nor when the table is squeezed, as a wider font or a longer
+				// row squeezes it: the column has a floor.
+				split, err = chromedp.Run(step(), chromedp.Evaluate[[]string](`(() => {
+					const main = document.querySelector('main');
+					main.style.width = '900px';
+					const split = [...document.querySelectorAll('td.lock code')]
+						.filter(e => e.textContent.length <= 16 && e.getClientRects().length !== 1).map(e => e.textContent);
+					main.style.width = '';
+					return split;
+				})()`))
+				if err != nil || len(split) > 0 {
+					t.Errorf("lock names wrapped in a table squeezed to 900 px: %q (%v)", split, err)
+				}
+				fitsPhone(step(), t, "abuse-review")
 			}
 
 			if withKeys {

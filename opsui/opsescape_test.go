@@ -13,7 +13,7 @@ import (
 )
 
 // userCells returns the text of every user cell of the page, in order.
-var userCell = regexp.MustCompile(`<td class="user"><code>(.*?)</code></td>`)
+var userCell = regexp.MustCompile(`<td class="user"[^>]*><code>(.*?)</code></td>`)
 
 func opsPageAs(t *testing.T, env *apptest.App, target string) string {
 	t.Helper()

@@ -1,6 +1,7 @@
 package opsui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -71,9 +72,13 @@ type opsLocksView struct {
 	Title, View, Tenant, Operator, CSRF string
 	Session, HasAbuse                   bool
 	Charts                              []opsChart
-	Flash                               *opsFlash
-	Prefix                              string
-	Locks                               []opsLockRow
+	// Gateways is how many gateways' activity the charts sum (Fleet);
+	// FleetUnread: Redis could not be read, they are this gateway's.
+	Gateways    int
+	FleetUnread bool
+	Flash       *opsFlash
+	Prefix      string
+	Locks       []opsLockRow
 	// Elections: the elections with a leader whose name starts with
 	// Prefix (first page of the view only; GET /locks?kind=elections
 	// pages them). MoreElections: there are more than shown.
@@ -127,13 +132,15 @@ func left(t, now time.Time) string {
 	return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// charts draws the gateway's last hour (metrics.Activity) as polylines.
-func (a *UI) charts(now time.Time) []opsChart {
-	act := a.deps.Metrics.Activity()
-	act.Sample(now)
-	series := act.Series(now)
+// charts draws the fleet's last hour (metrics.Activity.Fleet) as
+// polylines into v.
+func (a *UI) charts(ctx context.Context, v *opsLocksView, now time.Time) {
+	series, gateways, err := a.deps.Metrics.Activity().Fleet(ctx, now)
+	if err != nil {
+		a.deps.Log.Warn("ops page: the fleet's activity could not be read", zap.Error(err))
+	}
+	v.Gateways, v.FleetUnread = gateways, err != nil
 	const w, h = 240, 48
-	out := make([]opsChart, 0, len(series))
 	for i, pts := range series {
 		c := opsChart{Name: metrics.ActivityNames[i], W: w, H: h}
 		for _, p := range pts {
@@ -149,9 +156,8 @@ func (a *UI) charts(now time.Time) []opsChart {
 		}
 		c.Line = strings.TrimSpace(line.String())
 		c.Area = fmt.Sprintf("0,%d %s %d,%d", h, c.Line, w, h)
-		out = append(out, c)
+		v.Charts = append(v.Charts, c)
 	}
-	return out
 }
 
 func (a *UI) opsLocks(c echo.Context) error {
@@ -169,7 +175,7 @@ func (a *UI) opsLocks(c echo.Context) error {
 	now := time.Now()
 	v := a.opsLocksView(c, "locks", "locks")
 	v.Prefix, v.Paged, v.FirstURL = prefix, cursor != "", pageURL("/ops/locks", "prefix", prefix)
-	v.Charts = a.charts(now)
+	a.charts(ctx, &v, now)
 	if page.NextCursor != "" {
 		v.NextURL = pageURL("/ops/locks", "prefix", prefix, "cursor", page.NextCursor)
 	}

@@ -70,6 +70,7 @@ func TestOpsLocksViewInChromium(t *testing.T) {
 	if err != nil || wide {
 		t.Errorf("the Locks view scrolls sideways at 1280×800 (%v)", err)
 	}
+	fitsPhone(step(), t, "locks")
 	if path := os.Getenv("LEASEGATE_OPS_LOCKS_SCREENSHOT"); path != "" {
 		png, err := chromedp.Run(step(), chromedp.FullScreenshot(100))
 		if err != nil {

@@ -70,3 +70,21 @@ func TestAuthRefusalsAreCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthRefusalsAreExportedAtZeroInOpenMode: a gateway without keys
+// refuses nothing, and still exports every via and reason at 0, so a panel
+// or an alert over a mixed fleet has a series to read.
+func TestAuthRefusalsAreExportedAtZeroInOpenMode(t *testing.T) {
+	t.Parallel()
+	s := start(t, testConfig(t), nil)
+	_, body := get(t, s, "/metrics", "")
+	for _, want := range []string{
+		`leasegate_auth_refusals_total{reason="missing",via="bearer"} 0`,
+		`leasegate_auth_refusals_total{reason="unknown",via="login"} 0`,
+		`leasegate_auth_refusals_total{reason="revoked",via="session"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/handlers"
+	"github.com/leasegate/leasegate/keyspace"
 	"github.com/leasegate/leasegate/redislock"
 )
 
@@ -49,13 +50,14 @@ func (s *Server) tenants() []string {
 
 // Maintain does the gateway's periodic work until ctx ends: it sweeps
 // the lock indexes (at once, then every IndexSweepInterval: expiries and
-// leasegate_locks_held are counted there) and samples the ops page's
-// activity charts. Run runs it beside Serve; a program or test that
-// calls Serve itself runs it too, or those figures stay empty.
+// leasegate_locks_held are counted there) and samples and shares the ops
+// page's activity charts (metrics.Activity.Share). Run runs it beside
+// Serve; a program or test that calls Serve itself runs it too, or those
+// figures stay empty.
 func (s *Server) Maintain(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sweepIndexes(ctx) })
-	wg.Go(func() { s.sampleActivity(ctx) })
+	wg.Go(func() { s.metrics.Activity().Share(ctx, s.rdb, keyspace.Space{Prefix: s.cfg.KeyPrefix}) })
 	wg.Wait()
 }
 
@@ -106,21 +108,6 @@ func (s *Server) sweepOnce(ctx context.Context, every time.Duration) {
 		s.metrics.LocksHeld.Set(float64(held))
 	} else {
 		s.metrics.LocksHeld.Forget()
-	}
-}
-
-// sampleActivity feeds the per-minute charts of the /ops/ Locks view
-// (metrics.Activity) every 10 s until ctx ends.
-func (s *Server) sampleActivity(ctx context.Context) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		s.metrics.Activity().Sample(time.Now())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
 }
 

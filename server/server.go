@@ -421,16 +421,17 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	// The ops page's browser login (nil: the page takes only what Auth
 	// takes). A typed nil would not be nil in the interface.
 	var sessions opsui.Sessions
+	// Every series exists at 0, in open mode too: a fleet's dashboard reads them.
+	for via, reasons := range auth.RefusalReasons {
+		for _, r := range reasons {
+			s.metrics.AuthRefusals.WithLabelValues(via, r)
+		}
+	}
 	if s.keyring != nil {
 		deps.Auth = s.keyring
 		s.keyring.CountRefusals(func(via, reason string) {
 			s.metrics.AuthRefusals.WithLabelValues(via, reason).Inc()
 		})
-		for via, reasons := range auth.RefusalReasons {
-			for _, r := range reasons {
-				s.metrics.AuthRefusals.WithLabelValues(via, r)
-			}
-		}
 		// Login failures and logouts live in Redis, shared by every gateway.
 		sessions = auth.NewSessionsWith(s.keyring, auth.SessionOptions{
 			TTL: cfg.OpsSessionTTL, Secret: cfg.OpsSessionSecret,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasegate/leasegate/auth"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
+	"github.com/leasegate/leasegate/internal/tooltest"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -211,13 +212,7 @@ func TestDocsCurlExamplesAnswerWhatTheySay(t *testing.T) {
 	if err != nil {
 		t.Skipf("bash not found: %v", err)
 	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("curl not found (CI=true): %v", err)
-		}
-		t.Skipf("curl not installed: %v", err)
-	}
+	curl := tooltest.Look(t, "Debian's curl package", "curl")
 	_ = curl
 	total := 0
 	for _, file := range docFiles(t) {

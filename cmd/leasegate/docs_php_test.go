@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
 // The docs check for PHP: every ```php block of README.md and docs/*.md
@@ -42,13 +44,7 @@ func phpBlocks(t *testing.T, file string) []phpBlock {
 
 func TestDocsPHPExamplesRun(t *testing.T) {
 	t.Parallel()
-	php, err := exec.LookPath("php")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("php not found (CI=true: .ci/run installs php-cli): %v", err)
-		}
-		t.Skipf("php not installed: %v", err)
-	}
+	php := tooltest.Look(t, "Debian's php-cli package", "php")
 	prelude, err := filepath.Abs("testdata/docs_prelude.php")
 	if err != nil {
 		t.Fatal(err)

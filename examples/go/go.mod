@@ -1,6 +1,6 @@
 module example.com/rewards
 
-go 1.26.8
+go 1.26.0
 
 require github.com/leasegate/leasegate v0.0.0
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
 // The gateway binary, built once per test process.
@@ -25,13 +27,7 @@ var binary struct {
 // CI=true).
 func Binary(t testing.TB) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go not found on PATH (CI=true: this is a failure): %v", err)
-		}
-		t.Skipf("go not on PATH: %v", err)
-	}
+	goBin := tooltest.Look(t, "the Go toolchain", "go")
 	binary.once.Do(func() {
 		if binary.dir, binary.err = os.MkdirTemp("", "leasegate-bin-"); binary.err != nil {
 			return

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
 // Server is one redis-server process owned by a test.
@@ -59,14 +61,7 @@ func Binary(t testing.TB) string {
 
 func lookBinary(t testing.TB, name string) string {
 	t.Helper()
-	bin, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found on PATH (CI=true: this is a failure, .ci/run installs it): %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return bin
+	return tooltest.Look(t, "Debian's redis-server package", name)
 }
 
 // Start starts a redis-server with no persistence unless args ask for it
