@@ -207,6 +207,20 @@ func TestPHPUnit(t *testing.T) {
 	}
 }
 
+// TestPSR12 runs PHP_CodeSniffer's PSR-12 standard over the package's
+// sources, as a PHP team's own CI would (.ci/packages installs
+// php-codesniffer).
+func TestPSR12(t *testing.T) {
+	t.Parallel()
+	phpcs := tool(t, "phpcs", "php-codesniffer")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, phpcs, "--standard=PSR12", "--report=emacs", "src").CombinedOutput()
+	if err != nil {
+		t.Errorf("phpcs --standard=PSR12 src: %v (phpcbf --standard=PSR12 src fixes some):\n%s", err, out)
+	}
+}
+
 // TestStoreBenchmarkRuns runs bench/store_bench.php for a few cycles, so
 // the script behind docs/benchmarks.md's PHP figures keeps working.
 func TestStoreBenchmarkRuns(t *testing.T) {

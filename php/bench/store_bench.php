@@ -31,8 +31,15 @@ final class InstantGateway implements Transport
 {
     private int $token = 0;
 
-    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response
-    {
+    public function send(
+        string $method,
+        string $url,
+        array $headers,
+        ?string $body,
+        float $timeout,
+        float $connectTimeout = Transport::CONNECT_TIMEOUT,
+        ?string $unixSocket = null,
+    ): Response {
         if ($method === 'DELETE') {
             return new Response(204, [], '');
         }

@@ -64,10 +64,14 @@ final class LeaseGateStore implements BlockingStoreInterface
         private readonly int $maxWaitMs = self::MAX_WAIT_MS,
     ) {
         if ($initialTtl <= 0) {
-            throw new InvalidTtlException(sprintf('"%s()" expects a strictly positive TTL, got %s.', __METHOD__, $initialTtl));
+            throw new InvalidTtlException(
+                sprintf('"%s()" expects a strictly positive TTL, got %s.', __METHOD__, $initialTtl),
+            );
         }
         if ($maxWaitMs < 1) {
-            throw new InvalidArgumentException(sprintf('"%s()" expects a positive maxWaitMs, got %d.', __METHOD__, $maxWaitMs));
+            throw new InvalidArgumentException(
+                sprintf('"%s()" expects a positive maxWaitMs, got %d.', __METHOD__, $maxWaitMs),
+            );
         }
     }
 
@@ -122,9 +126,17 @@ final class LeaseGateStore implements BlockingStoreInterface
         } catch (NotFoundException | ForbiddenException $e) {
             // Expired (and maybe taken by another owner since): the lease is
             // gone, and a new one would carry a new fencing token.
-            throw new LockConflictedException(sprintf('The "%s" lock is no longer held: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockConflictedException(
+                sprintf('The "%s" lock is no longer held: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         } catch (LeaseGateException $e) {
-            throw new LockStorageException(sprintf('Failed to put off the expiration of the "%s" lock: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockStorageException(
+                sprintf('Failed to put off the expiration of the "%s" lock: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         }
         $key->setState(self::class, ['owner' => $state['owner'], 'token' => $lease->token]);
         $this->checkNotExpired($key);
@@ -141,7 +153,11 @@ final class LeaseGateStore implements BlockingStoreInterface
         } catch (NotFoundException | ForbiddenException) {
             // Gone already (expired, maybe re-granted): nothing of ours is left.
         } catch (LeaseGateException $e) {
-            throw new LockReleasingException(sprintf('Failed to release the "%s" lock: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockReleasingException(
+                sprintf('Failed to release the "%s" lock: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         }
         $key->setState(self::class, ['owner' => $state['owner'], 'token' => null]);
     }
@@ -174,7 +190,11 @@ final class LeaseGateStore implements BlockingStoreInterface
         try {
             $r = $this->client->acquire(self::resource($key), $owner, self::seconds($ttl), $waitMs);
         } catch (LeaseGateException $e) {
-            throw new LockAcquiringException(sprintf('Failed to acquire the "%s" lock: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockAcquiringException(
+                sprintf('Failed to acquire the "%s" lock: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         }
         if (!$r->acquired || $r->lease === null) {
             return false;

@@ -44,7 +44,11 @@ final class TestGateway
             throw new \RuntimeException('leasegate: cannot create the gateway log file');
         }
         $cmd = [$bin, 'serve', '--addr', '127.0.0.1:0', '--embedded-redis-test-clock', ...$args];
-        $process = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']], $pipes);
+        $process = proc_open(
+            $cmd,
+            [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']],
+            $pipes,
+        );
         if ($process === false) {
             throw new \RuntimeException(sprintf('leasegate: cannot run %s', $bin));
         }
@@ -52,14 +56,19 @@ final class TestGateway
         while (true) {
             foreach (file($log, FILE_IGNORE_NEW_LINES) ?: [] as $line) {
                 $entry = json_decode($line, true);
-                if (is_array($entry) && ($entry['msg'] ?? null) === 'leasegate listening' && is_string($entry['addr'] ?? null)) {
+                if (
+                    is_array($entry) && ($entry['msg'] ?? null) === 'leasegate listening'
+                    && is_string($entry['addr'] ?? null)
+                ) {
                     return new self($process, 'http://' . $entry['addr'], $log);
                 }
             }
             if (!proc_get_status($process)['running'] || microtime(true) > $deadline) {
                 proc_terminate($process);
                 proc_close($process);
-                throw new \RuntimeException(sprintf("leasegate: %s serve did not start; its log:\n%s", $bin, (string) file_get_contents($log)));
+                throw new \RuntimeException(
+                    sprintf("leasegate: %s serve did not start; its log:\n%s", $bin, (string) file_get_contents($log)),
+                );
             }
             usleep(20_000);
         }
@@ -107,7 +116,11 @@ final class TestGateway
      */
     public function fastForward(float $seconds, ?string $opsKey = null): \DateTimeImmutable
     {
-        $out = $this->client($opsKey)->request('POST', '/ops/test-clock', ['advance_ms' => (int) round($seconds * 1000)]);
+        $out = $this->client($opsKey)->request(
+            'POST',
+            '/ops/test-clock',
+            ['advance_ms' => (int) round($seconds * 1000)],
+        );
         if (!is_array($out) || !is_string($out['now'] ?? null)) {
             throw new \RuntimeException('leasegate: moving the clock: the answer has no "now"');
         }
@@ -146,6 +159,9 @@ final class TestGateway
                 return $dir . '/leasegate';
             }
         }
-        throw new GatewayNotFound('no leasegate binary: set LEASEGATE_BIN to its path or put leasegate on PATH (go build -o leasegate ./cmd/leasegate in the leasegate repository)');
+        throw new GatewayNotFound(
+            'no leasegate binary: set LEASEGATE_BIN to its path or put leasegate on PATH '
+            . '(go build -o leasegate ./cmd/leasegate in the leasegate repository)',
+        );
     }
 }

@@ -18,8 +18,15 @@ final class CurlTransport implements Transport
         return extension_loaded('curl');
     }
 
-    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response
-    {
+    public function send(
+        string $method,
+        string $url,
+        array $headers,
+        ?string $body,
+        float $timeout,
+        float $connectTimeout = Transport::CONNECT_TIMEOUT,
+        ?string $unixSocket = null,
+    ): Response {
         if (!self::available()) {
             throw new TransportException('leasegate: the curl extension is not loaded; use StreamTransport');
         }
@@ -36,7 +43,7 @@ final class CurlTransport implements Transport
             CURLOPT_FOLLOWLOCATION => false,
             CURLOPT_HTTPHEADER => $lines,
             CURLOPT_TIMEOUT_MS => max(1, (int) ceil($timeout * 1000)),
-            CURLOPT_CONNECTTIMEOUT_MS => max(1, (int) ceil(min($timeout, 10.0) * 1000)),
+            CURLOPT_CONNECTTIMEOUT_MS => max(1, (int) ceil(min($timeout, $connectTimeout) * 1000)),
             CURLOPT_HEADERFUNCTION => static function ($ch, string $line) use (&$received): int {
                 $received[] = $line;
                 return strlen($line);
@@ -44,6 +51,9 @@ final class CurlTransport implements Transport
         ];
         if (defined('CURLOPT_PROTOCOLS_STR')) {
             $options[CURLOPT_PROTOCOLS_STR] = 'http,https';
+        }
+        if ($unixSocket !== null) {
+            $options[CURLOPT_UNIX_SOCKET_PATH] = $unixSocket;
         }
         if ($body !== null) {
             $options[CURLOPT_POSTFIELDS] = $body;
