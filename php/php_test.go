@@ -239,3 +239,58 @@ func TestStoreBenchmarkRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestFixtureWithoutAGateway runs the PHPUnit fixture's suite without a
+// usable gateway binary: a LEASEGATE_BIN that is set but wrong fails the
+// run, naming it; with nothing configured the tests are skipped and
+// STDERR says so (the summary shows only a count), and under CI=true
+// they fail.
+func TestFixtureWithoutAGateway(t *testing.T) {
+	t.Parallel()
+	php := tool(t, "php", "php-cli")
+	phpunit := tool(t, "phpunit", "phpunit")
+	run := func(t *testing.T, env ...string) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, phpunit, "--configuration", "phpunit.xml.dist", "--testsuite", "testing")
+		// The last of duplicate variables wins.
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, string(out)
+		case errors.As(err, &exit):
+			return exit.ExitCode(), string(out)
+		}
+		t.Fatalf("phpunit: %v\n%s", err, out)
+		return 0, ""
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-leasegate")
+	for _, c := range []struct{ name, bin, want string }{
+		{"missing", missing, "LEASEGATE_BIN=" + missing + " is not an executable file"},
+		{"not a gateway", "/bin/false", "/bin/false serve did not start"},
+	} {
+		t.Run("LEASEGATE_BIN "+c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out := run(t, "LEASEGATE_BIN="+c.bin, "CI=")
+			if code == 0 || !strings.Contains(out, c.want) {
+				t.Errorf("phpunit with LEASEGATE_BIN=%s: exit %d, want a failure saying %q:\n%s", c.bin, code, c.want, out)
+			}
+		})
+	}
+	// Nothing configured: no LEASEGATE_BIN, and a PATH with php but no leasegate.
+	dir := filepath.Dir(php)
+	if _, err := os.Stat(filepath.Join(dir, "leasegate")); err == nil {
+		t.Skipf("%s holds a leasegate binary: cannot run without one", dir)
+	}
+	nothing := []string{"LEASEGATE_BIN=", "PATH=" + dir}
+	code, out := run(t, append(nothing, "CI=")...)
+	if code != 0 || !strings.Contains(out, "GatewayTestCase tests are SKIPPED") || !strings.Contains(out, "Skipped:") {
+		t.Errorf("phpunit with nothing configured: exit %d, want 0 with the skips said on stderr:\n%s", code, out)
+	}
+	if code, out := run(t, append(nothing, "CI=true")...); code == 0 {
+		t.Errorf("phpunit with nothing configured, CI=true: exit 0, want a failure:\n%s", out)
+	}
+}
