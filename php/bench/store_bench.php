@@ -76,7 +76,7 @@ $ways = [
         $store->save($key);
         $store->delete($key);
     },
-    // Symfony's Lock with no TTL of its own (a TTL adds a putOffExpiration request).
+    // Symfony's Lock with no TTL of its own (a TTL other than the store's initial TTL adds a renew).
     'lock' => static function (string $resource) use ($factory): void {
         $lock = $factory->createLock($resource, null);
         if (!$lock->acquire()) {
