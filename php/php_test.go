@@ -221,8 +221,9 @@ func TestPSR12(t *testing.T) {
 	}
 }
 
-// TestStoreBenchmarkRuns runs bench/store_bench.php for a few cycles, so
-// the script behind docs/benchmarks.md's PHP figures keeps working.
+// TestStoreBenchmarkRuns runs bench/store_bench.php and
+// bench/cycle_bench.php for a few cycles, so the scripts behind
+// docs/benchmarks.md's PHP figures keep working.
 func TestStoreBenchmarkRuns(t *testing.T) {
 	t.Parallel()
 	php := tool(t, "php", "php-cli")
@@ -236,6 +237,15 @@ func TestStoreBenchmarkRuns(t *testing.T) {
 	for _, want := range []string{"client ", "store ", "lock ", "ratio store/client "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("php bench/store_bench.php: no %q line in:\n%s", want, out)
+		}
+	}
+	out, err = exec.CommandContext(ctx, php, "bench/cycle_bench.php", "--url="+url, "--cycles=3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("php bench/cycle_bench.php: %v\n%s", err, out)
+	}
+	for _, want := range []string{"client tcp ", "symfony tcp "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("php bench/cycle_bench.php: no %q line in:\n%s", want, out)
 		}
 	}
 }
