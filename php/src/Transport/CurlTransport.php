@@ -7,12 +7,16 @@ namespace LeaseGate\Transport;
 use LeaseGate\TransportException;
 
 /**
- * Transport on ext-curl, used by default when the extension is loaded
- * (it keeps no connection between calls either, so both transports behave
- * the same).
+ * Transport on ext-curl, used by default when the extension is loaded.
+ * Like StreamTransport it keeps the connection of its last call for the
+ * next GET, HEAD or DELETE, and opens a fresh one for every other method
+ * (CURLOPT_FRESH_CONNECT): libcurl sends a request again when a reused
+ * connection turns out closed, which must never happen to a POST.
  */
 final class CurlTransport implements Transport
 {
+    private ?\CurlHandle $handle = null;
+
     public static function available(): bool
     {
         return extension_loaded('curl');
@@ -35,12 +39,14 @@ final class CurlTransport implements Transport
             $lines[] = $name . ': ' . $value;
         }
         $received = [];
-        $handle = curl_init();
+        $handle = $this->handle ??= curl_init();
+        curl_reset($handle);
         $options = [
             CURLOPT_URL => $url,
             CURLOPT_CUSTOMREQUEST => $method,
             CURLOPT_RETURNTRANSFER => true,
             CURLOPT_FOLLOWLOCATION => false,
+            CURLOPT_FRESH_CONNECT => !in_array($method, ['GET', 'HEAD', 'DELETE'], true),
             CURLOPT_HTTPHEADER => $lines,
             CURLOPT_TIMEOUT_MS => max(1, (int) ceil($timeout * 1000)),
             CURLOPT_CONNECTTIMEOUT_MS => max(1, (int) ceil(min($timeout, $connectTimeout) * 1000)),
@@ -65,7 +71,6 @@ final class CurlTransport implements Transport
         $data = curl_exec($handle);
         $errno = curl_errno($handle);
         $error = curl_error($handle);
-        curl_close($handle);
         if ($errno !== 0 || !is_string($data)) {
             throw TransportException::request($method, $url, sprintf('curl error %d: %s', $errno, $error));
         }
