@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace LeaseGate\Tests\Client;
 
+use LeaseGate\Client;
 use LeaseGate\TransportException;
 use LeaseGate\Tests\Support\Gateway;
 use LeaseGate\Tests\Support\Helper;
@@ -67,6 +68,28 @@ final class KeepAliveTest extends TestCase
         $a = $this->call($t, 'GET', '/idle-close')['conn']; // closed right after the answer
         usleep(50_000); // the close reaches the client (no signal to wait on)
         self::assertNotSame($a, $this->call($t, 'DELETE', '/locks/a')['conn'], 'the DELETE goes on a new connection');
+    }
+
+    public function testAUnixSocketBaseUrlReachesTheSocket(): void
+    {
+        $dir = sys_get_temp_dir() . '/leasegate-php-' . bin2hex(random_bytes(6));
+        self::assertTrue(mkdir($dir, 0700), 'a directory for the socket');
+        $onSocket = new Helper('http_server.php', [$dir . '/gw.sock']);
+        try {
+            $url = $onSocket->line();
+            self::eq($url, 'unix:' . $dir . '/gw.sock', 'the server listens on the socket');
+            $c = new Client($url, null, Gateway::transport());
+            $out = $c->request('POST', '/locks/a%20b', ['owner' => 'o']);
+            self::assertIsArray($out);
+            self::eq([$out['method'], $out['target'], $out['body']], ['POST', '/locks/a%20b', '{"owner":"o"}'], 'the request on the socket');
+            $again = $c->request('DELETE', '/locks/a%20b');
+            self::assertIsArray($again);
+            self::eq($again['conn'], $out['conn'], 'the DELETE on the same connection');
+        } finally {
+            $onSocket->finish();
+            @unlink($dir . '/gw.sock');
+            @rmdir($dir);
+        }
     }
 
     public function testAConnectionClosedWithoutAnAnswerIsATransportError(): void

@@ -3,22 +3,23 @@
 declare(strict_types=1);
 
 // Helper process for the transport tests: a small HTTP/1.1 server that
-// says which connection carried each request. Prints its address, then
-// serves until its stdin closes. Every answer is JSON
-// {"conn": N, "method": M, "body": B}, N counting connections from 1:
+// says which connection carried each request. Prints its address (host:port,
+// or unix:PATH), then serves until its stdin closes. Every answer is JSON
+// {"conn": N, "method": M, "target": T, "body": B}, N counting connections from 1:
 //   /chunked  the answer in chunks (Transfer-Encoding: chunked)
 //   /close    the answer, then the connection closes (Connection: close)
 //   /drop     the connection closes without an answer
 //   /idle-close  the answer; the connection closes as soon as it is idle
 //   other     the answer with Content-Length, the connection stays open
-// Usage: php http_server.php
+// Usage: php http_server.php [UNIX_SOCKET_PATH]
 
-$server = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+$unix = $argv[1] ?? null;
+$server = stream_socket_server($unix !== null ? 'unix://' . $unix : 'tcp://127.0.0.1:0', $errno, $error);
 if ($server === false) {
     fwrite(STDERR, "listen: $error\n");
     exit(1);
 }
-echo stream_socket_get_name($server, false), "\n";
+echo $unix !== null ? 'unix:' . $unix : stream_socket_get_name($server, false), "\n";
 fflush(STDOUT);
 
 $clients = [];
@@ -63,7 +64,7 @@ while (true) {
             $body = substr($buffers[$k], $end + 4, $length);
             $buffers[$k] = substr($buffers[$k], $end + 4 + $length);
             [$method, $path] = explode(' ', $head) + [1 => '/'];
-            $json = (string) json_encode(['conn' => $ids[$k], 'method' => $method, 'body' => $body]);
+            $json = (string) json_encode(['conn' => $ids[$k], 'method' => $method, 'target' => $path, 'body' => $body]);
             $close = false;
             switch (parse_url($path, PHP_URL_PATH)) {
                 case '/drop':
