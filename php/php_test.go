@@ -41,9 +41,11 @@ func tool(t *testing.T, name, pkg string) string {
 	return bin
 }
 
-// startGateway runs a gateway on a free loopback port until the test ends
-// and returns its base URL. redisURL "" uses the embedded Redis.
-func startGateway(t *testing.T, name, redisURL string) string {
+// startGateway runs a gateway on a free loopback port (on a Unix domain
+// socket with unix) until the test ends and returns its base URL
+// (http://127.0.0.1:port or unix:/path). redisURL "" uses the embedded
+// Redis.
+func startGateway(t *testing.T, name, redisURL string, unix bool) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
@@ -61,7 +63,27 @@ func startGateway(t *testing.T, name, redisURL string) string {
 			t.Logf("log of the %s gateway:\n%s", name, logs.String())
 		}
 	})
-	return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
+	if !unix {
+		return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
+	}
+	cfg.Addr = "unix:" + filepath.Join(t.TempDir(), "gw.sock")
+	s, err := server.New(cfg, log)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("gateway shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("gateway serve: %v", err)
+		}
+	})
+	return s.Addr()
 }
 
 // junit is the part of PHPUnit's --log-junit report the driver reads.
@@ -148,7 +170,8 @@ func runSuite(t *testing.T, phpunit, suite string, env []string) {
 }
 
 // TestPHPUnit runs the client suite once per PHP transport (streams
-// always, curl when the extension is loaded) and the framework suites
+// always, curl when the extension is loaded) and once more on streams
+// over a Unix domain socket and the framework suites
 // (Debian's php-symfony-lock and php-laravel-framework) and the PHPUnit
 // fixture's (LeaseGate\Testing) with the default transport.
 func TestPHPUnit(t *testing.T) {
@@ -162,15 +185,15 @@ func TestPHPUnit(t *testing.T) {
 			"LEASEGATE_URL=" + url,
 			// A gateway whose Redis is not there: every lock call is a 503
 			// (without go-redis's retries, so each one fails fast).
-			"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.DeadAddr(t)+"?max_retries=-1"),
+			"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.DeadAddr(t)+"?max_retries=-1", false),
 			// No gateway at all: a transport error.
 			"LEASEGATE_DEAD_URL=http://" + redistest.DeadAddr(t),
 			"LEASEGATE_API_KEY=",
 		}
 	}
-	run := func(t *testing.T, suite string, extra ...string) {
+	run := func(t *testing.T, suite string, unix bool, extra ...string) {
 		t.Parallel()
-		url := startGateway(t, "test", "")
+		url := startGateway(t, "test", "", unix)
 		runSuite(t, phpunit, suite, append(env(t, url), extra...))
 		// Every run clears the users it flagged or banned.
 		page, err := client.New(url).ListFlagged(context.Background(), client.ListFlaggedOptions{Limit: 500})
@@ -190,9 +213,16 @@ func TestPHPUnit(t *testing.T) {
 	}
 	for _, transport := range transports {
 		t.Run("client/"+transport, func(t *testing.T) {
-			run(t, "client", "LEASEGATE_TRANSPORT="+transport)
+			run(t, "client", false, "LEASEGATE_TRANSPORT="+transport)
 		})
 	}
+	// The suite once more with the gateway on a Unix domain socket
+	// (LEASEGATE_URL=unix:/path), on streams; KeepAliveTest sends both
+	// transports over a socket, and the fixture's own suite runs a
+	// gateway on one with the default transport.
+	t.Run("client/unix-stream", func(t *testing.T) {
+		run(t, "client", true, "LEASEGATE_TRANSPORT=stream")
+	})
 	// The framework suites and the fixture's own run on gateways that
 	// LeaseGate\Testing\TestGateway starts from the binary, as a PHP
 	// app's tests would (no LEASEGATE_URL).
@@ -227,7 +257,7 @@ func TestPSR12(t *testing.T) {
 func TestStoreBenchmarkRuns(t *testing.T) {
 	t.Parallel()
 	php := tool(t, "php", "php-cli")
-	url := startGateway(t, "bench", "")
+	url := startGateway(t, "bench", "", false)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, php, "bench/store_bench.php", "--url="+url, "--cycles=5", "--rounds=1").CombinedOutput()

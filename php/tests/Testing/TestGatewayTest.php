@@ -33,4 +33,24 @@ final class TestGatewayTest extends GatewayTestCase
             $this->addToAssertionCount(1);
         }
     }
+
+    public function testTheGatewayMayListenOnAUnixSocket(): void
+    {
+        $dir = sys_get_temp_dir() . '/leasegate-php-' . bin2hex(random_bytes(6));
+        self::assertTrue(mkdir($dir, 0700), 'a directory for the socket');
+        try {
+            $gw = TestGateway::start(['--addr', 'unix:' . $dir . '/gw.sock']);
+            self::assertSame('unix:' . $dir . '/gw.sock', $gw->url(), 'the URL from the address file');
+            $client = $gw->client();
+            $r = $client->acquire('unix-test', 'a', 60);
+            self::assertTrue($r->acquired, 'acquired over the socket');
+            $client->release('unix-test', 'a', $r->lease?->token);
+            $gw->fastForward(1);
+            $gw->stop();
+            self::assertFileDoesNotExist($dir . '/gw.sock', 'the gateway removed its socket');
+        } finally {
+            @unlink($dir . '/gw.sock');
+            @rmdir($dir);
+        }
+    }
 }
