@@ -41,9 +41,11 @@ func tool(t *testing.T, name, pkg string) string {
 	return bin
 }
 
-// startGateway runs a gateway on a free loopback port until the test ends
-// and returns its base URL. redisURL "" uses the embedded Redis.
-func startGateway(t *testing.T, name, redisURL string) string {
+// startGateway runs a gateway on a free loopback port (on a Unix domain
+// socket with unix) until the test ends and returns its base URL
+// (http://127.0.0.1:port or unix:/path). redisURL "" uses the embedded
+// Redis.
+func startGateway(t *testing.T, name, redisURL string, unix bool) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
@@ -61,7 +63,27 @@ func startGateway(t *testing.T, name, redisURL string) string {
 			t.Logf("log of the %s gateway:\n%s", name, logs.String())
 		}
 	})
-	return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
+	if !unix {
+		return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
+	}
+	cfg.Addr = "unix:" + filepath.Join(t.TempDir(), "gw.sock")
+	s, err := server.New(cfg, log)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("gateway shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("gateway serve: %v", err)
+		}
+	})
+	return s.Addr()
 }
 
 // junit is the part of PHPUnit's --log-junit report the driver reads.
@@ -148,7 +170,8 @@ func runSuite(t *testing.T, phpunit, suite string, env []string) {
 }
 
 // TestPHPUnit runs the client suite once per PHP transport (streams
-// always, curl when the extension is loaded) and the framework suites
+// always, curl when the extension is loaded) and once more on streams
+// over a Unix domain socket and the framework suites
 // (Debian's php-symfony-lock and php-laravel-framework) and the PHPUnit
 // fixture's (LeaseGate\Testing) with the default transport.
 func TestPHPUnit(t *testing.T) {
@@ -162,15 +185,15 @@ func TestPHPUnit(t *testing.T) {
 			"LEASEGATE_URL=" + url,
 			// A gateway whose Redis is not there: every lock call is a 503
 			// (without go-redis's retries, so each one fails fast).
-			"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.DeadAddr(t)+"?max_retries=-1"),
+			"LEASEGATE_DOWN_URL=" + startGateway(t, "Redis-down", "redis://"+redistest.DeadAddr(t)+"?max_retries=-1", false),
 			// No gateway at all: a transport error.
 			"LEASEGATE_DEAD_URL=http://" + redistest.DeadAddr(t),
 			"LEASEGATE_API_KEY=",
 		}
 	}
-	run := func(t *testing.T, suite string, extra ...string) {
+	run := func(t *testing.T, suite string, unix bool, extra ...string) {
 		t.Parallel()
-		url := startGateway(t, "test", "")
+		url := startGateway(t, "test", "", unix)
 		runSuite(t, phpunit, suite, append(env(t, url), extra...))
 		// Every run clears the users it flagged or banned.
 		page, err := client.New(url).ListFlagged(context.Background(), client.ListFlaggedOptions{Limit: 500})
@@ -190,9 +213,16 @@ func TestPHPUnit(t *testing.T) {
 	}
 	for _, transport := range transports {
 		t.Run("client/"+transport, func(t *testing.T) {
-			run(t, "client", "LEASEGATE_TRANSPORT="+transport)
+			run(t, "client", false, "LEASEGATE_TRANSPORT="+transport)
 		})
 	}
+	// The suite once more with the gateway on a Unix domain socket
+	// (LEASEGATE_URL=unix:/path), on streams; KeepAliveTest sends both
+	// transports over a socket, and the fixture's own suite runs a
+	// gateway on one with the default transport.
+	t.Run("client/unix-stream", func(t *testing.T) {
+		run(t, "client", true, "LEASEGATE_TRANSPORT=stream")
+	})
 	// The framework suites and the fixture's own run on gateways that
 	// LeaseGate\Testing\TestGateway starts from the binary, as a PHP
 	// app's tests would (no LEASEGATE_URL).
@@ -207,12 +237,27 @@ func TestPHPUnit(t *testing.T) {
 	}
 }
 
-// TestStoreBenchmarkRuns runs bench/store_bench.php for a few cycles, so
-// the script behind docs/benchmarks.md's PHP figures keeps working.
+// TestPSR12 runs PHP_CodeSniffer's PSR-12 standard over the package's
+// sources, as a PHP team's own CI would (.ci/packages installs
+// php-codesniffer).
+func TestPSR12(t *testing.T) {
+	t.Parallel()
+	phpcs := tool(t, "phpcs", "php-codesniffer")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, phpcs, "--standard=PSR12", "--report=emacs", "src").CombinedOutput()
+	if err != nil {
+		t.Errorf("phpcs --standard=PSR12 src: %v (phpcbf --standard=PSR12 src fixes some):\n%s", err, out)
+	}
+}
+
+// TestStoreBenchmarkRuns runs bench/store_bench.php and
+// bench/cycle_bench.php for a few cycles, so the scripts behind
+// docs/benchmarks.md's PHP figures keep working.
 func TestStoreBenchmarkRuns(t *testing.T) {
 	t.Parallel()
 	php := tool(t, "php", "php-cli")
-	url := startGateway(t, "bench", "")
+	url := startGateway(t, "bench", "", false)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, php, "bench/store_bench.php", "--url="+url, "--cycles=5", "--rounds=1").CombinedOutput()
@@ -223,5 +268,69 @@ func TestStoreBenchmarkRuns(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("php bench/store_bench.php: no %q line in:\n%s", want, out)
 		}
+	}
+	out, err = exec.CommandContext(ctx, php, "bench/cycle_bench.php", "--url="+url, "--cycles=3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("php bench/cycle_bench.php: %v\n%s", err, out)
+	}
+	for _, want := range []string{"client tcp ", "symfony tcp "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("php bench/cycle_bench.php: no %q line in:\n%s", want, out)
+		}
+	}
+}
+
+// TestFixtureWithoutAGateway runs the PHPUnit fixture's suite without a
+// usable gateway binary: a LEASEGATE_BIN that is set but wrong fails the
+// run, naming it; with nothing configured the tests are skipped and
+// STDERR says so (the summary shows only a count), and under CI=true
+// they fail.
+func TestFixtureWithoutAGateway(t *testing.T) {
+	t.Parallel()
+	php := tool(t, "php", "php-cli")
+	phpunit := tool(t, "phpunit", "phpunit")
+	run := func(t *testing.T, env ...string) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, phpunit, "--configuration", "phpunit.xml.dist", "--testsuite", "testing")
+		// The last of duplicate variables wins.
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, string(out)
+		case errors.As(err, &exit):
+			return exit.ExitCode(), string(out)
+		}
+		t.Fatalf("phpunit: %v\n%s", err, out)
+		return 0, ""
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-leasegate")
+	for _, c := range []struct{ name, bin, want string }{
+		{"missing", missing, "LEASEGATE_BIN=" + missing + " is not an executable file"},
+		{"not a gateway", "/bin/false", "/bin/false serve did not start"},
+	} {
+		t.Run("LEASEGATE_BIN "+c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out := run(t, "LEASEGATE_BIN="+c.bin, "CI=")
+			if code == 0 || !strings.Contains(out, c.want) {
+				t.Errorf("phpunit with LEASEGATE_BIN=%s: exit %d, want a failure saying %q:\n%s", c.bin, code, c.want, out)
+			}
+		})
+	}
+	// Nothing configured: no LEASEGATE_BIN, and a PATH with php but no leasegate.
+	dir := filepath.Dir(php)
+	if _, err := os.Stat(filepath.Join(dir, "leasegate")); err == nil {
+		t.Skipf("%s holds a leasegate binary: cannot run without one", dir)
+	}
+	nothing := []string{"LEASEGATE_BIN=", "PATH=" + dir}
+	code, out := run(t, append(nothing, "CI=")...)
+	if code != 0 || !strings.Contains(out, "GatewayTestCase tests are SKIPPED") || !strings.Contains(out, "Skipped:") {
+		t.Errorf("phpunit with nothing configured: exit %d, want 0 with the skips said on stderr:\n%s", code, out)
+	}
+	if code, out := run(t, append(nothing, "CI=true")...); code == 0 {
+		t.Errorf("phpunit with nothing configured, CI=true: exit 0, want a failure:\n%s", out)
 	}
 }

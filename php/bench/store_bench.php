@@ -31,8 +31,15 @@ final class InstantGateway implements Transport
 {
     private int $token = 0;
 
-    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response
-    {
+    public function send(
+        string $method,
+        string $url,
+        array $headers,
+        ?string $body,
+        float $timeout,
+        float $connectTimeout = Transport::CONNECT_TIMEOUT,
+        ?string $unixSocket = null,
+    ): Response {
         if ($method === 'DELETE') {
             return new Response(204, [], '');
         }
@@ -69,7 +76,7 @@ $ways = [
         $store->save($key);
         $store->delete($key);
     },
-    // Symfony's Lock with no TTL of its own (a TTL adds a putOffExpiration request).
+    // Symfony's Lock with no TTL of its own (a TTL other than the store's initial TTL adds a renew).
     'lock' => static function (string $resource) use ($factory): void {
         $lock = $factory->createLock($resource, null);
         if (!$lock->acquire()) {

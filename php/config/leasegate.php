@@ -8,10 +8,14 @@
 
 return [
     // The gateway and the client API key (null: LEASEGATE_URL / LEASEGATE_API_KEY).
+    // The URL is http://host:port, https://..., or unix:/path/to/leasegate.sock.
     'url' => env('LEASEGATE_URL'),
     'api_key' => env('LEASEGATE_API_KEY'),
-    // Seconds per request, on top of any wait.
-    'timeout' => 10.0,
+    // Seconds per request, connecting included, on top of any wait; and
+    // seconds to wait for the connection. A gateway that does not answer
+    // holds a PHP-FPM worker this long, not longer.
+    'timeout' => 3.0,
+    'connect_timeout' => 1.0,
 
     'locks' => [
         // Put before every lock name (e.g. the app's name).

@@ -30,7 +30,9 @@ final class AcquireResult
             return new self(true, $lease->resource, $lease, 0);
         }
         if (!is_string($data['resource'] ?? null) || !is_int($data['retry_after_ms'] ?? null)) {
-            throw new TransportException('leasegate: unexpected answer to acquire: not acquired without resource and retry_after_ms');
+            throw new TransportException(
+                'leasegate: unexpected answer to acquire: not acquired without resource and retry_after_ms',
+            );
         }
         return new self(false, $data['resource'], null, $data['retry_after_ms']);
     }

@@ -47,7 +47,9 @@ final class Answer
         $t = \DateTimeImmutable::createFromFormat('Y-m-d\TH:i:s.vP', $value)
             ?: \DateTimeImmutable::createFromFormat(\DateTimeInterface::RFC3339, $value);
         if ($t === false) {
-            throw new TransportException(sprintf('leasegate: unexpected answer: %s is not an RFC 3339 timestamp', json_encode($value)));
+            throw new TransportException(
+                sprintf('leasegate: unexpected answer: %s is not an RFC 3339 timestamp', json_encode($value)),
+            );
         }
         return $t->setTimezone(new \DateTimeZone('UTC'));
     }

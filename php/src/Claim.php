@@ -21,8 +21,16 @@ final class Claim
     public static function fromArray(mixed $data): self
     {
         $data = Answer::object($data, 'claim', [
-            'scope' => 'string', 'key' => 'string', 'owner' => 'string', 'token' => 'int', 'claimed_at' => 'string', 'expires_at' => 'string',
+            'scope' => 'string', 'key' => 'string', 'owner' => 'string', 'token' => 'int',
+            'claimed_at' => 'string', 'expires_at' => 'string',
         ]);
-        return new self($data['scope'], $data['key'], $data['owner'], $data['token'], Answer::time($data['claimed_at']), Answer::time($data['expires_at']));
+        return new self(
+            $data['scope'],
+            $data['key'],
+            $data['owner'],
+            $data['token'],
+            Answer::time($data['claimed_at']),
+            Answer::time($data['expires_at']),
+        );
     }
 }

@@ -34,8 +34,10 @@ final class ClaimResult
             $claim = Claim::fromArray($data['claim'] ?? null);
             return new self('pending', $created, $claim, null, null, $claim->token);
         }
-        if (is_array($data) && ($data['state'] ?? null) === 'done' && array_key_exists('result', $data)
-            && is_string($data['completed_at'] ?? null) && is_int($data['token'] ?? null)) {
+        if (
+            is_array($data) && ($data['state'] ?? null) === 'done' && array_key_exists('result', $data)
+            && is_string($data['completed_at'] ?? null) && is_int($data['token'] ?? null)
+        ) {
             return new self('done', false, null, $data['result'], Answer::time($data['completed_at']), $data['token']);
         }
         throw new TransportException('leasegate: unexpected answer: a claim is neither pending nor done');

@@ -36,41 +36,66 @@ final class Client
 
     public const DEFAULT_URL = 'http://127.0.0.1:8080';
 
+    /** Seconds per request by default, on top of any wait_ms. */
+    public const TIMEOUT = 3.0;
+
     private readonly string $baseUrl;
+    /** The URL requests go to: $baseUrl, or http://localhost on a Unix socket. */
+    private readonly string $httpBase;
+    private readonly ?string $unixSocket;
     private readonly ?string $apiKey;
     private readonly Transport $transport;
 
     /**
-     * @param ?string $baseUrl gateway URL; null: $LEASEGATE_URL, else http://127.0.0.1:8080
+     * @param ?string $baseUrl gateway URL (http://host:port, https://..., or unix:/path for
+     *        a gateway on a Unix domain socket); null: $LEASEGATE_URL, else http://127.0.0.1:8080
      * @param ?string $apiKey sent as "Authorization: Bearer"; null: $LEASEGATE_API_KEY
      *                        (unset or empty: no header, for a gateway in open mode)
      * @param ?Transport $transport null: curl when the extension is loaded, else PHP streams
-     * @param float $timeout seconds per request, on top of any wait_ms
+     * @param float $timeout seconds per request, connecting included, on top of any wait_ms
+     *        (the default suits PHP-FPM: a gateway that stops answering holds a worker
+     *        that long, not longer)
      * @param string|\Closure|null $traceparent the caller's W3C trace context, sent
      *        as the "traceparent" header so that the gateway's spans continue the
      *        caller's trace (docs/observability.md): a fixed value, or a closure
      *        called before every request that returns the current one (or null
      *        for none), e.g. from OpenTelemetry's propagator; a value that is not
      *        a version-00 traceparent is not sent
+     * @param float $connectTimeout seconds to wait for the connection (within $timeout)
      */
     public function __construct(
         ?string $baseUrl = null,
         ?string $apiKey = null,
         ?Transport $transport = null,
-        private readonly float $timeout = 10.0,
+        private readonly float $timeout = self::TIMEOUT,
         private readonly string|\Closure|null $traceparent = null,
+        private readonly float $connectTimeout = Transport::CONNECT_TIMEOUT,
     ) {
-        if ($timeout <= 0) {
-            throw new \InvalidArgumentException('leasegate: timeout must be positive');
+        if ($timeout <= 0 || $connectTimeout <= 0) {
+            throw new \InvalidArgumentException('leasegate: timeout and connectTimeout must be positive');
         }
         if (is_string($traceparent) && !self::validTraceparent($traceparent)) {
-            throw new \InvalidArgumentException(sprintf('leasegate: traceparent %s is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)', json_encode($traceparent)));
+            throw new \InvalidArgumentException(
+                sprintf(
+                    'leasegate: traceparent %s is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)',
+                    json_encode($traceparent),
+                ),
+            );
         }
         $baseUrl ??= self::env('LEASEGATE_URL') ?? self::DEFAULT_URL;
-        if (!preg_match('#^https?://[^/?\#]+#i', $baseUrl)) {
-            throw new \InvalidArgumentException(sprintf('leasegate: gateway URL %s must start with http:// or https://', json_encode($baseUrl)));
+        if (preg_match('#^unix:(/[^?\#]*[^/?\#])/*$#i', $baseUrl, $m) === 1) {
+            $this->unixSocket = $m[1];
+            $this->baseUrl = 'unix:' . $m[1];
+            $this->httpBase = 'http://localhost';
+        } elseif (preg_match('#^https?://[^/?\#]+#i', $baseUrl) === 1) {
+            $this->unixSocket = null;
+            $this->baseUrl = $this->httpBase = rtrim($baseUrl, '/');
+        } else {
+            throw new \InvalidArgumentException(sprintf(
+                'leasegate: gateway URL %s must start with http://, https:// or unix:/ (a socket\'s absolute path)',
+                json_encode($baseUrl),
+            ));
         }
-        $this->baseUrl = rtrim($baseUrl, '/');
         $apiKey ??= self::env('LEASEGATE_API_KEY');
         $this->apiKey = $apiKey === '' ? null : $apiKey;
         $this->transport = $transport ?? self::defaultTransport();
@@ -105,8 +130,13 @@ final class Client
      * @throws UnavailableException Redis is down: nothing was granted
      * @throws LeaseGateException
      */
-    public function acquire(string $resource, string $owner, int $ttlSeconds, int $waitMs = 0, ?int $lockDelayMs = null): AcquireResult
-    {
+    public function acquire(
+        string $resource,
+        string $owner,
+        int $ttlSeconds,
+        int $waitMs = 0,
+        ?int $lockDelayMs = null,
+    ): AcquireResult {
         $body = ['owner' => $owner, 'ttl_seconds' => $ttlSeconds];
         if ($waitMs !== 0) {
             $body['wait_ms'] = $waitMs;
@@ -114,7 +144,13 @@ final class Client
         if ($lockDelayMs !== null) {
             $body['lock_delay_ms'] = $lockDelayMs;
         }
-        $data = $this->call('POST', '/locks/' . self::segment($resource, 'resource'), $body, null, max(0, $waitMs) / 1000);
+        $data = $this->call(
+            'POST',
+            '/locks/' . self::segment($resource, 'resource'),
+            $body,
+            null,
+            max(0, $waitMs) / 1000,
+        );
         return AcquireResult::fromArray($data);
     }
 
@@ -161,8 +197,13 @@ final class Client
      * @throws UnavailableException Redis is down: nothing was granted
      * @throws LeaseGateException
      */
-    public function acquireSet(array $resources, string $owner, int $ttlSeconds, int $waitMs = 0, ?int $lockDelayMs = null): ?array
-    {
+    public function acquireSet(
+        array $resources,
+        string $owner,
+        int $ttlSeconds,
+        int $waitMs = 0,
+        ?int $lockDelayMs = null,
+    ): ?array {
         $body = ['resources' => array_values($resources), 'owner' => $owner, 'ttl_seconds' => $ttlSeconds];
         if ($waitMs !== 0) {
             $body['wait_ms'] = $waitMs;
@@ -270,8 +311,15 @@ final class Client
      *         retention, a policy the policy file would refuse
      * @throws LeaseGateException
      */
-    public function backtest(string $lock, array $policy = [], ?string $since = null, ?string $until = null, array $users = [], ?int $limit = null, ?string $cursor = null): array
-    {
+    public function backtest(
+        string $lock,
+        array $policy = [],
+        ?string $since = null,
+        ?string $until = null,
+        array $users = [],
+        ?int $limit = null,
+        ?string $cursor = null,
+    ): array {
         $body = ['lock' => $lock];
         if ($policy !== []) {
             $body['policy'] = $policy;
@@ -341,8 +389,14 @@ final class Client
      * @param ?array<string, mixed> $body
      * @param ?array<string, string> $query
      */
-    private function call(string $method, string $path, ?array $body = null, ?array $query = null, float $extraTimeout = 0.0, ?int &$status = null): mixed
-    {
+    private function call(
+        string $method,
+        string $path,
+        ?array $body = null,
+        ?array $query = null,
+        float $extraTimeout = 0.0,
+        ?int &$status = null,
+    ): mixed {
         $response = $this->send($method, $path, $body, $query, $extraTimeout);
         $status = $response->status;
         return self::decode($method, $path, $response);
@@ -352,9 +406,14 @@ final class Client
      * @param ?array<string, mixed> $body
      * @param ?array<string, string> $query
      */
-    private function send(string $method, string $path, ?array $body = null, ?array $query = null, float $extraTimeout = 0.0): Response
-    {
-        $url = $this->baseUrl . $path;
+    private function send(
+        string $method,
+        string $path,
+        ?array $body = null,
+        ?array $query = null,
+        float $extraTimeout = 0.0,
+    ): Response {
+        $url = $this->httpBase . $path;
         if ($query !== null && $query !== []) {
             $url .= '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
         }
@@ -371,11 +430,24 @@ final class Client
             try {
                 $payload = json_encode($body, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
             } catch (\JsonException $e) {
-                throw new \InvalidArgumentException('leasegate: request cannot be encoded as JSON (strings must be UTF-8): ' . $e->getMessage(), 0, $e);
+                throw new \InvalidArgumentException(
+                    'leasegate: request cannot be encoded as JSON (strings must be UTF-8): ' . $e->getMessage(),
+                    0,
+                    $e,
+                );
             }
             $headers['Content-Type'] = 'application/json';
         }
-        return $this->transport->send($method, $url, $headers, $payload, $this->timeout + $extraTimeout);
+        $timeout = $this->timeout + $extraTimeout;
+        return $this->transport->send(
+            $method,
+            $url,
+            $headers,
+            $payload,
+            $timeout,
+            $this->connectTimeout,
+            $this->unixSocket,
+        );
     }
 
     private static function decode(string $method, string $path, Response $response): mixed
@@ -389,7 +461,17 @@ final class Client
         try {
             return json_decode($response->body, true, 64, JSON_THROW_ON_ERROR);
         } catch (\JsonException $e) {
-            throw new TransportException(sprintf('leasegate: %s %s: answer %d is not JSON: %s', $method, $path, $response->status, $e->getMessage()), 0, $e);
+            throw new TransportException(
+                sprintf(
+                    'leasegate: %s %s: answer %d is not JSON: %s',
+                    $method,
+                    $path,
+                    $response->status,
+                    $e->getMessage(),
+                ),
+                0,
+                $e,
+            );
         }
     }
 

@@ -18,8 +18,14 @@ trait Elections
      *
      * @throws LeaseGateException
      */
-    public function campaign(string $name, string $candidate, int $ttlSeconds, string $value = '', int $waitMs = 0, ?int $lockDelayMs = null): CampaignResult
-    {
+    public function campaign(
+        string $name,
+        string $candidate,
+        int $ttlSeconds,
+        string $value = '',
+        int $waitMs = 0,
+        ?int $lockDelayMs = null,
+    ): CampaignResult {
         $body = ['candidate' => $candidate, 'value' => $value, 'ttl_seconds' => $ttlSeconds];
         if ($waitMs !== 0) {
             $body['wait_ms'] = $waitMs;
@@ -27,7 +33,13 @@ trait Elections
         if ($lockDelayMs !== null) {
             $body['lock_delay_ms'] = $lockDelayMs;
         }
-        $data = $this->call('POST', '/elections/' . self::segment($name, 'name') . '/campaign', $body, null, max(0, $waitMs) / 1000);
+        $data = $this->call(
+            'POST',
+            '/elections/' . self::segment($name, 'name') . '/campaign',
+            $body,
+            null,
+            max(0, $waitMs) / 1000,
+        );
         return CampaignResult::fromArray($data);
     }
 
@@ -39,8 +51,11 @@ trait Elections
      */
     public function proclaim(Leader $leader, string $value): Leader
     {
-        $data = $this->call('POST', '/elections/' . self::segment($leader->name, 'name') . '/proclaim',
-            ['candidate' => $leader->candidate, 'term' => $leader->term, 'value' => $value]);
+        $data = $this->call(
+            'POST',
+            '/elections/' . self::segment($leader->name, 'name') . '/proclaim',
+            ['candidate' => $leader->candidate, 'term' => $leader->term, 'value' => $value]
+        );
         return Leader::fromArray(is_array($data) ? ($data['leadership'] ?? null) : null);
     }
 
@@ -52,7 +67,11 @@ trait Elections
      */
     public function resign(Leader $leader): void
     {
-        $this->call('DELETE', '/elections/' . self::segment($leader->name, 'name'), ['candidate' => $leader->candidate, 'term' => $leader->term]);
+        $this->call(
+            'DELETE',
+            '/elections/' . self::segment($leader->name, 'name'),
+            ['candidate' => $leader->candidate, 'term' => $leader->term],
+        );
     }
 
     /**
@@ -82,8 +101,13 @@ trait Elections
      *
      * @throws LeaseGateException
      */
-    public function onlyOnLeader(string $name, callable $fn, int $ttlSeconds = 300, ?string $candidate = null, string $value = ''): mixed
-    {
+    public function onlyOnLeader(
+        string $name,
+        callable $fn,
+        int $ttlSeconds = 300,
+        ?string $candidate = null,
+        string $value = '',
+    ): mixed {
         $r = $this->campaign($name, $candidate ?? self::defaultOwner(), $ttlSeconds, $value);
         if (!$r->leader || $r->leadership === null) {
             return null;

@@ -28,7 +28,13 @@ final class Leader
             'name' => 'string', 'candidate' => 'string', 'value' => 'string', 'term' => 'int',
             'elected_at' => 'string', 'expires_at' => 'string',
         ]);
-        return new self($data['name'], $data['candidate'], $data['value'], $data['term'],
-            Answer::time($data['elected_at']), Answer::time($data['expires_at']));
+        return new self(
+            $data['name'],
+            $data['candidate'],
+            $data['value'],
+            $data['term'],
+            Answer::time($data['elected_at']),
+            Answer::time($data['expires_at'])
+        );
     }
 }

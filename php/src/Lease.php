@@ -29,7 +29,8 @@ final class Lease
     public static function fromArray(mixed $data): self
     {
         $data = Answer::object($data, 'lock', [
-            'resource' => 'string', 'owner' => 'string', 'token' => 'int', 'acquired_at' => 'string', 'expires_at' => 'string',
+            'resource' => 'string', 'owner' => 'string', 'token' => 'int',
+            'acquired_at' => 'string', 'expires_at' => 'string',
         ]);
         return new self(
             $data['resource'],

@@ -23,8 +23,15 @@ final class Permit
     public static function fromArray(mixed $data): self
     {
         $data = Answer::object($data, 'permit', [
-            'name' => 'string', 'owner' => 'string', 'token' => 'int', 'acquired_at' => 'string', 'expires_at' => 'string',
+            'name' => 'string', 'owner' => 'string', 'token' => 'int',
+            'acquired_at' => 'string', 'expires_at' => 'string',
         ]);
-        return new self($data['name'], $data['owner'], $data['token'], Answer::time($data['acquired_at']), Answer::time($data['expires_at']));
+        return new self(
+            $data['name'],
+            $data['owner'],
+            $data['token'],
+            Answer::time($data['acquired_at']),
+            Answer::time($data['expires_at']),
+        );
     }
 }

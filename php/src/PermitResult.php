@@ -23,12 +23,21 @@ final class PermitResult
     /** @throws TransportException when the answer has neither documented shape */
     public static function fromArray(mixed $data): self
     {
-        if (!is_array($data) || !is_bool($data['acquired'] ?? null) || !is_int($data['holders'] ?? null) || !is_int($data['limit'] ?? null)) {
+        if (
+            !is_array($data) || !is_bool($data['acquired'] ?? null)
+            || !is_int($data['holders'] ?? null) || !is_int($data['limit'] ?? null)
+        ) {
             throw new TransportException('leasegate: unexpected answer to a semaphore acquire');
         }
         if ($data['acquired']) {
             return new self(true, Permit::fromArray($data['permit'] ?? null), $data['holders'], $data['limit']);
         }
-        return new self(false, null, $data['holders'], $data['limit'], is_int($data['retry_after_ms'] ?? null) ? $data['retry_after_ms'] : 0);
+        return new self(
+            false,
+            null,
+            $data['holders'],
+            $data['limit'],
+            is_int($data['retry_after_ms'] ?? null) ? $data['retry_after_ms'] : 0,
+        );
     }
 }

@@ -19,8 +19,13 @@ trait Primitives
      * @throws LimitMismatchException $limit differs from the limit in force
      * @throws LeaseGateException
      */
-    public function acquirePermit(string $name, string $owner, int $limit, int $ttlSeconds, int $waitMs = 0): PermitResult
-    {
+    public function acquirePermit(
+        string $name,
+        string $owner,
+        int $limit,
+        int $ttlSeconds,
+        int $waitMs = 0,
+    ): PermitResult {
         $body = ['owner' => $owner, 'ttl_seconds' => $ttlSeconds, 'limit' => $limit];
         if ($waitMs !== 0) {
             $body['wait_ms'] = $waitMs;
@@ -53,7 +58,11 @@ trait Primitives
      */
     public function renewPermit(string $name, string $owner, int $ttlSeconds): Permit
     {
-        $data = $this->call('POST', '/semaphores/' . self::segment($name, 'name') . '/renew', ['owner' => $owner, 'ttl_seconds' => $ttlSeconds]);
+        $data = $this->call(
+            'POST',
+            '/semaphores/' . self::segment($name, 'name') . '/renew',
+            ['owner' => $owner, 'ttl_seconds' => $ttlSeconds],
+        );
         return Permit::fromArray(is_array($data) ? ($data['permit'] ?? null) : null);
     }
 
@@ -71,7 +80,8 @@ trait Primitives
         if (!is_array($data) || !is_int($data['limit'] ?? null) || !is_array($data['holders'] ?? null)) {
             throw new TransportException('leasegate: unexpected answer to a semaphore status');
         }
-        return ['limit' => $data['limit'], 'holders' => array_values(array_map(Permit::fromArray(...), $data['holders']))];
+        $holders = array_values(array_map(Permit::fromArray(...), $data['holders']));
+        return ['limit' => $data['limit'], 'holders' => $holders];
     }
 
     /**
@@ -84,7 +94,14 @@ trait Primitives
      */
     public function claim(string $scope, string $key, string $owner, int $ttlSeconds): ClaimResult
     {
-        $data = $this->call('POST', self::claimPath($scope, $key), ['owner' => $owner, 'ttl_seconds' => $ttlSeconds], null, 0.0, $status);
+        $data = $this->call(
+            'POST',
+            self::claimPath($scope, $key),
+            ['owner' => $owner, 'ttl_seconds' => $ttlSeconds],
+            null,
+            0.0,
+            $status,
+        );
         return ClaimResult::fromArray($data, $status === 201);
     }
 
@@ -104,7 +121,9 @@ trait Primitives
         if ($keepSeconds !== null) {
             $body['keep_seconds'] = $keepSeconds;
         }
-        return ClaimResult::fromArray($this->call('POST', self::claimPath($claim->scope, $claim->key) . '/complete', $body));
+        return ClaimResult::fromArray(
+            $this->call('POST', self::claimPath($claim->scope, $claim->key) . '/complete', $body),
+        );
     }
 
     /**
@@ -116,7 +135,12 @@ trait Primitives
      */
     public function abandonClaim(Claim $claim): void
     {
-        $this->call('DELETE', self::claimPath($claim->scope, $claim->key), null, ['owner' => $claim->owner, 'token' => (string) $claim->token]);
+        $this->call(
+            'DELETE',
+            self::claimPath($claim->scope, $claim->key),
+            null,
+            ['owner' => $claim->owner, 'token' => (string) $claim->token],
+        );
     }
 
     /**
@@ -150,8 +174,15 @@ trait Primitives
      * @throws ClaimLostException the lease was lost before the result was stored
      * @throws LeaseGateException
      */
-    public function once(string $scope, string $key, callable $fn, int $ttlSeconds = 30, ?int $keepSeconds = null, float $maxWaitSeconds = 30.0, ?string $owner = null): mixed
-    {
+    public function once(
+        string $scope,
+        string $key,
+        callable $fn,
+        int $ttlSeconds = 30,
+        ?int $keepSeconds = null,
+        float $maxWaitSeconds = 30.0,
+        ?string $owner = null,
+    ): mixed {
         $owner ??= self::defaultOwner();
         $deadline = microtime(true) + $maxWaitSeconds;
         $backoffMs = 50;
@@ -197,8 +228,12 @@ trait Primitives
             }
             try {
                 return $this->completeClaim($claim, $value, $keepSeconds)->result;
-            } catch (NotFoundException|ForbiddenException $e) {
-                throw new ClaimLostException("leasegate: claim $scope/$key lost before its result was stored: " . $e->getMessage(), 0, $e);
+            } catch (NotFoundException | ForbiddenException $e) {
+                throw new ClaimLostException(
+                    "leasegate: claim $scope/$key lost before its result was stored: " . $e->getMessage(),
+                    0,
+                    $e,
+                );
             }
         }
     }

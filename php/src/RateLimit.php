@@ -48,8 +48,10 @@ final class RateLimit
     {
         $policy = self::item($response->header('RateLimit-Policy'));
         $limit = self::item($response->header('RateLimit'));
-        if ($policy === null || $limit === null || $policy[0] !== $limit[0]
-            || !isset($policy[1]['q'], $limit[1]['r'])) {
+        if (
+            $policy === null || $limit === null || $policy[0] !== $limit[0]
+            || !isset($policy[1]['q'], $limit[1]['r'])
+        ) {
             return null;
         }
         return new self($policy[0], $policy[1]['q'], $policy[1]['w'] ?? 0, $limit[1]['r'], $limit[1]['t'] ?? 0);

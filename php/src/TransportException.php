@@ -18,6 +18,8 @@ class TransportException extends LeaseGateException
      */
     public static function request(string $method, string $url, string $what): self
     {
-        return new self(sprintf('leasegate: %s %s: %s', $method, (string) preg_replace('#//[^/@]*@#', '//', $url), $what));
+        return new self(
+            sprintf('leasegate: %s %s: %s', $method, (string) preg_replace('#//[^/@]*@#', '//', $url), $what),
+        );
     }
 }

@@ -39,7 +39,8 @@ final class UserLockGuard
         try {
             $r = $this->client->addUserLock($name, $userId, $ttlSeconds);
         } catch (AbnormalUsageException $e) {
-            return new UserLockVerdict(false, 429, self::headers($e->rateLimit, $e->retryAfter ?? $e->rateLimit?->resetSeconds ?? 1), [
+            $retryAfter = $e->retryAfter ?? $e->rateLimit?->resetSeconds ?? 1;
+            return new UserLockVerdict(false, 429, self::headers($e->rateLimit, $retryAfter), [
                 'type' => $e->type,
                 'title' => $e->title !== '' ? $e->title : 'Abnormal usage detected',
                 'status' => 429,

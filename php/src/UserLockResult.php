@@ -32,8 +32,16 @@ final class UserLockResult
             || !is_bool($data['flagged'] ?? null)
             || !is_string($data['expires_at'] ?? null)
         ) {
-            throw new TransportException('leasegate: unexpected answer to a user lock: not {acquired, attempts, flagged, expires_at}');
+            throw new TransportException(
+                'leasegate: unexpected answer to a user lock: not {acquired, attempts, flagged, expires_at}',
+            );
         }
-        return new self($data['acquired'], $data['attempts'], $data['flagged'], Answer::time($data['expires_at']), $rateLimit);
+        return new self(
+            $data['acquired'],
+            $data['attempts'],
+            $data['flagged'],
+            Answer::time($data['expires_at']),
+            $rateLimit,
+        );
     }
 }

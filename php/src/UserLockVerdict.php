@@ -30,6 +30,9 @@ final class UserLockVerdict
     /** The problem document as JSON (empty when the request passes). */
     public function body(): string
     {
-        return $this->problem === null ? '' : (string) json_encode($this->problem, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
+        return $this->problem === null ? '' : (string) json_encode(
+            $this->problem,
+            JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE,
+        );
     }
 }

@@ -16,8 +16,13 @@ namespace LeaseGate;
  */
 final class WebhookSignature
 {
-    public static function verify(string $secret, ?string $header, string $body, int $toleranceSeconds = 300, ?int $now = null): bool
-    {
+    public static function verify(
+        string $secret,
+        ?string $header,
+        string $body,
+        int $toleranceSeconds = 300,
+        ?int $now = null,
+    ): bool {
         if ($header === null || $header === '') {
             return false;
         }

@@ -8,6 +8,7 @@ use Illuminate\Cache\CacheManager;
 use Illuminate\Routing\Router;
 use Illuminate\Support\ServiceProvider;
 use LeaseGate\Client;
+use LeaseGate\Transport\Transport;
 use LeaseGate\UserLockGuard;
 
 /**
@@ -29,7 +30,12 @@ final class LeaseGateServiceProvider extends ServiceProvider
 
         $this->app->singleton(Client::class, static function ($app): Client {
             $config = $app['config']['leasegate'] ?? [];
-            return new Client($config['url'] ?? null, $config['api_key'] ?? null, null, (float) ($config['timeout'] ?? 10.0));
+            return new Client(
+                $config['url'] ?? null,
+                $config['api_key'] ?? null,
+                timeout: (float) ($config['timeout'] ?? Client::TIMEOUT),
+                connectTimeout: (float) ($config['connect_timeout'] ?? Transport::CONNECT_TIMEOUT),
+            );
         });
         $this->app->singleton(LeaseGateLockProvider::class, static function ($app): LeaseGateLockProvider {
             return self::locks($app, []);
@@ -53,7 +59,10 @@ final class LeaseGateServiceProvider extends ServiceProvider
             $router->aliasMiddleware('leasegate.user-lock', UserLockMiddleware::class);
         });
         if (method_exists($this->app, 'configPath')) { // a full Laravel application, not a bare container
-            $this->publishes([__DIR__ . '/../../config/leasegate.php' => $this->app->configPath('leasegate.php')], 'leasegate-config');
+            $this->publishes(
+                [__DIR__ . '/../../config/leasegate.php' => $this->app->configPath('leasegate.php')],
+                'leasegate-config',
+            );
         }
     }
 
@@ -68,7 +77,8 @@ final class LeaseGateServiceProvider extends ServiceProvider
         return new LeaseGateLockProvider(
             $app->make(Client::class),
             (string) ($config['prefix'] ?? $defaults['prefix'] ?? ''),
-            (int) ($config['forever_seconds'] ?? $defaults['forever_seconds'] ?? LeaseGateLockProvider::FOREVER_SECONDS),
+            (int) ($config['forever_seconds'] ?? $defaults['forever_seconds']
+                ?? LeaseGateLockProvider::FOREVER_SECONDS),
         );
     }
 }

@@ -31,9 +31,17 @@ final class UserLockMiddleware
 
     public function handle(Request $request, \Closure $next, string $name, ?string $ttlSeconds = null): mixed
     {
-        $verdict = $this->guard->check($name, $this->userOf($request), $ttlSeconds === null || $ttlSeconds === '' ? null : (int) $ttlSeconds);
+        $verdict = $this->guard->check(
+            $name,
+            $this->userOf($request),
+            $ttlSeconds === null || $ttlSeconds === '' ? null : (int) $ttlSeconds,
+        );
         if (!$verdict->pass) {
-            return new Response($verdict->body(), (int) $verdict->status, $verdict->headers + ['Content-Type' => 'application/problem+json']);
+            return new Response(
+                $verdict->body(),
+                (int) $verdict->status,
+                $verdict->headers + ['Content-Type' => 'application/problem+json'],
+            );
         }
         $response = $next($request);
         if ($response instanceof Response) {

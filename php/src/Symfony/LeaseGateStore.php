@@ -42,6 +42,10 @@ use Symfony\Component\Lock\Key;
  * lease is not silently re-created by putOffExpiration(): that would hand
  * out a new fencing token behind the holder's back.
  *
+ * A putOffExpiration() right after this store's own save() with the same
+ * whole-second TTL (Lock::acquire() when the lock's TTL is the store's
+ * initial TTL) is answered without a request: see putOffExpiration().
+ *
  * Gateway failures (UnavailableException when Redis is down,
  * TransportException when the gateway does not answer) reach the caller
  * as the component's LockAcquiringException, LockReleasingException or
@@ -51,6 +55,23 @@ final class LeaseGateStore implements BlockingStoreInterface
 {
     /** The longest wait_ms a gateway accepts by default (--max-wait). */
     public const MAX_WAIT_MS = 30_000;
+
+    /**
+     * The share of a lease the store does not count on when it answers from
+     * what it knows (against the gateway's clock running faster than ours).
+     */
+    private const CLOCK_MARGIN = 0.001;
+
+    /**
+     * Leases this store's last acquire for a Key took, for the
+     * putOffExpiration() that follows: owner, token, whole seconds, and
+     * the hrtime (ns) before which the lease surely has not ended. Kept in
+     * this process only (never in the Key's state, which a serialized Key
+     * takes to other clocks) and used once.
+     *
+     * @var \WeakMap<Key, array{owner: string, token: int, seconds: int, end: int}>
+     */
+    private readonly \WeakMap $fresh;
 
     /**
      * @param float $initialTtl seconds of the lease save() takes (Lock::acquire() then
@@ -64,10 +85,15 @@ final class LeaseGateStore implements BlockingStoreInterface
         private readonly int $maxWaitMs = self::MAX_WAIT_MS,
     ) {
         if ($initialTtl <= 0) {
-            throw new InvalidTtlException(sprintf('"%s()" expects a strictly positive TTL, got %s.', __METHOD__, $initialTtl));
+            throw new InvalidTtlException(
+                sprintf('"%s()" expects a strictly positive TTL, got %s.', __METHOD__, $initialTtl),
+            );
         }
+        $this->fresh = new \WeakMap();
         if ($maxWaitMs < 1) {
-            throw new InvalidArgumentException(sprintf('"%s()" expects a positive maxWaitMs, got %d.', __METHOD__, $maxWaitMs));
+            throw new InvalidArgumentException(
+                sprintf('"%s()" expects a positive maxWaitMs, got %d.', __METHOD__, $maxWaitMs),
+            );
         }
     }
 
@@ -116,15 +142,29 @@ final class LeaseGateStore implements BlockingStoreInterface
         if ($state === null || $state['token'] === null) {
             throw new LockConflictedException(sprintf('The "%s" lock was not saved by this store.', $key));
         }
+        $left = $this->freshLeaseLeft($key, $state, $ttl);
+        if ($left !== null) {
+            $key->reduceLifetime(min($ttl, $left));
+            $this->checkNotExpired($key);
+            return;
+        }
         $key->reduceLifetime($ttl);
         try {
             $lease = $this->client->renew(self::resource($key), $state['owner'], self::seconds($ttl), $state['token']);
         } catch (NotFoundException | ForbiddenException $e) {
             // Expired (and maybe taken by another owner since): the lease is
             // gone, and a new one would carry a new fencing token.
-            throw new LockConflictedException(sprintf('The "%s" lock is no longer held: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockConflictedException(
+                sprintf('The "%s" lock is no longer held: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         } catch (LeaseGateException $e) {
-            throw new LockStorageException(sprintf('Failed to put off the expiration of the "%s" lock: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockStorageException(
+                sprintf('Failed to put off the expiration of the "%s" lock: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         }
         $key->setState(self::class, ['owner' => $state['owner'], 'token' => $lease->token]);
         $this->checkNotExpired($key);
@@ -132,6 +172,7 @@ final class LeaseGateStore implements BlockingStoreInterface
 
     public function delete(Key $key): void
     {
+        unset($this->fresh[$key]);
         $state = self::state($key);
         if ($state === null || $state['token'] === null) {
             return; // never saved: nothing of this Key's to release
@@ -141,7 +182,11 @@ final class LeaseGateStore implements BlockingStoreInterface
         } catch (NotFoundException | ForbiddenException) {
             // Gone already (expired, maybe re-granted): nothing of ours is left.
         } catch (LeaseGateException $e) {
-            throw new LockReleasingException(sprintf('Failed to release the "%s" lock: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockReleasingException(
+                sprintf('Failed to release the "%s" lock: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         }
         $key->setState(self::class, ['owner' => $state['owner'], 'token' => null]);
     }
@@ -171,16 +216,55 @@ final class LeaseGateStore implements BlockingStoreInterface
         $owner = self::state($key)['owner'] ?? 'symfony:' . bin2hex(random_bytes(16));
         // Kept before the request: a retried save() re-acquires as the same owner.
         $key->setState(self::class, ['owner' => $owner, 'token' => self::token($key)]);
+        unset($this->fresh[$key]);
+        $seconds = self::seconds($ttl);
+        $sent = hrtime(true);
         try {
-            $r = $this->client->acquire(self::resource($key), $owner, self::seconds($ttl), $waitMs);
+            $r = $this->client->acquire(self::resource($key), $owner, $seconds, $waitMs);
         } catch (LeaseGateException $e) {
-            throw new LockAcquiringException(sprintf('Failed to acquire the "%s" lock: %s', $key, $e->getMessage()), 0, $e);
+            throw new LockAcquiringException(
+                sprintf('Failed to acquire the "%s" lock: %s', $key, $e->getMessage()),
+                0,
+                $e,
+            );
         }
         if (!$r->acquired || $r->lease === null) {
             return false;
         }
         $key->setState(self::class, ['owner' => $owner, 'token' => $r->lease->token]);
+        // The gateway's lease began after $sent and lasts what its answer says.
+        $leaseMs = (int) $r->lease->expiresAt->format('Uv') - (int) $r->lease->acquiredAt->format('Uv');
+        $leaseMs = min($leaseMs, $seconds * 1000);
+        $this->fresh[$key] = [
+            'owner' => $owner,
+            'token' => $r->lease->token,
+            'seconds' => $seconds,
+            'end' => $sent + (int) ($leaseMs * (1 - self::CLOCK_MARGIN) * 1_000_000),
+        ];
         return true;
+    }
+
+    /**
+     * Seconds left of the lease this store's last acquire for $key took,
+     * when that lease is what putOffExpiration($key, $ttl) would ask for:
+     * the same owner, token and whole-second TTL, and still at least $ttl
+     * minus 1 % of it (at most 1 s) away from its end. Null otherwise: then
+     * the gateway is asked. Used once.
+     *
+     * @param array{owner: string, token: ?int} $state
+     */
+    private function freshLeaseLeft(Key $key, array $state, float $ttl): ?float
+    {
+        $fresh = $this->fresh[$key] ?? null;
+        unset($this->fresh[$key]);
+        if (
+            $fresh === null || $fresh['owner'] !== $state['owner'] || $fresh['token'] !== $state['token']
+            || $fresh['seconds'] !== self::seconds($ttl)
+        ) {
+            return null;
+        }
+        $left = ($fresh['end'] - hrtime(true)) / 1e9;
+        return $left >= $ttl - min(1.0, $ttl / 100) ? $left : null;
     }
 
     /** A TTL in whole seconds of lease, rounded up (the gateway's ttl_seconds). */

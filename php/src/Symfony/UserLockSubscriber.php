@@ -64,7 +64,13 @@ final class UserLockSubscriber implements EventSubscriberInterface
             $request->attributes->set(self::HEADERS, $verdict->headers);
             return;
         }
-        $event->setResponse(new Response($verdict->body(), (int) $verdict->status, $verdict->headers + ['Content-Type' => 'application/problem+json']));
+        $event->setResponse(
+            new Response(
+                $verdict->body(),
+                (int) $verdict->status,
+                $verdict->headers + ['Content-Type' => 'application/problem+json'],
+            ),
+        );
     }
 
     public function onKernelResponse(ResponseEvent $event): void

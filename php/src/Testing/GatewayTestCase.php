@@ -11,8 +11,13 @@ use PHPUnit\Framework\TestCase;
  * A PHPUnit test case with a leasegate gateway of its own: one
  * TestGateway per test class, started before its first test and stopped
  * after its last (override gatewayArgs() for more `leasegate serve`
- * flags). Without a leasegate binary ($LEASEGATE_BIN or PATH) the class
- * is skipped, with a message that says so.
+ * flags).
+ *
+ * A gateway that cannot start fails every test of the class, saying why:
+ * LEASEGATE_BIN names no executable, or the gateway exits. When nothing
+ * names a binary (LEASEGATE_BIN unset, no leasegate on PATH) the tests
+ * are skipped, and one line on STDERR says so (PHPUnit's summary shows
+ * only a count of skipped tests); under CI=true they fail instead.
  *
  *     final class CheckinTest extends GatewayTestCase
  *     {
@@ -32,6 +37,12 @@ abstract class GatewayTestCase extends TestCase
     /** @var array<class-string, string> why the class is skipped */
     private static array $missing = [];
 
+    /** @var array<class-string, string> why the class's gateway did not start */
+    private static array $failed = [];
+
+    /** Whether the STDERR line about skipping was written (once per process). */
+    private static bool $told = false;
+
     /** @return list<string> more `leasegate serve` flags for this class's gateway */
     protected static function gatewayArgs(): array
     {
@@ -45,20 +56,32 @@ abstract class GatewayTestCase extends TestCase
             self::$gateways[static::class] = TestGateway::start(static::gatewayArgs());
         } catch (GatewayNotFound $e) {
             self::$missing[static::class] = $e->getMessage();
+            if (!self::$told && getenv('CI') !== 'true' && defined('STDERR')) {
+                self::$told = true;
+                fwrite(STDERR, sprintf("leasegate: GatewayTestCase tests are SKIPPED: %s\n", $e->getMessage()));
+            }
+        } catch (\RuntimeException $e) {
+            self::$failed[static::class] = $e->getMessage();
         }
     }
 
     public static function tearDownAfterClass(): void
     {
         (self::$gateways[static::class] ?? null)?->stop();
-        unset(self::$gateways[static::class], self::$missing[static::class]);
+        unset(self::$gateways[static::class], self::$missing[static::class], self::$failed[static::class]);
         parent::tearDownAfterClass();
     }
 
     protected function setUp(): void
     {
         parent::setUp();
+        if (isset(self::$failed[static::class])) {
+            self::fail(self::$failed[static::class]);
+        }
         if (isset(self::$missing[static::class])) {
+            if (getenv('CI') === 'true') {
+                self::fail(self::$missing[static::class] . ' (CI=true: a missing gateway is a failure)');
+            }
             self::markTestSkipped(self::$missing[static::class]);
         }
     }

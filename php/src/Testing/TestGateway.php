@@ -11,8 +11,15 @@ use LeaseGate\Client;
  * a free loopback port, started with --embedded-redis-test-clock so that
  * fastForward() can move the store's clock (docs/testing.md).
  *
- * The binary is $LEASEGATE_BIN, else `leasegate` on PATH; start() throws
- * GatewayNotFound when neither has it (GatewayTestCase skips then).
+ * The binary is $LEASEGATE_BIN, else `leasegate` on PATH. start() throws
+ * GatewayNotFound when LEASEGATE_BIN is unset and PATH has none (nothing
+ * was configured), and \RuntimeException when LEASEGATE_BIN names no
+ * executable or the gateway does not start: a configuration that is there
+ * but wrong is an error, never a reason to skip.
+ *
+ * The gateway is ready when it has written its address to the file named
+ * by `--addr-file` (the address and a newline, written atomically once it
+ * serves). It runs with `--drain-delay 0`, so stop() ends it at once.
  * In open mode (no --api-keys among $args) any client may move the clock.
  */
 final class TestGateway
@@ -23,45 +30,54 @@ final class TestGateway
     private function __construct(
         private $process,
         private readonly string $url,
-        private readonly string $log,
+        private readonly string $dir,
     ) {
     }
 
     /**
      * Starts a gateway; $args are more `leasegate serve` flags (e.g.
-     * ['--max-wait', '1m']). Waits until it listens (at most $timeout s).
+     * ['--max-wait', '1m']). Waits until it serves (at most $timeout s).
      *
      * @param list<string> $args
      *
-     * @throws GatewayNotFound when there is no leasegate binary
-     * @throws \RuntimeException when it does not start
+     * @throws GatewayNotFound when nothing names a leasegate binary
+     * @throws \RuntimeException when LEASEGATE_BIN is wrong or the gateway does not start
      */
     public static function start(array $args = [], float $timeout = 30.0): self
     {
         $bin = self::binary();
-        $log = tempnam(sys_get_temp_dir(), 'leasegate-test-');
-        if ($log === false) {
-            throw new \RuntimeException('leasegate: cannot create the gateway log file');
+        $dir = sys_get_temp_dir() . '/leasegate-test-' . bin2hex(random_bytes(8));
+        if (!@mkdir($dir, 0700)) {
+            throw new \RuntimeException(sprintf('leasegate: cannot create the directory %s', $dir));
         }
-        $cmd = [$bin, 'serve', '--addr', '127.0.0.1:0', '--embedded-redis-test-clock', ...$args];
-        $process = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']], $pipes);
+        $addrFile = $dir . '/addr';
+        $log = $dir . '/log';
+        $cmd = [
+            $bin, 'serve', '--addr', '127.0.0.1:0', '--addr-file', $addrFile, '--drain-delay', '0',
+            '--embedded-redis-test-clock', ...$args,
+        ];
+        $io = [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']];
+        $process = proc_open($cmd, $io, $pipes);
         if ($process === false) {
+            self::remove($dir);
             throw new \RuntimeException(sprintf('leasegate: cannot run %s', $bin));
         }
         $deadline = microtime(true) + $timeout;
         while (true) {
-            foreach (file($log, FILE_IGNORE_NEW_LINES) ?: [] as $line) {
-                $entry = json_decode($line, true);
-                if (is_array($entry) && ($entry['msg'] ?? null) === 'leasegate listening' && is_string($entry['addr'] ?? null)) {
-                    return new self($process, 'http://' . $entry['addr'], $log);
-                }
+            $addr = @file_get_contents($addrFile);
+            if (is_string($addr) && str_ends_with($addr, "\n")) {
+                $addr = trim($addr);
+                $url = str_starts_with($addr, 'unix:') || str_contains($addr, '://') ? $addr : 'http://' . $addr;
+                return new self($process, $url, $dir);
             }
             if (!proc_get_status($process)['running'] || microtime(true) > $deadline) {
                 proc_terminate($process);
                 proc_close($process);
-                throw new \RuntimeException(sprintf("leasegate: %s serve did not start; its log:\n%s", $bin, (string) file_get_contents($log)));
+                $output = (string) @file_get_contents($log);
+                self::remove($dir);
+                throw new \RuntimeException(sprintf("leasegate: %s serve did not start; its log:\n%s", $bin, $output));
             }
-            usleep(20_000);
+            usleep(5_000);
         }
     }
 
@@ -82,7 +98,7 @@ final class TestGateway
         return self::$shared;
     }
 
-    /** The gateway's base URL, http://127.0.0.1:port. */
+    /** The gateway's base URL, http://127.0.0.1:port (unix:/path on a Unix socket). */
     public function url(): string
     {
         return $this->url;
@@ -107,7 +123,11 @@ final class TestGateway
      */
     public function fastForward(float $seconds, ?string $opsKey = null): \DateTimeImmutable
     {
-        $out = $this->client($opsKey)->request('POST', '/ops/test-clock', ['advance_ms' => (int) round($seconds * 1000)]);
+        $out = $this->client($opsKey)->request(
+            'POST',
+            '/ops/test-clock',
+            ['advance_ms' => (int) round($seconds * 1000)],
+        );
         if (!is_array($out) || !is_string($out['now'] ?? null)) {
             throw new \RuntimeException('leasegate: moving the clock: the answer has no "now"');
         }
@@ -117,7 +137,7 @@ final class TestGateway
     /** The gateway's log so far (JSON lines), for a failing test's message. */
     public function log(): string
     {
-        return (string) @file_get_contents($this->log);
+        return (string) @file_get_contents($this->dir . '/log');
     }
 
     /** Stops the gateway (SIGTERM, then waits for it). Safe to call twice. */
@@ -128,16 +148,21 @@ final class TestGateway
         }
         proc_terminate($this->process);
         proc_close($this->process);
-        @unlink($this->log);
+        self::remove($this->dir);
     }
 
-    /** The leasegate binary: $LEASEGATE_BIN, else the first on PATH. */
+    /**
+     * The leasegate binary: $LEASEGATE_BIN, else the first on PATH.
+     *
+     * @throws GatewayNotFound when LEASEGATE_BIN is unset and PATH has none
+     * @throws \RuntimeException when LEASEGATE_BIN is set but names no executable file
+     */
     public static function binary(): string
     {
         $bin = getenv('LEASEGATE_BIN');
         if (is_string($bin) && $bin !== '') {
             if (!is_file($bin) || !is_executable($bin)) {
-                throw new GatewayNotFound(sprintf('LEASEGATE_BIN=%s is not an executable file', $bin));
+                throw new \RuntimeException(sprintf('leasegate: LEASEGATE_BIN=%s is not an executable file', $bin));
             }
             return $bin;
         }
@@ -146,6 +171,19 @@ final class TestGateway
                 return $dir . '/leasegate';
             }
         }
-        throw new GatewayNotFound('no leasegate binary: set LEASEGATE_BIN to its path or put leasegate on PATH (go build -o leasegate ./cmd/leasegate in the leasegate repository)');
+        throw new GatewayNotFound(
+            'no leasegate binary: LEASEGATE_BIN is unset and PATH has no leasegate '
+            . '(go build -o leasegate ./cmd/leasegate in the leasegate repository)'
+        );
+    }
+
+    private static function remove(string $dir): void
+    {
+        foreach (@scandir($dir) ?: [] as $name) {
+            if ($name !== '.' && $name !== '..') {
+                @unlink($dir . '/' . $name);
+            }
+        }
+        @rmdir($dir);
     }
 }

@@ -7,19 +7,30 @@ namespace LeaseGate\Transport;
 use LeaseGate\TransportException;
 
 /**
- * Transport on ext-curl, used by default when the extension is loaded
- * (it keeps no connection between calls either, so both transports behave
- * the same).
+ * Transport on ext-curl, used by default when the extension is loaded.
+ * Like StreamTransport it keeps the connection of its last call for the
+ * next GET, HEAD or DELETE, and opens a fresh one for every other method
+ * (CURLOPT_FRESH_CONNECT): libcurl sends a request again when a reused
+ * connection turns out closed, which must never happen to a POST.
  */
 final class CurlTransport implements Transport
 {
+    private ?\CurlHandle $handle = null;
+
     public static function available(): bool
     {
         return extension_loaded('curl');
     }
 
-    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response
-    {
+    public function send(
+        string $method,
+        string $url,
+        array $headers,
+        ?string $body,
+        float $timeout,
+        float $connectTimeout = Transport::CONNECT_TIMEOUT,
+        ?string $unixSocket = null,
+    ): Response {
         if (!self::available()) {
             throw new TransportException('leasegate: the curl extension is not loaded; use StreamTransport');
         }
@@ -28,15 +39,17 @@ final class CurlTransport implements Transport
             $lines[] = $name . ': ' . $value;
         }
         $received = [];
-        $handle = curl_init();
+        $handle = $this->handle ??= curl_init();
+        curl_reset($handle);
         $options = [
             CURLOPT_URL => $url,
             CURLOPT_CUSTOMREQUEST => $method,
             CURLOPT_RETURNTRANSFER => true,
             CURLOPT_FOLLOWLOCATION => false,
+            CURLOPT_FRESH_CONNECT => !in_array($method, ['GET', 'HEAD', 'DELETE'], true),
             CURLOPT_HTTPHEADER => $lines,
             CURLOPT_TIMEOUT_MS => max(1, (int) ceil($timeout * 1000)),
-            CURLOPT_CONNECTTIMEOUT_MS => max(1, (int) ceil(min($timeout, 10.0) * 1000)),
+            CURLOPT_CONNECTTIMEOUT_MS => max(1, (int) ceil(min($timeout, $connectTimeout) * 1000)),
             CURLOPT_HEADERFUNCTION => static function ($ch, string $line) use (&$received): int {
                 $received[] = $line;
                 return strlen($line);
@@ -44,6 +57,9 @@ final class CurlTransport implements Transport
         ];
         if (defined('CURLOPT_PROTOCOLS_STR')) {
             $options[CURLOPT_PROTOCOLS_STR] = 'http,https';
+        }
+        if ($unixSocket !== null) {
+            $options[CURLOPT_UNIX_SOCKET_PATH] = $unixSocket;
         }
         if ($body !== null) {
             $options[CURLOPT_POSTFIELDS] = $body;
@@ -55,7 +71,6 @@ final class CurlTransport implements Transport
         $data = curl_exec($handle);
         $errno = curl_errno($handle);
         $error = curl_error($handle);
-        curl_close($handle);
         if ($errno !== 0 || !is_string($data)) {
             throw TransportException::request($method, $url, sprintf('curl error %d: %s', $errno, $error));
         }

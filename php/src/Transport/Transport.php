@@ -13,11 +13,25 @@ use LeaseGate\TransportException;
  */
 interface Transport
 {
+    /** Seconds to wait for a connection, unless the caller says otherwise. */
+    public const CONNECT_TIMEOUT = 1.0;
+
     /**
      * @param array<string, string> $headers name => value
-     * @param float $timeout seconds for the whole exchange
+     * @param float $timeout seconds for the whole exchange, connecting included
+     * @param float $connectTimeout seconds to wait for the connection (at most $timeout)
+     * @param ?string $unixSocket the path of a Unix domain socket to connect to
+     *        instead of the URL's host and port (the URL still gives the path and Host)
      *
      * @throws TransportException
      */
-    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response;
+    public function send(
+        string $method,
+        string $url,
+        array $headers,
+        ?string $body,
+        float $timeout,
+        float $connectTimeout = self::CONNECT_TIMEOUT,
+        ?string $unixSocket = null,
+    ): Response;
 }

@@ -28,6 +28,27 @@ use LeaseGate\WebhookSignature;
 /** requests, configuration and problem mapping (fake transport, no gateway) */
 final class OfflineTest extends TestCase
 {
+    public function testTimeoutsAndUnixSocketBase(): void
+    {
+        $fake = new FakeTransport();
+        $fake->answer(204);
+        (new Client('http://gw.example', null, $fake))->release('r', 'o');
+        self::eq([$fake->last()['timeout'], $fake->last()['connectTimeout'], $fake->last()['unixSocket']], [3.0, 1.0, null], 'default request and connect bounds, TCP');
+        $fake->answer(200, '{"acquired":false,"resource":"r","retry_after_ms":1}');
+        (new Client('http://gw.example', null, $fake, 2.0, null, 0.25))->acquire('r', 'o', 5, 1500);
+        self::eq([$fake->last()['timeout'], $fake->last()['connectTimeout']], [3.5, 0.25], 'both bounds from the constructor, the request bound grown by wait_ms');
+
+        $c = new Client('unix:/run/leasegate/gw.sock/', null, $fake);
+        self::eq($c->baseUrl(), 'unix:/run/leasegate/gw.sock', 'a unix: base URL without its trailing slash');
+        $fake->answer(204);
+        $c->release('a b', 'o');
+        self::eq([$fake->last()['url'], $fake->last()['unixSocket']], ['http://localhost/locks/a%20b?owner=o', '/run/leasegate/gw.sock'], 'a request on the socket');
+        foreach (['unix:', 'unix:relative.sock', 'unix:/', 'unix:/a.sock?x=1'] as $bad) {
+            self::throws(\InvalidArgumentException::class, fn () => new Client($bad, null, $fake), "base URL $bad");
+        }
+        self::throws(\InvalidArgumentException::class, fn () => new Client('http://x', null, $fake, 3.0, null, 0.0), 'connect timeout 0');
+    }
+
     public function testRequestsConfigurationAndProblems(): void
     {
         // Requests: URL, method, headers, body.

@@ -222,6 +222,30 @@ final class LeaseGateLockTest extends TestCase
         self::eq($ran, false, 'no callback ran');
     }
 
+    public function testTheClientsBoundsComeFromTheConfig(): void
+    {
+        // Listening, never accepting: only the request bound ends a call.
+        $silent = stream_socket_server('tcp://127.0.0.1:0');
+        self::assertNotFalse($silent, 'listen on a free port');
+        try {
+            $app = new Container();
+            $app->instance('config', new Config(['leasegate' => [
+                'url' => 'http://' . stream_socket_get_name($silent, false),
+                'timeout' => 0.3,
+                'connect_timeout' => 0.2,
+            ]]));
+            (new LeaseGateServiceProvider($app))->register();
+            $client = $app->make(Client::class);
+            $start = microtime(true);
+            self::throws(TransportException::class, fn () => $client->acquire('r', 'o', 5), 'a silent gateway');
+            $took = microtime(true) - $start;
+            // The default bound (3 s) would take ten times as long.
+            self::assertTrue($took >= 0.25 && $took < 2.0, sprintf('ended by the configured 0.3 s, took %.3f s', $took));
+        } finally {
+            fclose($silent);
+        }
+    }
+
     public function testCacheLockOnTheLeasegateStore(): void
     {
         $app = new Container();

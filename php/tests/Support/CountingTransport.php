@@ -17,9 +17,17 @@ final class CountingTransport implements Transport
     {
     }
 
-    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response
+    public function send(
+        string $method,
+        string $url,
+        array $headers,
+        ?string $body,
+        float $timeout,
+        float $connectTimeout = Transport::CONNECT_TIMEOUT,
+        ?string $unixSocket = null,
+    ): Response
     {
         $this->requests[] = $method . ' ' . (string) parse_url($url, PHP_URL_PATH);
-        return $this->inner->send($method, $url, $headers, $body, $timeout);
+        return $this->inner->send($method, $url, $headers, $body, $timeout, $connectTimeout, $unixSocket);
     }
 }

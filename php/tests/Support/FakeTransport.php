@@ -10,7 +10,7 @@ use LeaseGate\Transport\Transport;
 /** Records requests and answers them from a queue (offline tests). */
 final class FakeTransport implements Transport
 {
-    /** @var list<array{method: string, url: string, headers: array<string, string>, body: ?string, timeout: float}> */
+    /** @var list<array{method: string, url: string, headers: array<string, string>, body: ?string, timeout: float, connectTimeout: float, unixSocket: ?string}> */
     public array $requests = [];
     /** @var list<Response> */
     private array $queue = [];
@@ -37,9 +37,17 @@ final class FakeTransport implements Transport
         return $this->answer($status, (string) json_encode($body), $headers + ['Content-Type' => 'application/problem+json']);
     }
 
-    public function send(string $method, string $url, array $headers, ?string $body, float $timeout): Response
+    public function send(
+        string $method,
+        string $url,
+        array $headers,
+        ?string $body,
+        float $timeout,
+        float $connectTimeout = Transport::CONNECT_TIMEOUT,
+        ?string $unixSocket = null,
+    ): Response
     {
-        $this->requests[] = compact('method', 'url', 'headers', 'body', 'timeout');
+        $this->requests[] = compact('method', 'url', 'headers', 'body', 'timeout', 'connectTimeout', 'unixSocket');
         $r = array_shift($this->queue);
         if ($r === null) {
             throw new \LogicException("FakeTransport: no answer queued for $method $url");
@@ -47,7 +55,7 @@ final class FakeTransport implements Transport
         return $r;
     }
 
-    /** @return array{method: string, url: string, headers: array<string, string>, body: ?string, timeout: float} */
+    /** @return array{method: string, url: string, headers: array<string, string>, body: ?string, timeout: float, connectTimeout: float, unixSocket: ?string} */
     public function last(): array
     {
         $r = end($this->requests);

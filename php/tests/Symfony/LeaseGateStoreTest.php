@@ -330,6 +330,66 @@ final class LeaseGateStoreTest extends TestCase
         $other->release();
     }
 
+    public function testALockCycleIsTwoRequestsWhenTheLockTtlIsTheStoresInitialTtl(): void
+    {
+        $wire = new CountingTransport(Gateway::transport());
+        // Symfony's default lock TTL and the store's default initial TTL.
+        $factory = new LockFactory(new LeaseGateStore(new Client(Gateway::url(), null, $wire)));
+        $key = new Key(Gateway::name('sf-two-calls'));
+        $lock = $factory->createLockFromKey($key, 300.0);
+        self::eq($lock->acquire(), true, 'acquire');
+        $left = $lock->getRemainingLifetime();
+        self::assertTrue($left !== null && $left > 298.0 && $left <= 300.0, 'the lock TTL applies: ' . self::show($left));
+        $path = '/locks/' . rawurlencode(LeaseGateStore::resource($key));
+        self::eq($wire->requests, ['POST ' . $path], 'acquire: save only, putOffExpiration answered from the save');
+        $lease = Gateway::client()->status(LeaseGateStore::resource($key));
+        $gatewayLeft = $lease->expiresAt->getTimestamp() - $lease->acquiredAt->getTimestamp();
+        self::eq($gatewayLeft, 300, 'the gateway holds a 300 s lease');
+        $lock->release();
+        self::eq($wire->requests, ['POST ' . $path, 'DELETE ' . $path], 'release: delete only, exists() answered from it');
+        self::eq($lock->isAcquired(), false, 'released');
+
+        // Another TTL than the save's: putOffExpiration asks the gateway.
+        $wire->requests = [];
+        $other = $factory->createLock(Gateway::name('sf-three-calls'), 10.0);
+        self::eq($other->acquire(), true, 'acquire with a 10 s TTL');
+        self::eq(count($wire->requests), 2, 'save and a renew to 10 s: ' . self::show($wire->requests));
+        $other->release();
+    }
+
+    public function testPutOffExpirationAsksTheGatewayUnlessItFollowsItsOwnSaveAtOnce(): void
+    {
+        $wire = new CountingTransport(Gateway::transport());
+        $store = new LeaseGateStore(new Client(Gateway::url(), null, $wire), 1.0);
+
+        $key = self::key('put-off-later');
+        $store->save($key);
+        usleep(100_000); // a tenth of the 1 s lease has passed
+        $wire->requests = [];
+        $store->putOffExpiration($key, 1.0);
+        self::eq(count($wire->requests), 1, 'a putOffExpiration 0.1 s into a 1 s lease renews it');
+        $wire->requests = [];
+        $store->putOffExpiration($key, 1.0);
+        self::eq(count($wire->requests), 1, 'a second putOffExpiration renews it');
+        $store->delete($key);
+
+        $key = self::key('put-off-copy');
+        $store->save($key);
+        $copy = unserialize(serialize($key));
+        self::assertInstanceOf(Key::class, $copy);
+        $wire->requests = [];
+        $store->putOffExpiration($copy, 1.0);
+        self::eq(count($wire->requests), 1, 'a serialized copy of the Key renews (its clock may be another host\'s)');
+        $store->delete($copy);
+
+        $key = self::key('put-off-tiny');
+        $store->save($key);
+        $wire->requests = [];
+        self::throws(LockExpiredException::class, fn () => $store->putOffExpiration($key, 1 / 1_000_000), 'a TTL shorter than the round trip');
+        self::eq(end($wire->requests), 'DELETE /locks/' . rawurlencode(LeaseGateStore::resource($key)), 'the expired Key is released');
+        self::eq($store->exists($key), false, 'the expired Key released its lease');
+    }
+
     public function testAnOutageIsAnExceptionNeverALock(): void
     {
         $dead = new LeaseGateStore(new Client(Gateway::deadUrl(), null, Gateway::transport(), 2.0));
