@@ -48,6 +48,10 @@ var Version = "dev"
 type Config struct {
 	// Addr is the listen address (default 127.0.0.1:8080).
 	Addr string
+	// AddrFile, when set, is where Run writes the bound address and a
+	// newline once the gateway serves, and removes it on stop: the
+	// readiness contract of test fixtures (addrfile.go).
+	AddrFile string
 	// RedisURL is a redis:// or rediss:// URL. Empty: embedded in-memory
 	// Redis, loopback only.
 	RedisURL string
@@ -600,6 +604,13 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	go s.Maintain(hupCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
+	if cfg.AddrFile != "" {
+		if err := writeAddrFile(cfg.AddrFile, s.Addr()); err != nil {
+			_ = s.Shutdown(context.Background())
+			return err
+		}
+		defer removeAddrFile(cfg.AddrFile, log)
+	}
 	select {
 	case err := <-errc:
 		s.closeRedis()

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -335,4 +339,55 @@ func TestTokensIncreaseAcrossGatewayRestarts(t *testing.T) {
 			t.Fatalf("Shutdown #%d: %v", i, err)
 		}
 	}
+}
+
+// --addr-file: once the gateway serves, the file holds the bound address
+// (port 0 resolved) and a newline; it is gone once Run has returned.
+func TestRunWritesTheAddrFileWhileServing(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.AddrFile = filepath.Join(t.TempDir(), "addr")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- server.Run(ctx, cfg, nil) }()
+	var line string
+	redistest.Eventually(t, 10*time.Second, "the address file is written", func() bool {
+		b, err := os.ReadFile(cfg.AddrFile)
+		line = string(b)
+		return err == nil
+	})
+	addr, ok := strings.CutSuffix(line, "\n")
+	if !ok || strings.Contains(addr, "\n") || strings.HasSuffix(addr, ":0") {
+		t.Fatalf("address file: got %q, want the bound host:port and one newline", line)
+	}
+	res, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz at the file's address: %v", err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz: got %d, want 200", res.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: got %v, want nil", err)
+	}
+	if _, err := os.Stat(cfg.AddrFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("address file after stop: got %v, want it removed", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(cfg.AddrFile), "*")); len(left) != 0 {
+		t.Errorf("files left in the directory: %v, want none", left)
+	}
+}
+
+func TestRunFailsWhenTheAddrFileCannotBeWritten(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.AddrFile = filepath.Join(t.TempDir(), "missing-dir", "addr")
+	if err := server.Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "addr-file") {
+		t.Errorf("got %v, want an --addr-file error", err)
+	}
+	waitClosed(t, cfg.Addr)
 }

@@ -23,6 +23,7 @@ import (
 // turns into cfg's policies and log writer after parsing.
 func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFlags {
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address")
+	fs.StringVar(&cfg.AddrFile, "addr-file", cfg.AddrFile, "file the bound address and a newline are written to (atomically) once the gateway serves; removed on stop (docs/testing.md)")
 	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (loopback only, development)")
 	redisFlags(fs, &cfg.Redis)
 	fs.StringVar(&cfg.EmbeddedRedisAddr, "embedded-redis-addr", cfg.EmbeddedRedisAddr, "where the embedded Redis listens when there is no --redis-url: a loopback host:port (port 0: a free one); the start log says how to reach it with redis-cli")
