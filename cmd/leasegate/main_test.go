@@ -79,6 +79,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 	t.Run("every flag has a LEASEGATE_ variable", func(t *testing.T) {
 		kv := map[string]string{
 			"LEASEGATE_ADDR":                      "127.0.0.1:9999",
+			"LEASEGATE_ADDR_FILE":                 "/run/leasegate.addr",
 			"LEASEGATE_REDIS_URL":                 "redis://10.0.0.1:6380/2",
 			"LEASEGATE_EMBEDDED_REDIS_ADDR":       "127.0.0.1:6390",
 			"LEASEGATE_EMBEDDED_REDIS_TEST_CLOCK": "true",
@@ -148,6 +149,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		}
 		want := server.DefaultConfig()
 		want.Addr = "127.0.0.1:9999"
+		want.AddrFile = "/run/leasegate.addr"
 		want.RedisURL = "redis://10.0.0.1:6380/2"
 		want.EmbeddedRedisAddr = "127.0.0.1:6390"
 		want.EmbeddedRedisTestClock = true
