@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -160,11 +161,22 @@ func WithAPIKey(key string) Option { return func(c *Client) { c.apiKey = key } }
 // WithHTTPClient uses hc instead of a default client with a 60 s timeout.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
-// New returns a client for the gateway at baseURL (e.g. http://127.0.0.1:8080).
+// New returns a client for the gateway at baseURL: http://127.0.0.1:8080,
+// or unix:/path for a gateway on the same host listening on a Unix domain
+// socket (leasegate serve --addr unix:/path). WithHTTPClient replaces the
+// client that dials the socket.
 func New(baseURL string, opts ...Option) *Client {
 	c := &Client{
 		base: strings.TrimRight(baseURL, "/"),
 		hc:   &http.Client{Timeout: 60 * time.Second},
+	}
+	if path, ok := strings.CutPrefix(baseURL, "unix:"); ok {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}
+		c.base, c.hc.Transport = "http://localhost", t
 	}
 	for _, o := range opts {
 		o(c)

@@ -40,7 +40,7 @@ func (s *Server) loadKeys() error {
 		return fmt.Errorf("%w: no API keys found in --api-keys-file %q or --api-keys: refusing to start open; add key entries (see docs/auth.md), or give neither setting for open mode", ErrConfig, s.cfg.APIKeysFile)
 	}
 	if len(keys) == 0 {
-		if !isLoopback(s.cfg.Addr) && !s.cfg.InsecureOpen {
+		if !isLocal(s.cfg.Addr) && !s.cfg.InsecureOpen {
 			return fmt.Errorf("%w: no API keys configured (--api-keys-file, --api-keys): refusing to serve %q, which is not a loopback address, without authentication; configure keys (see docs/auth.md) or pass --insecure-open", ErrConfig, s.cfg.Addr)
 		}
 		s.log.Warn("no API keys configured: the gateway is OPEN, every caller is an operator of the default tenant; development only (see docs/auth.md)",

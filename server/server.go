@@ -46,8 +46,13 @@ var Version = "dev"
 
 // Config is everything `leasegate serve` can be told.
 type Config struct {
-	// Addr is the listen address (default 127.0.0.1:8080).
+	// Addr is the listen address (default 127.0.0.1:8080): host:port, or
+	// unix:/path for a Unix domain socket (unixsocket.go).
 	Addr string
+	// AddrMode and AddrGroup, with a Unix socket (Addr unix:/path), set
+	// the socket file's permission bits (octal, e.g. "0660") and group (a
+	// name or a number); "" leaves what the umask and the process give.
+	AddrMode, AddrGroup string
 	// AddrFile, when set, is where Run writes the bound address and a
 	// newline once the gateway serves, and removes it on stop: the
 	// readiness contract of test fixtures (addrfile.go).
@@ -240,6 +245,7 @@ func (c Config) Validate() error {
 	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateUnix()...)
 	errs = append(errs, c.validateWebhooks()...)
 	errs = append(errs, c.validateRedis()...)
 	return errors.Join(errs...)
@@ -443,7 +449,12 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	}
 	s.e = handlers.New(cfg.HTTP, deps)
 	opsui.Register(s.e, cfg.HTTP, deps, sessions)
-	ln, err := net.Listen("tcp", cfg.Addr)
+	var ln net.Listener
+	if path, ok := unixPath(cfg.Addr); ok {
+		ln, err = listenUnix(path, cfg.AddrMode, cfg.AddrGroup)
+	} else {
+		ln, err = net.Listen("tcp", cfg.Addr)
+	}
 	if err != nil {
 		s.closeRedis()
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
@@ -489,7 +500,7 @@ func newAbuseLogger(w io.Writer) *zap.Logger {
 
 func (s *Server) connect() error {
 	if s.cfg.redisMode() == "embedded" {
-		if !isLoopback(s.cfg.Addr) {
+		if !isLocal(s.cfg.Addr) {
 			return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
 		}
 		return s.startEmbedded()
@@ -530,8 +541,14 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Addr is the address the server listens on (useful with port 0).
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Addr is the address the server listens on (useful with port 0):
+// host:port, or unix:/path.
+func (s *Server) Addr() string {
+	if _, ok := unixPath(s.cfg.Addr); ok {
+		return unixPrefix + s.ln.Addr().String()
+	}
+	return s.ln.Addr().String()
+}
 
 // Handler is the HTTP handler, for tests (the routes: without the
 // loopback Host check open mode adds on a loopback address).

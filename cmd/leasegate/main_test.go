@@ -80,6 +80,8 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		kv := map[string]string{
 			"LEASEGATE_ADDR":                      "127.0.0.1:9999",
 			"LEASEGATE_ADDR_FILE":                 "/run/leasegate.addr",
+			"LEASEGATE_ADDR_MODE":                 "0660",
+			"LEASEGATE_ADDR_GROUP":                "www-data",
 			"LEASEGATE_REDIS_URL":                 "redis://10.0.0.1:6380/2",
 			"LEASEGATE_EMBEDDED_REDIS_ADDR":       "127.0.0.1:6390",
 			"LEASEGATE_EMBEDDED_REDIS_TEST_CLOCK": "true",
@@ -150,6 +152,7 @@ func TestServeFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 		want := server.DefaultConfig()
 		want.Addr = "127.0.0.1:9999"
 		want.AddrFile = "/run/leasegate.addr"
+		want.AddrMode, want.AddrGroup = "0660", "www-data"
 		want.RedisURL = "redis://10.0.0.1:6380/2"
 		want.EmbeddedRedisAddr = "127.0.0.1:6390"
 		want.EmbeddedRedisTestClock = true

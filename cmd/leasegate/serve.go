@@ -22,7 +22,9 @@ import (
 // policy file and abuse log into the returned abuseFlags, which apply()
 // turns into cfg's policies and log writer after parsing.
 func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string) *abuseFlags {
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address: host:port, or unix:/path for a Unix domain socket")
+	fs.StringVar(&cfg.AddrMode, "addr-mode", cfg.AddrMode, "with --addr unix:/path, the socket file's permission bits in octal, e.g. 0660 (default: as the umask makes it)")
+	fs.StringVar(&cfg.AddrGroup, "addr-group", cfg.AddrGroup, "with --addr unix:/path, the socket file's group, a name or a number (default: the process's)")
 	fs.StringVar(&cfg.AddrFile, "addr-file", cfg.AddrFile, "file the bound address and a newline are written to (atomically) once the gateway serves; removed on stop (docs/testing.md)")
 	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (loopback only, development)")
 	redisFlags(fs, &cfg.Redis)
