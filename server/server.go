@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,15 +28,12 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
-	"github.com/leasegate/leasegate/claim"
-	"github.com/leasegate/leasegate/election"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/storehealth"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/opsui"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
-	"github.com/leasegate/leasegate/semaphore"
 	"github.com/leasegate/leasegate/webhook"
 )
 
@@ -108,12 +104,19 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
-	// DrainDelay is how long Run keeps serving once ctx is done (SIGINT
-	// or SIGTERM) with /readyz answering 503 and every answer carrying
-	// Connection: close, so that load balancers take the gateway out of
-	// rotation before it stops accepting (docs/deployment.md); 0: none.
-	// A second signal ends it early.
+	// DrainDelay is how long Run keeps serving once its ctx is done
+	// (cmd/leasegate: on SIGINT or SIGTERM) with /readyz answering 503 and
+	// every answer carrying Connection: close, so that load balancers take
+	// the gateway out of rotation before it stops accepting
+	// (docs/deployment.md); 0: none. StopDraining ends it early.
 	DrainDelay time.Duration
+	// StopDraining, once closed, ends the drain at once (cmd/leasegate
+	// closes it on a second SIGINT or SIGTERM). Nil: the drain runs its
+	// course.
+	StopDraining <-chan struct{}
+	// ReloadKeys: each value received reloads the API keys (ReloadKeys;
+	// cmd/leasegate sends one on SIGHUP). Nil: only the method reloads.
+	ReloadKeys <-chan struct{}
 	// ShutdownTimeout bounds what follows the drain: finishing in-flight
 	// requests once the gateway stops accepting.
 	ShutdownTimeout time.Duration
@@ -295,7 +298,7 @@ type Server struct {
 
 // New connects to Redis (or starts the embedded one), builds the routes and
 // binds the listen address. Call Serve to accept requests.
-func New(cfg Config, log *zap.Logger) (*Server, error) {
+func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -317,113 +320,30 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	// The cap is exported so the waiters alert is a ratio to it, whatever
 	// each gateway is configured with (deploy/prometheus).
 	s.metrics.MaxWaiters.Set(float64(cfg.MaxWaiters))
+	// The one cleanup path: closeRedis closes whatever has been started.
+	defer func() {
+		if err != nil {
+			s.closeRedis()
+		}
+	}()
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
-	// Tracing goes first, so that a call the outage guard refuses still
-	// shows in its request's trace, as a failed Redis span.
-	if err := s.traceRedis(); err != nil {
-		s.closeRedis()
+	eng, err := s.buildEngines(cfg, log, ipx)
+	if err != nil {
 		return nil, err
 	}
-	// The outage guard goes next, so that the calls it refuses are not
-	// measured as Redis calls.
-	s.guardHealth()
-	calls := s.metrics.RedisHook(scripts.ByName())
-	instrument(s.rdb, func(*redis.Client) redis.Hook { return calls })
-	if err := s.checkRedis(); err != nil {
-		s.closeRedis()
+	s.routes(eng)
+	if err := s.listen(); err != nil {
 		return nil, err
 	}
-	// Releases are published on one channel; one subscription per
-	// process wakes the waiting acquires (docs/waiting.md). On Redis
-	// Cluster >= 7 they go to each resource's shard channel instead, and
-	// the Waiter subscribes those it waits on (pubsub.go).
-	releaseChannel := cfg.KeyPrefix + "released"
-	shards := s.shardRouter()
-	var scripter redis.Scripter = s.rdb
-	if !cfg.NoAutoPipeline && cfg.Redis.MinReplicas == 0 {
-		if s.batcher, err = redislock.NewBatcher(s.rdb, redislock.BatchOptions{Timeout: cfg.HTTP.RequestTimeout}); err != nil {
-			s.closeRedis()
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		scripter = s.batcher
-	}
-	locks := redislock.New(scripter, redislock.Options{
-		Prefix:          cfg.KeyPrefix,
-		FenceRetention:  cfg.FenceRetention,
-		ReleaseChannel:  releaseChannel,
-		ShardedReleases: shards != nil,
-		MinReplicas:     cfg.Redis.MinReplicas,
-		ReplicaTimeout:  cfg.Redis.MinReplicasTimeout,
-		OnRelease:       func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
-		OnIndexFailure:  s.metrics.LockIndexFailures.Inc,
-	})
-	wopts := redislock.WaiterOptions{
-		Channel:    releaseChannel,
-		Log:        log.Named("waiter"),
-		MaxWaiters: cfg.MaxWaiters,
-		OnMessage:  s.metrics.ReleaseMessage,
-		OnShardChannels: func(n int) {
-			s.metrics.ReleaseShardChannels.Set(float64(n))
-		},
-	}
-	if shards != nil {
-		wopts.Shards = shards
-	}
-	s.waiter = redislock.NewWaiter(s.rdb, wopts)
-	s.wakeOnOutage.Store(s.waiter)
-	abuseLog := cfg.AbuseLog
-	if abuseLog == nil {
-		abuseLog = os.Stdout
-	}
-	// One logger (one lock on the writer) for the abuse and claims lines,
-	// so that the two never interleave within a line.
-	abuseLogger := newAbuseLogger(abuseLog)
-	abuseSvc := abuse.New(s.rdb, abuse.Options{
-		Prefix:   cfg.KeyPrefix,
-		Policies: cfg.AbusePolicies,
-		Log:      abuseLogger,
-		Metrics:  s.metrics,
-		Outbox:   cfg.webhooksOn(),
-	})
-	if err := s.startWebhooks(); err != nil {
-		s.closeRedis()
-		return nil, err
-	}
-	lockSvc := redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout)
-	deps := handlers.Deps{
-		Metrics:   s.metrics,
-		Locks:     lockSvc,
-		LockSets:  lockSvc,
-		UserLocks: abuseSvc,
-		Flags:     abuseSvc,
-		Backtests: abuseSvc,
-		Webhooks:  s.webhookInspector(),
-		Ready:     s.ready,
-		Log:       log,
-		Tracer:    cfg.Tracing,
+	return s, nil
+}
 
-		IPExtractor: ipx,
-	}
-	// Semaphores wait on the locks' Waiter and release channel; forced
-	// claim removals go to the abuse log (docs/claims.md).
-	deps.Semaphores = semaphore.New(s.rdb, s.waiter, semaphore.Options{
-		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
-		OpTimeout:   cfg.HTTP.RequestTimeout,
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
-	})
-	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims"),
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout})
-	// Elections are leases of the lock engine under their own keys: the
-	// same scripts, Waiter and release channel (docs/elections.md).
-	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{
-		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
-		OpTimeout: cfg.HTTP.RequestTimeout, OnIndexFailure: s.metrics.LockIndexFailures.Inc,
-	})
+// routes builds the HTTP routes and the ops page on the engines.
+func (s *Server) routes(eng *engines) {
+	cfg := s.cfg
+	deps, locks := eng.deps, eng.locks
 	s.wireOperator(&deps, locks)
 	if cfg.EmbeddedRedisTestClock {
 		deps.TestClock = s.AdvanceClock
@@ -449,15 +369,20 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	}
 	s.e = handlers.New(cfg.HTTP, deps)
 	opsui.Register(s.e, cfg.HTTP, deps, sessions)
+}
+
+// listen binds the listen address and builds the http.Server on it.
+func (s *Server) listen() error {
+	cfg, log := s.cfg, s.log
 	var ln net.Listener
+	var err error
 	if path, ok := unixPath(cfg.Addr); ok {
 		ln, err = listenUnix(path, cfg.AddrMode, cfg.AddrGroup)
 	} else {
 		ln, err = net.Listen("tcp", cfg.Addr)
 	}
 	if err != nil {
-		s.closeRedis()
-		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
+		return fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
 	}
 	s.ln = problemListener{ln}
 	var handler http.Handler = s.e
@@ -474,7 +399,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
-	return s, nil
+	return nil
 }
 
 // NewLogger is the gateway's one log format: a JSON object a line on w
@@ -503,15 +428,28 @@ func (s *Server) connect() error {
 		if !isLocal(s.cfg.Addr) {
 			return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
 		}
-		return s.startEmbedded()
+		if err := s.startEmbedded(); err != nil {
+			return err
+		}
+	} else {
+		rdb, err := NewRedisClient(s.cfg)
+		if err != nil {
+			return err
+		}
+		s.rdb = rdb
+		s.logRedis()
 	}
-	rdb, err := NewRedisClient(s.cfg)
-	if err != nil {
+	// Tracing goes first, so that a call the outage guard refuses still
+	// shows in its request's trace, as a failed Redis span.
+	if err := s.traceRedis(); err != nil {
 		return err
 	}
-	s.rdb = rdb
-	s.logRedis()
-	return nil
+	// The outage guard goes next, so that the calls it refuses are not
+	// measured as Redis calls.
+	s.guardHealth()
+	calls := s.metrics.RedisHook(scripts.ByName())
+	instrument(s.rdb, func(*redis.Client) redis.Hook { return calls })
+	return s.checkRedis()
 }
 
 // instrument puts the hook that hook returns for each node client on
@@ -615,10 +553,8 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	hupCtx, stopHUP := context.WithCancel(ctx)
-	defer stopHUP()
-	s.reloadKeysOnSIGHUP(hupCtx)
-	go s.Maintain(hupCtx)
+	go s.reloadKeysOn(ctx, cfg.ReloadKeys)
+	go s.Maintain(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	if cfg.AddrFile != "" {

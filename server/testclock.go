@@ -13,8 +13,8 @@ import (
 // on FastForward, so each tick moves them by the real time elapsed. With
 // --embedded-redis-test-clock the store's clock is the real one plus an
 // offset that advance adds to: TIME (which the scripts read), the
-// absolute expiries (PEXPIREAT) and the TTLs jump together, and the
-// gateway runs on as before from there. miniredis answers TIME from
+// absolute expiries (PEXPIREAT) and the TTLs jump together, and from
+// there run at the real clock's pace. miniredis answers TIME from
 // SetTime's value, so before each command the clock is set to the real
 // time plus the offset (sync): TIME moves on between commands as on a
 // real Redis, and fencing tokens taken from it stay distinct.

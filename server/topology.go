@@ -36,7 +36,7 @@ const topologyReload = 100 * time.Millisecond
 // Every map go-redis reads (its CLUSTER SLOTS, seen by a hook on each
 // node) is compared with the last: each range of slots that changed
 // master is logged, counted (leasegate_redis_topology_changes_total),
-// and the masters are given to storehealth (Health.Serve), so that a
+// and the masters are given to storehealth (Health.SetMasters), so that a
 // node's down state does not outlive its being a master.
 type topology struct {
 	cc     *redis.ClusterClient
@@ -146,7 +146,7 @@ func (t *topology) observe(origin string, slots []redis.ClusterSlot) {
 				zap.String("from", mv.from), zap.String("to", mv.to), zap.Int("to_replicas", replicas[mv.to]))
 		}
 	}
-	t.health.Serve(masters)
+	t.health.SetMasters(masters)
 }
 
 // move is a range of slots whose master changed ("" where none served).

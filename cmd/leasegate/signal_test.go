@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/server"
 )
 
 // TestMain lets the test binary act as the leasegate binary, so the
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(redistest.Run(m))
 }
 
-// TestServeDrainsOnSIGTERMAndSIGINT: the first signal turns /readyz to
+// TestServeDrainsOnSIGTERMAndSIGINT: on a shared Redis, the first signal turns /readyz to
 // 503 while calls are still served, each with Connection: close; the
 // second ends the (one-minute) drain at once: the waiter is answered 503
 // unavailable with Retry-After, the event stream ends with a reconnect
@@ -37,8 +38,11 @@ func TestServeDrainsOnSIGTERMAndSIGINT(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := redistest.FreeAddr(t)
 			base := "http://" + addr
+			// A shared Redis: a gateway on the embedded store does not drain.
+			rds := redistest.Start(t)
 			cmd := exec.Command(os.Args[0], "serve")
-			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr, "LEASEGATE_DRAIN_DELAY=1m")
+			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr, "LEASEGATE_DRAIN_DELAY=1m",
+				"LEASEGATE_REDIS_URL="+rds.URL())
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
@@ -151,5 +155,40 @@ func TestServeDrainsOnSIGTERMAndSIGINT(t *testing.T) {
 				t.Errorf("got error lines in the logs of a drain: %s", stdout.String())
 			}
 		})
+	}
+}
+
+// relaySignals: SIGHUP asks for a key reload; the first SIGINT or SIGTERM
+// leaves the drain alone (main cancels serve's context on it), the second
+// ends it.
+func TestSignalsBecomeTriggers(t *testing.T) {
+	t.Parallel()
+	var cfg server.Config
+	sigs := make(chan os.Signal) // a send returns once the relay has handled the signal before
+	defer relaySignals(sigs, &cfg)()
+	sigs <- syscall.SIGTERM
+	sigs <- syscall.SIGHUP // received once the SIGTERM is handled
+	<-cfg.ReloadKeys
+	select {
+	case <-cfg.StopDraining:
+		t.Fatal("the first SIGTERM ended the drain, want only the second")
+	default:
+	}
+	sigs <- syscall.SIGINT
+	<-cfg.StopDraining
+}
+
+// serveSignals subscribes SIGHUP: one sent to the process reaches the
+// reload trigger instead of ending the process.
+func TestServeSignalsSubscribesSIGHUP(t *testing.T) {
+	var cfg server.Config
+	defer serveSignals(&cfg)()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cfg.ReloadKeys:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGHUP: no reload asked for in 10s")
 	}
 }
