@@ -108,7 +108,8 @@ type Config struct {
 	// (cmd/leasegate: on SIGINT or SIGTERM) with /readyz answering 503 and
 	// every answer carrying Connection: close, so that load balancers take
 	// the gateway out of rotation before it stops accepting
-	// (docs/deployment.md); 0: none. StopDraining ends it early.
+	// (docs/deployment.md); 0: none. StopDraining ends it early. A gateway
+	// on the embedded store has no balancer in front and does not drain.
 	DrainDelay time.Duration
 	// StopDraining, once closed, ends the drain at once (cmd/leasegate
 	// closes it on a second SIGINT or SIGTERM). Nil: the drain runs its
@@ -569,6 +570,11 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 		s.closeRedis()
 		return err
 	case <-ctx.Done():
+	}
+	// The embedded store is loopback only and of this process alone: no
+	// load balancer can be in front of it, so nothing waits for a drain.
+	if s.mini != nil {
+		cfg.DrainDelay = 0
 	}
 	s.drain(cfg.DrainDelay)
 	log.Info("shutting down: finishing in-flight requests")

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,5 +193,61 @@ func TestServeSignalsSubscribesSIGHUP(t *testing.T) {
 	case <-cfg.ReloadKeys:
 	case <-time.After(10 * time.Second):
 		t.Fatal("SIGHUP: no reload asked for in 10s")
+	}
+}
+
+// TestServeOnTheEmbeddedStoreStopsAtOnce: a development gateway has no
+// load balancer in front, so SIGINT or SIGTERM stops it without the drain
+// (here a minute long), as fast as a process stops.
+func TestServeOnTheEmbeddedStoreStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			addrFile := filepath.Join(t.TempDir(), "addr")
+			cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--addr-file", addrFile)
+			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_DRAIN_DELAY=1m")
+			var stdout bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+			})
+			redistest.Eventually(t, 20*time.Second, "the address file", func() bool {
+				_, err := os.Stat(addrFile)
+				return err == nil
+			})
+			start := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatalf("signal: %v", err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("got exit %v (output %s), want status 0", err, stdout.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("leasegate still running 30s after %v (the drain is 1m)", sig)
+			}
+			// Under 1 s on an idle machine; the bound leaves room for a
+			// loaded one and still fails a drain.
+			took := time.Since(start)
+			t.Logf("stopped %v after %v", took, sig)
+			if took > 5*time.Second {
+				t.Errorf("stopping took %v, want well under the drain's minute (under 5s)", took)
+			}
+			if strings.Contains(stdout.String(), "draining") {
+				t.Errorf("got a drain in the logs of a gateway on the embedded store: %s", stdout.String())
+			}
+			if _, err := os.Stat(addrFile); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("address file after stop: got %v, want it removed", err)
+			}
+		})
 	}
 }
