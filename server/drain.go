@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -30,6 +31,14 @@ func (s *Server) drain(delay time.Duration) {
 	case <-s.cfg.StopDraining:
 		s.log.Info("told to stop at once (a second signal): the drain ends now")
 	}
+}
+
+// ready is /readyz: not draining, and Redis ready (redisconn.Conn.Ready).
+func (s *Server) ready(ctx context.Context) error {
+	if s.draining.Load() {
+		return errDraining
+	}
+	return s.conn.Ready(ctx)
 }
 
 // errDraining is /readyz's answer during the drain: expected, so not

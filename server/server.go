@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -32,6 +31,7 @@ import (
 	"github.com/leasegate/leasegate/internal/storehealth"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/opsui"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
 	"github.com/leasegate/leasegate/webhook"
@@ -56,11 +56,12 @@ type Config struct {
 	// RedisURL is a redis:// or rediss:// URL. Empty: embedded in-memory
 	// Redis, loopback only.
 	RedisURL string
-	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (server/redis.go).
-	Redis RedisConfig
+	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (package
+	// redisconn).
+	Redis redisconn.Config
 	// EmbeddedRedisAddr is where the embedded Redis listens when RedisURL
 	// and the other Redis settings are empty (default 127.0.0.1:0, a free
-	// port); loopback only (server/embedded.go).
+	// port); loopback only (redisconn/embedded.go).
 	EmbeddedRedisAddr string
 	// EmbeddedRedisTestClock lets tests move the embedded store's clock
 	// (Server.AdvanceClock, POST /ops/test-clock; docs/testing.md). It is
@@ -174,8 +175,8 @@ func DefaultConfig() Config {
 		Addr:              "127.0.0.1:8080",
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
-		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout, OutageGrace: DefaultOutageGrace},
-		EmbeddedRedisAddr: DefaultEmbeddedRedisAddr,
+		Redis:             redisconn.Config{MinReplicasTimeout: redisconn.DefaultMinReplicasTimeout, OutageGrace: redisconn.DefaultOutageGrace},
+		EmbeddedRedisAddr: redisconn.DefaultEmbeddedAddr,
 		HTTP:              handlers.DefaultConfig(),
 		OpsSessionTTL:     auth.DefaultSessionTTL,
 		MaxWaiters:        DefaultMaxWaiters,
@@ -251,16 +252,23 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateUnix()...)
 	errs = append(errs, c.validateWebhooks()...)
-	errs = append(errs, c.validateRedis()...)
+	errs = append(errs, c.RedisOptions().Validate()...)
 	return errors.Join(errs...)
+}
+
+// RedisOptions are the config's Redis settings, as package redisconn
+// takes them.
+func (c Config) RedisOptions() redisconn.Options {
+	return redisconn.Options{URL: c.RedisURL, Redis: c.Redis, EmbeddedAddr: c.EmbeddedRedisAddr,
+		TestClock: c.EmbeddedRedisTestClock, RequestTimeout: c.HTTP.RequestTimeout}
 }
 
 // Server is a running gateway.
 type Server struct {
 	cfg  Config
 	log  *zap.Logger
-	rdb  redis.UniversalClient
-	mini *miniredis.Miniredis
+	conn *redisconn.Conn
+	rdb  redis.UniversalClient // conn.Client
 	e    *echo.Echo
 	http *http.Server
 	ln   net.Listener
@@ -274,23 +282,11 @@ type Server struct {
 	// operator and audit serve the operator tools (operator.go).
 	operator *redislock.Operator
 	audit    *audit.Log
-	// guard checks the Redis deployment (redischeck.go); nil on the
-	// embedded Redis.
-	guard *redisGuard
-	// health knows which Redis nodes are down and refuses their calls at
-	// once (health.go).
-	health *storehealth.Health
-	// topology follows the slot map on Redis Cluster (topology.go).
-	topology *topology
 
 	// draining is set when Run's drain begins: /readyz answers 503 and
 	// every answer carries Connection: close.
 	draining atomic.Bool
 
-	stopEmbedded chan struct{}
-	// clock moves the embedded Redis's clock (testclock.go); nil on a
-	// real Redis.
-	clock     *storeClock
 	closeOnce sync.Once
 	// wakeOnOutage is the Waiter to wake when a node goes down, once it
 	// exists.
@@ -387,7 +383,7 @@ func (s *Server) listen() error {
 	}
 	s.ln = problemListener{ln}
 	var handler http.Handler = s.e
-	if s.keyring == nil && isLoopback(cfg.Addr) {
+	if s.keyring == nil && redisconn.IsLoopback(cfg.Addr) {
 		handler = loopbackHostOnly(s.e, log)
 	}
 	handler = s.closeWhileDraining(handler)
@@ -424,60 +420,60 @@ func newAbuseLogger(w io.Writer) *zap.Logger {
 	return log.Named("abuse")
 }
 
-func (s *Server) connect() error {
-	if s.cfg.redisMode() == "embedded" {
-		if !isLocal(s.cfg.Addr) {
-			return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
-		}
-		if err := s.startEmbedded(); err != nil {
-			return err
-		}
-	} else {
-		rdb, err := NewRedisClient(s.cfg)
-		if err != nil {
-			return err
-		}
-		s.rdb = rdb
-		s.logRedis()
+func (s *Server) connect() (err error) {
+	opts := s.cfg.RedisOptions()
+	if opts.Mode() == "embedded" && !isLocal(s.cfg.Addr) {
+		return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
 	}
-	// Tracing goes first, so that a call the outage guard refuses still
-	// shows in its request's trace, as a failed Redis span.
-	if err := s.traceRedis(); err != nil {
+	s.conn, err = redisconn.Open(opts, redisconn.Hooks{
+		Log: s.log, Metrics: s.metrics, Tracing: s.cfg.Tracing,
+		OnChange: s.redisChanged, Calls: s.metrics.RedisHook(scripts.ByName()),
+	})
+	if err != nil {
 		return err
 	}
-	// The outage guard goes next, so that the calls it refuses are not
-	// measured as Redis calls.
-	s.guardHealth()
-	calls := s.metrics.RedisHook(scripts.ByName())
-	instrument(s.rdb, func(*redis.Client) redis.Hook { return calls })
-	return s.checkRedis()
+	s.rdb = s.conn.Client
+	return nil
 }
 
-// instrument puts the hook that hook returns for each node client on
-// every Redis call, once. A ClusterClient runs each command and pipeline
-// through a node client, including the per-node pipelines of
-// --min-replicas that bypass the cluster client's own hooks, so there the
-// hook goes on every node (as it is created; nothing has been created
-// before the first command); elsewhere the client is the node.
-func instrument(rdb redis.UniversalClient, hook func(node *redis.Client) redis.Hook) {
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		c.OnNewNode(func(node *redis.Client) { node.AddHook(hook(node)) })
-	case *redis.Client:
-		c.AddHook(hook(c))
+// redisChanged hears a Redis node's new state: it is exported as metrics,
+// a node that goes down wakes every waiting acquire, so that each meets
+// the outage at once, and one that comes back reopens the release
+// subscriptions at once (docs/operations.md, "Redis is down").
+func (s *Server) redisChanged(c storehealth.Change) {
+	if c.Gone {
+		s.metrics.RedisNodeGone(c.Node)
+		return
+	}
+	s.metrics.RedisState(c.Node, c.Up, !c.New)
+	w := s.wakeOnOutage.Load()
+	switch {
+	case w == nil || c.New:
+	case c.Up:
+		w.StoreBack()
+	default:
+		w.WakeAll()
 	}
 }
 
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
+// shardRouter is the cluster client when releases are sharded, else nil
+// (redisconn.Conn.ShardRouter).
+func (s *Server) shardRouter() *redis.ClusterClient { return s.conn.ShardRouter() }
+
+// AdvanceClock moves the embedded store's clock d ahead, as if d had
+// passed: leases, lock delays, user-lock windows and bans end as they
+// would have, then every waiting acquire retries at once. It returns the
+// store's time after the move. It is refused (redisconn.ErrNoTestClock)
+// unless the gateway runs the embedded store with
+// Config.EmbeddedRedisTestClock. The gateway's own timers (a waiting
+// acquire's wait_ms, request timeouts, webhook retries) keep the real
+// clock.
+func (s *Server) AdvanceClock(d time.Duration) (time.Time, error) {
+	now, err := s.conn.AdvanceClock(d)
+	if err == nil && s.waiter != nil {
+		s.waiter.WakeAll()
 	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return now, err
 }
 
 // Addr is the address the server listens on (useful with port 0):
@@ -529,18 +525,8 @@ func (s *Server) closeRedis() {
 		if s.hooks != nil {
 			s.hooks.Close()
 		}
-		if s.topology != nil {
-			s.topology.close()
-		}
-		if s.rdb != nil {
-			_ = s.rdb.Close()
-		}
-		if s.health != nil {
-			s.health.Close()
-		}
-		if s.mini != nil {
-			close(s.stopEmbedded)
-			s.mini.Close()
+		if s.conn != nil {
+			s.conn.Close()
 		}
 	})
 }
@@ -573,7 +559,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	}
 	// The embedded store is loopback only and of this process alone: no
 	// load balancer can be in front of it, so nothing waits for a drain.
-	if s.mini != nil {
+	if s.conn.EmbeddedAddr() != "" {
 		cfg.DrainDelay = 0
 	}
 	s.drain(cfg.DrainDelay)

@@ -1,13 +1,58 @@
-package server
+package redisconn
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	mserver "github.com/alicebob/miniredis/v2/server"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 )
+
+// DefaultEmbeddedAddr is where the embedded Redis listens unless
+// --embedded-redis-addr says otherwise: loopback, on a free port (so two
+// development gateways never collide); the start log names the port.
+const DefaultEmbeddedAddr = "127.0.0.1:0"
+
+// startEmbedded runs the in-memory Redis (miniredis) on o.EmbeddedAddr,
+// which must be a loopback address, and logs how to reach it with
+// redis-cli.
+func (c *Conn) startEmbedded() error {
+	addr := cmp.Or(c.opts.EmbeddedAddr, DefaultEmbeddedAddr)
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr(addr); err != nil {
+		return fmt.Errorf("redisconn: start embedded redis on %s: %w", addr, err)
+	}
+	c.mini = m
+	c.stopEmbedded = make(chan struct{})
+	c.clock = newStoreClock(m, c.opts.TestClock)
+	go c.clock.run(c.stopEmbedded)
+	c.Client = redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: noRetries})
+	c.log.Warn("no --redis-url given: using an embedded in-memory Redis; state is lost at exit and cannot be shared by several gateways (development only)",
+		zap.String("embedded_redis", m.Addr()), zap.String("redis_cli", redisCLI(m.Addr())))
+	return nil
+}
+
+// redisCLI is the redis-cli command line that reaches addr.
+func redisCLI(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "redis-cli -u redis://" + addr
+	}
+	if host == "127.0.0.1" || host == "localhost" {
+		return "redis-cli -p " + port
+	}
+	if strings.Contains(host, ":") {
+		host = "'" + host + "'"
+	}
+	return "redis-cli -h " + host + " -p " + port
+}
 
 // storeClock drives the embedded Redis's clock. miniredis moves TTLs only
 // on FastForward, so each tick moves them by the real time elapsed. With
@@ -27,9 +72,9 @@ type storeClock struct {
 	last   time.Time
 }
 
-// errNoTestClock answers AdvanceClock on a gateway whose store's clock
+// ErrNoTestClock answers AdvanceClock on a gateway whose store's clock
 // cannot be moved.
-var errNoTestClock = errors.New("server: the store's clock moves only on the embedded store started with --embedded-redis-test-clock")
+var ErrNoTestClock = errors.New("redisconn: the store's clock moves only on the embedded store started with --embedded-redis-test-clock")
 
 func newStoreClock(m *miniredis.Miniredis, test bool) *storeClock {
 	c := &storeClock{m: m, test: test, last: time.Now()}
@@ -94,18 +139,12 @@ func (c *storeClock) advance(d time.Duration) time.Time {
 
 // AdvanceClock moves the embedded store's clock d ahead, as if d had
 // passed: leases, lock delays, user-lock windows and bans end as they
-// would have, then every waiting acquire retries at once. It returns the
-// store's time after the move. It is refused (an error) unless the
-// gateway runs the embedded store with Config.EmbeddedRedisTestClock.
-// The gateway's own timers (a waiting acquire's wait_ms, request
-// timeouts, webhook retries) keep the real clock.
-func (s *Server) AdvanceClock(d time.Duration) (time.Time, error) {
-	if s.clock == nil || !s.clock.test {
-		return time.Time{}, errNoTestClock
+// would have. It returns the store's time after the move. It is refused
+// (ErrNoTestClock) unless the options ask for the embedded store with
+// TestClock.
+func (c *Conn) AdvanceClock(d time.Duration) (time.Time, error) {
+	if c.clock == nil || !c.clock.test {
+		return time.Time{}, ErrNoTestClock
 	}
-	now := s.clock.advance(d)
-	if s.waiter != nil {
-		s.waiter.WakeAll()
-	}
-	return now, nil
+	return c.clock.advance(d), nil
 }
