@@ -43,22 +43,8 @@ func TestServeDrainsOnSIGTERMAndSIGINT(t *testing.T) {
 			base := "http://" + addr
 			// A shared Redis: a gateway on the embedded store does not drain.
 			rds := redistest.Start(t)
-			cmd := exec.Command(os.Args[0], "serve")
-			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr, "LEASEGATE_DRAIN_DELAY=1m",
-				"LEASEGATE_REDIS_URL="+rds.URL())
 			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("start: %v", err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			})
+			cmd, exited := startServe(t, &stdout, &stderr, nil, "LEASEGATE_ADDR="+addr, "LEASEGATE_DRAIN_DELAY=1m", "LEASEGATE_REDIS_URL="+rds.URL())
 			waitServing(t, addr, exited, &stderr)
 
 			// Each call on a connection of its own.
@@ -204,21 +190,8 @@ func TestServeOnTheEmbeddedStoreStopsAtOnce(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			addrFile := filepath.Join(t.TempDir(), "addr")
-			cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--addr-file", addrFile)
-			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_DRAIN_DELAY=1m")
 			var stdout bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stdout
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("start: %v", err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			})
+			cmd, exited := startServe(t, &stdout, &stdout, []string{"--addr", "127.0.0.1:0", "--addr-file", addrFile}, "LEASEGATE_DRAIN_DELAY=1m")
 			redistest.Eventually(t, 20*time.Second, "the address file", func() bool {
 				_, err := os.Stat(addrFile)
 				return err == nil
@@ -250,4 +223,26 @@ func TestServeOnTheEmbeddedStoreStopsAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startServe runs this test binary as `leasegate serve args...` with env
+// added, killed at cleanup if it is still running; exited yields its
+// exit.
+func startServe(t *testing.T, stdout, stderr io.Writer, args []string, env ...string) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1"), env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return cmd, exited
 }
