@@ -90,6 +90,8 @@ func TestImportGraph(t *testing.T) {
 		"abuse":     {"redislock", "handlers"},
 		"redislock": {"abuse", "handlers"},
 		"client":    {"handlers", "server", "redislock", "abuse", "auth"},
+		// redisconn returns values that server wires; it never reaches back.
+		"redisconn": {"server", "handlers", "redislock", "abuse", "auth", "opsui", "semaphore", "election", "claim", "webhook"},
 	}
 	for pkg, banned := range never {
 		for _, b := range banned {
@@ -222,5 +224,23 @@ func TestFixturesAreNamedAsFixtures(t *testing.T) {
 	}
 	if n < 5 {
 		t.Errorf("found %d fixture packages, want the internal ones (apptest, redistest, …)", n)
+	}
+}
+
+// TestOnlyCmdCatchesSignals: OS signals belong to the process, so only
+// cmd subscribes to them; server takes a context and trigger channels.
+func TestOnlyCmdCatchesSignals(t *testing.T) {
+	t.Parallel()
+	for pkg := range projectImports(t) {
+		if strings.HasPrefix(pkg, "cmd/") {
+			continue
+		}
+		p, err := build.ImportDir(filepath.FromSlash("./"+pkg), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(p.Imports, "os/signal") {
+			t.Errorf("%s imports os/signal; only cmd may", pkg)
+		}
 	}
 }

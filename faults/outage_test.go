@@ -22,6 +22,7 @@ import (
 
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -413,7 +414,7 @@ func TestOutageFigures(t *testing.T) {
 	t.Parallel()
 	redistest.Binary(t)
 	rounds, clients, window := max(*flagOutageRounds, 1), max(*flagOutageClients, 1), *flagOutageWindow
-	rep := outageReport{Clients: clients, WindowMs: ms(window), Grace: ms(server.DefaultOutageGrace)}
+	rep := outageReport{Clients: clients, WindowMs: ms(window), Grace: ms(redisconn.DefaultOutageGrace)}
 	t.Run("single", func(t *testing.T) {
 		rep.Single = outageSingle(t, rounds, clients, window)
 	})

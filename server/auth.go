@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -99,25 +97,19 @@ func (s *Server) ReloadKeys() error {
 	return nil
 }
 
-// reloadKeysOnSIGHUP reloads the keys on every SIGHUP until ctx is done.
-// The signal is subscribed before it returns, so a SIGHUP sent once the
-// server answers is never the default (fatal) one.
-func (s *Server) reloadKeysOnSIGHUP(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if err := s.ReloadKeys(); err != nil {
-					s.log.Error("SIGHUP: API keys not reloaded; the previous keys stay in force", zap.Error(err))
-				}
+// reloadKeysOn reloads the keys on every value from reload until ctx is
+// done; a failed reload is logged and the keys in force stay.
+func (s *Server) reloadKeysOn(ctx context.Context, reload <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reload:
+			if err := s.ReloadKeys(); err != nil {
+				s.log.Error("API keys not reloaded; the previous keys stay in force", zap.Error(err))
 			}
 		}
-	}()
+	}
 }
 
 // parseTrustedProxies reads CIDRs ("10.0.0.0/8") or single addresses

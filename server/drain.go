@@ -1,10 +1,8 @@
 package server
 
 import (
+	"context"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,9 +14,9 @@ import (
 // "Rolling restarts"): for delay, /readyz answers 503 so that load
 // balancers and Kubernetes take the gateway out of rotation, while calls
 // are still served, each answer with Connection: close so that clients
-// and balancers leave their keep-alive connections. A second SIGINT or
-// SIGTERM ends the drain at once. Shutdown follows: it stops accepting
-// and answers the waiters 503.
+// and balancers leave their keep-alive connections. Config.StopDraining
+// ends the drain at once. Shutdown follows: it stops accepting and
+// answers the waiters 503.
 func (s *Server) drain(delay time.Duration) {
 	s.draining.Store(true)
 	if delay <= 0 {
@@ -26,16 +24,21 @@ func (s *Server) drain(delay time.Duration) {
 	}
 	s.log.Info("draining: /readyz answers 503 while calls are still served; a second signal skips the rest",
 		zap.Stringer("drain_delay", delay))
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case sig := <-again:
-		s.log.Info("second signal: the drain ends now", zap.Stringer("signal", sig))
+	case <-s.cfg.StopDraining:
+		s.log.Info("told to stop at once (a second signal): the drain ends now")
 	}
+}
+
+// ready is /readyz: not draining, and Redis ready (redisconn.Conn.Ready).
+func (s *Server) ready(ctx context.Context) error {
+	if s.draining.Load() {
+		return errDraining
+	}
+	return s.conn.Ready(ctx)
 }
 
 // errDraining is /readyz's answer during the drain: expected, so not

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
 )
@@ -39,7 +40,7 @@ func TestLockSetsOnSentinel(t *testing.T) {
 	}
 }
 
-// sentinelClient is the gateway's Redis client (server.NewRedisClient) to
+// sentinelClient is the gateway's Redis client (redisconn.NewClient) to
 // the master of a fresh Sentinel setup.
 func sentinelClient(t *testing.T) redis.UniversalClient {
 	t.Helper()
@@ -50,7 +51,7 @@ func sentinelClient(t *testing.T) redis.UniversalClient {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	rdb, err := server.NewRedisClient(cfg)
+	rdb, err := redisconn.NewClient(cfg.RedisOptions())
 	if err != nil {
 		t.Fatalf("NewRedisClient: %v", err)
 	}

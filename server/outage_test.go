@@ -11,6 +11,7 @@ import (
 	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
 	"github.com/leasegate/leasegate/keyspace"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -152,7 +153,7 @@ func TestTheOutageGraceBoundsTheFirstCall(t *testing.T) {
 			}
 			srv.Pause()
 			t.Cleanup(srv.Resume)
-			window := max(tc.grace, server.MinReplyWindow)
+			window := max(tc.grace, redisconn.MinReplyWindow)
 			const slack = 750 * time.Millisecond
 			start := time.Now()
 			apptest.Do(t, h, http.MethodGet, "/locks/r", "").Problem(t, http.StatusServiceUnavailable, "unavailable")

@@ -15,6 +15,7 @@ import (
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
 )
@@ -105,7 +106,7 @@ func TestALostReplyIsNeverReSent(t *testing.T) {
 		p := newReplyDropper(t, addr)
 		cfg := server.DefaultConfig()
 		cfg.RedisURL = "redis://" + p.ln.Addr().String()
-		rdb, err := server.NewRedisClient(cfg)
+		rdb, err := redisconn.NewClient(cfg.RedisOptions())
 		if err != nil {
 			t.Fatalf("NewRedisClient: %v", err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -121,7 +122,7 @@ func ping(t *testing.T, cfg server.Config) error {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	rdb, err := server.NewRedisClient(cfg)
+	rdb, err := redisconn.NewClient(cfg.RedisOptions())
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/leasegate/leasegate/internal/apptest"
 	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -72,8 +73,8 @@ func configSet(t *testing.T, c *redis.Client, kv ...string) {
 // wantEvictionRefusal checks err is the documented refusal naming policy.
 func wantEvictionRefusal(t *testing.T, err error, policy string) {
 	t.Helper()
-	if !errors.Is(err, server.ErrEvictingRedis) {
-		t.Fatalf("got %v, want server.ErrEvictingRedis", err)
+	if !errors.Is(err, redisconn.ErrEvicting) {
+		t.Fatalf("got %v, want redisconn.ErrEvicting", err)
 	}
 	for _, want := range []string{"maxmemory-policy " + policy, "noeviction", "--allow-eviction", "LEASEGATE_ALLOW_EVICTION"} {
 		if !strings.Contains(err.Error(), want) {
@@ -173,8 +174,8 @@ func TestARedisThatMayEvictLockKeysIsRefused(t *testing.T) {
 }
 
 // TestAnUncheckableRedisPolicyIsAWarningNotARefusal: the ACL user
-// docs/deployment.md recommends has no CONFIG, so the gateway reads the
-// policy from INFO; a user refused both gets a warning, once, that the
+// docs/deployment.md recommends has no CONFIG; the gateway reads the
+// policy from INFO; a user refused INFO gets a warning, once, that the
 // policy could not be checked, and the gateway serves.
 func TestAnUncheckableRedisPolicyIsAWarningNotARefusal(t *testing.T) {
 	t.Parallel()

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,13 +89,17 @@ func TestReloadKeys(t *testing.T) {
 	})
 }
 
-func TestSIGHUPReloadsKeys(t *testing.T) {
+// Config.ReloadKeys (cmd/leasegate sends on it on SIGHUP): each value
+// received reloads the keys.
+func TestReloadKeysTriggerReloadsKeys(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "keys")
 	writeKeys(t, file, "old:client:t1:"+auth.HashKey(oldKey)+"\n")
 	cfg := testConfig(t)
 	cfg.APIKeysFile = file
 	cfg.Addr = redistest.FreeAddr(t)
+	reload := make(chan struct{})
+	cfg.ReloadKeys = reload
 	log, logs := observedLogger()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -107,8 +110,6 @@ func TestSIGHUPReloadsKeys(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	// Run subscribes to SIGHUP before it serves: once a request is
-	// answered, the signal cannot kill the test process.
 	redistest.Eventually(t, 10*time.Second, "the gateway to answer", func() bool {
 		c, err := net.Dial("tcp", cfg.Addr)
 		if err == nil {
@@ -121,14 +122,12 @@ func TestSIGHUPReloadsKeys(t *testing.T) {
 	}
 
 	writeKeys(t, file, "new:client:t1:"+auth.HashKey(newKey)+"\n")
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
+	reload <- struct{}{}
 	redistest.Eventually(t, 10*time.Second, "the reload log line", func() bool { return logs.FilterMessage("API keys reloaded").Len() == 1 })
 	if got := statusWith(t, cfg.Addr, oldKey); got != http.StatusUnauthorized {
-		t.Errorf("old key after SIGHUP: got %d, want 401", got)
+		t.Errorf("old key after the reload: got %d, want 401", got)
 	}
 	if got := statusWith(t, cfg.Addr, newKey); got != http.StatusNotFound {
-		t.Errorf("new key after SIGHUP: got %d, want 404 (accepted)", got)
+		t.Errorf("new key after the reload: got %d, want 404 (accepted)", got)
 	}
 }

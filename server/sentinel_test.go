@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/server"
 )
@@ -34,7 +35,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	rdb, err := server.NewRedisClient(cfg)
+	rdb, err := redisconn.NewClient(cfg.RedisOptions())
 	if err != nil {
 		t.Fatalf("NewRedisClient: %v", err)
 	}

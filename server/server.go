@@ -11,13 +11,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -29,15 +27,13 @@ import (
 	"github.com/leasegate/leasegate/abuse"
 	"github.com/leasegate/leasegate/audit"
 	"github.com/leasegate/leasegate/auth"
-	"github.com/leasegate/leasegate/claim"
-	"github.com/leasegate/leasegate/election"
 	"github.com/leasegate/leasegate/handlers"
 	"github.com/leasegate/leasegate/internal/storehealth"
 	"github.com/leasegate/leasegate/metrics"
 	"github.com/leasegate/leasegate/opsui"
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/redislock"
 	"github.com/leasegate/leasegate/scripts"
-	"github.com/leasegate/leasegate/semaphore"
 	"github.com/leasegate/leasegate/webhook"
 )
 
@@ -60,11 +56,12 @@ type Config struct {
 	// RedisURL is a redis:// or rediss:// URL. Empty: embedded in-memory
 	// Redis, loopback only.
 	RedisURL string
-	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (server/redis.go).
-	Redis RedisConfig
+	// Redis: Sentinel, Cluster, credentials, TLS, min-replicas (package
+	// redisconn).
+	Redis redisconn.Config
 	// EmbeddedRedisAddr is where the embedded Redis listens when RedisURL
 	// and the other Redis settings are empty (default 127.0.0.1:0, a free
-	// port); loopback only (server/embedded.go).
+	// port); loopback only (redisconn/embedded.go).
 	EmbeddedRedisAddr string
 	// EmbeddedRedisTestClock lets tests move the embedded store's clock
 	// (Server.AdvanceClock, POST /ops/test-clock; docs/testing.md). It is
@@ -108,12 +105,20 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
-	// DrainDelay is how long Run keeps serving once ctx is done (SIGINT
-	// or SIGTERM) with /readyz answering 503 and every answer carrying
-	// Connection: close, so that load balancers take the gateway out of
-	// rotation before it stops accepting (docs/deployment.md); 0: none.
-	// A second signal ends it early.
+	// DrainDelay is how long Run keeps serving once its ctx is done
+	// (cmd/leasegate: on SIGINT or SIGTERM) with /readyz answering 503 and
+	// every answer carrying Connection: close, so that load balancers take
+	// the gateway out of rotation before it stops accepting
+	// (docs/deployment.md); 0: none. StopDraining ends it early. A gateway
+	// on the embedded store has no balancer in front and does not drain.
 	DrainDelay time.Duration
+	// StopDraining, once closed, ends the drain at once (cmd/leasegate
+	// closes it on a second SIGINT or SIGTERM). Nil: the drain runs its
+	// course.
+	StopDraining <-chan struct{}
+	// ReloadKeys: each value received reloads the API keys (ReloadKeys;
+	// cmd/leasegate sends one on SIGHUP). Nil: only the method reloads.
+	ReloadKeys <-chan struct{}
 	// ShutdownTimeout bounds what follows the drain: finishing in-flight
 	// requests once the gateway stops accepting.
 	ShutdownTimeout time.Duration
@@ -170,8 +175,8 @@ func DefaultConfig() Config {
 		Addr:              "127.0.0.1:8080",
 		KeyPrefix:         "lg:",
 		FenceRetention:    redislock.DefaultFenceRetention,
-		Redis:             RedisConfig{MinReplicasTimeout: DefaultMinReplicasTimeout, OutageGrace: DefaultOutageGrace},
-		EmbeddedRedisAddr: DefaultEmbeddedRedisAddr,
+		Redis:             redisconn.Config{MinReplicasTimeout: redisconn.DefaultMinReplicasTimeout, OutageGrace: redisconn.DefaultOutageGrace},
+		EmbeddedRedisAddr: redisconn.DefaultEmbeddedAddr,
 		HTTP:              handlers.DefaultConfig(),
 		OpsSessionTTL:     auth.DefaultSessionTTL,
 		MaxWaiters:        DefaultMaxWaiters,
@@ -247,16 +252,23 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateUnix()...)
 	errs = append(errs, c.validateWebhooks()...)
-	errs = append(errs, c.validateRedis()...)
+	errs = append(errs, c.RedisOptions().Validate()...)
 	return errors.Join(errs...)
+}
+
+// RedisOptions are the config's Redis settings, as package redisconn
+// takes them.
+func (c Config) RedisOptions() redisconn.Options {
+	return redisconn.Options{URL: c.RedisURL, Redis: c.Redis, EmbeddedAddr: c.EmbeddedRedisAddr,
+		TestClock: c.EmbeddedRedisTestClock, RequestTimeout: c.HTTP.RequestTimeout}
 }
 
 // Server is a running gateway.
 type Server struct {
 	cfg  Config
 	log  *zap.Logger
-	rdb  redis.UniversalClient
-	mini *miniredis.Miniredis
+	conn *redisconn.Conn
+	rdb  redis.UniversalClient // conn.Client
 	e    *echo.Echo
 	http *http.Server
 	ln   net.Listener
@@ -270,23 +282,11 @@ type Server struct {
 	// operator and audit serve the operator tools (operator.go).
 	operator *redislock.Operator
 	audit    *audit.Log
-	// guard checks the Redis deployment (redischeck.go); nil on the
-	// embedded Redis.
-	guard *redisGuard
-	// health knows which Redis nodes are down and refuses their calls at
-	// once (health.go).
-	health *storehealth.Health
-	// topology follows the slot map on Redis Cluster (topology.go).
-	topology *topology
 
 	// draining is set when Run's drain begins: /readyz answers 503 and
 	// every answer carries Connection: close.
 	draining atomic.Bool
 
-	stopEmbedded chan struct{}
-	// clock moves the embedded Redis's clock (testclock.go); nil on a
-	// real Redis.
-	clock     *storeClock
 	closeOnce sync.Once
 	// wakeOnOutage is the Waiter to wake when a node goes down, once it
 	// exists.
@@ -295,7 +295,7 @@ type Server struct {
 
 // New connects to Redis (or starts the embedded one), builds the routes and
 // binds the listen address. Call Serve to accept requests.
-func New(cfg Config, log *zap.Logger) (*Server, error) {
+func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -317,113 +317,30 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	// The cap is exported so the waiters alert is a ratio to it, whatever
 	// each gateway is configured with (deploy/prometheus).
 	s.metrics.MaxWaiters.Set(float64(cfg.MaxWaiters))
+	// The one cleanup path: closeRedis closes whatever has been started.
+	defer func() {
+		if err != nil {
+			s.closeRedis()
+		}
+	}()
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
-	// Tracing goes first, so that a call the outage guard refuses still
-	// shows in its request's trace, as a failed Redis span.
-	if err := s.traceRedis(); err != nil {
-		s.closeRedis()
+	eng, err := s.buildEngines(cfg, log, ipx)
+	if err != nil {
 		return nil, err
 	}
-	// The outage guard goes next, so that the calls it refuses are not
-	// measured as Redis calls.
-	s.guardHealth()
-	calls := s.metrics.RedisHook(scripts.ByName())
-	instrument(s.rdb, func(*redis.Client) redis.Hook { return calls })
-	if err := s.checkRedis(); err != nil {
-		s.closeRedis()
+	s.routes(eng)
+	if err := s.listen(); err != nil {
 		return nil, err
 	}
-	// Releases are published on one channel; one subscription per
-	// process wakes the waiting acquires (docs/waiting.md). On Redis
-	// Cluster >= 7 they go to each resource's shard channel instead, and
-	// the Waiter subscribes those it waits on (pubsub.go).
-	releaseChannel := cfg.KeyPrefix + "released"
-	shards := s.shardRouter()
-	var scripter redis.Scripter = s.rdb
-	if !cfg.NoAutoPipeline && cfg.Redis.MinReplicas == 0 {
-		if s.batcher, err = redislock.NewBatcher(s.rdb, redislock.BatchOptions{Timeout: cfg.HTTP.RequestTimeout}); err != nil {
-			s.closeRedis()
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		scripter = s.batcher
-	}
-	locks := redislock.New(scripter, redislock.Options{
-		Prefix:          cfg.KeyPrefix,
-		FenceRetention:  cfg.FenceRetention,
-		ReleaseChannel:  releaseChannel,
-		ShardedReleases: shards != nil,
-		MinReplicas:     cfg.Redis.MinReplicas,
-		ReplicaTimeout:  cfg.Redis.MinReplicasTimeout,
-		OnRelease:       func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
-		OnIndexFailure:  s.metrics.LockIndexFailures.Inc,
-	})
-	wopts := redislock.WaiterOptions{
-		Channel:    releaseChannel,
-		Log:        log.Named("waiter"),
-		MaxWaiters: cfg.MaxWaiters,
-		OnMessage:  s.metrics.ReleaseMessage,
-		OnShardChannels: func(n int) {
-			s.metrics.ReleaseShardChannels.Set(float64(n))
-		},
-	}
-	if shards != nil {
-		wopts.Shards = shards
-	}
-	s.waiter = redislock.NewWaiter(s.rdb, wopts)
-	s.wakeOnOutage.Store(s.waiter)
-	abuseLog := cfg.AbuseLog
-	if abuseLog == nil {
-		abuseLog = os.Stdout
-	}
-	// One logger (one lock on the writer) for the abuse and claims lines,
-	// so that the two never interleave within a line.
-	abuseLogger := newAbuseLogger(abuseLog)
-	abuseSvc := abuse.New(s.rdb, abuse.Options{
-		Prefix:   cfg.KeyPrefix,
-		Policies: cfg.AbusePolicies,
-		Log:      abuseLogger,
-		Metrics:  s.metrics,
-		Outbox:   cfg.webhooksOn(),
-	})
-	if err := s.startWebhooks(); err != nil {
-		s.closeRedis()
-		return nil, err
-	}
-	lockSvc := redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout)
-	deps := handlers.Deps{
-		Metrics:   s.metrics,
-		Locks:     lockSvc,
-		LockSets:  lockSvc,
-		UserLocks: abuseSvc,
-		Flags:     abuseSvc,
-		Backtests: abuseSvc,
-		Webhooks:  s.webhookInspector(),
-		Ready:     s.ready,
-		Log:       log,
-		Tracer:    cfg.Tracing,
+	return s, nil
+}
 
-		IPExtractor: ipx,
-	}
-	// Semaphores wait on the locks' Waiter and release channel; forced
-	// claim removals go to the abuse log (docs/claims.md).
-	deps.Semaphores = semaphore.New(s.rdb, s.waiter, semaphore.Options{
-		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
-		OpTimeout:   cfg.HTTP.RequestTimeout,
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
-	})
-	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims"),
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout})
-	// Elections are leases of the lock engine under their own keys: the
-	// same scripts, Waiter and release channel (docs/elections.md).
-	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{
-		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
-		OpTimeout: cfg.HTTP.RequestTimeout, OnIndexFailure: s.metrics.LockIndexFailures.Inc,
-	})
+// routes builds the HTTP routes and the ops page on the engines.
+func (s *Server) routes(eng *engines) {
+	cfg := s.cfg
+	deps, locks := eng.deps, eng.locks
 	s.wireOperator(&deps, locks)
 	if cfg.EmbeddedRedisTestClock {
 		deps.TestClock = s.AdvanceClock
@@ -450,19 +367,24 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	}
 	s.e = handlers.New(cfg.HTTP, deps)
 	opsui.Register(s.e, cfg.HTTP, deps, sessions)
+}
+
+// listen binds the listen address and builds the http.Server on it.
+func (s *Server) listen() error {
+	cfg, log := s.cfg, s.log
 	var ln net.Listener
+	var err error
 	if path, ok := unixPath(cfg.Addr); ok {
 		ln, err = listenUnix(path, cfg.AddrMode, cfg.AddrGroup)
 	} else {
 		ln, err = net.Listen("tcp", cfg.Addr)
 	}
 	if err != nil {
-		s.closeRedis()
-		return nil, fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
+		return fmt.Errorf("server: listen %s: %w", cfg.Addr, err)
 	}
 	s.ln = problemListener{ln}
 	var handler http.Handler = s.e
-	if s.keyring == nil && isLoopback(cfg.Addr) {
+	if s.keyring == nil && redisconn.IsLoopback(cfg.Addr) {
 		handler = loopbackHostOnly(s.e, log)
 	}
 	handler = s.closeWhileDraining(handler)
@@ -475,7 +397,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
-	return s, nil
+	return nil
 }
 
 // NewLogger is the gateway's one log format: a JSON object a line on w
@@ -499,47 +421,60 @@ func newAbuseLogger(w io.Writer) *zap.Logger {
 	return log.Named("abuse")
 }
 
-func (s *Server) connect() error {
-	if s.cfg.redisMode() == "embedded" {
-		if !isLocal(s.cfg.Addr) {
-			return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
-		}
-		return s.startEmbedded()
+func (s *Server) connect() (err error) {
+	opts := s.cfg.RedisOptions()
+	if opts.Mode() == "embedded" && !isLocal(s.cfg.Addr) {
+		return fmt.Errorf("%w: the embedded in-memory Redis is for development only and binds loopback only; %q is not a loopback address (set --redis-url for a real Redis)", ErrConfig, s.cfg.Addr)
 	}
-	rdb, err := NewRedisClient(s.cfg)
+	s.conn, err = redisconn.Open(opts, redisconn.Hooks{
+		Log: s.log, Metrics: s.metrics, Tracing: s.cfg.Tracing,
+		OnChange: s.redisChanged, Calls: s.metrics.RedisHook(scripts.ByName()),
+	})
 	if err != nil {
 		return err
 	}
-	s.rdb = rdb
-	s.logRedis()
+	s.rdb = s.conn.Client
 	return nil
 }
 
-// instrument puts the hook that hook returns for each node client on
-// every Redis call, once. A ClusterClient runs each command and pipeline
-// through a node client, including the per-node pipelines of
-// --min-replicas that bypass the cluster client's own hooks, so there the
-// hook goes on every node (as it is created; nothing has been created
-// before the first command); elsewhere the client is the node.
-func instrument(rdb redis.UniversalClient, hook func(node *redis.Client) redis.Hook) {
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		c.OnNewNode(func(node *redis.Client) { node.AddHook(hook(node)) })
-	case *redis.Client:
-		c.AddHook(hook(c))
+// redisChanged hears a Redis node's new state: it is exported as metrics,
+// a node that goes down wakes every waiting acquire, so that each meets
+// the outage at once, and one that comes back reopens the release
+// subscriptions at once (docs/operations.md, "Redis is down").
+func (s *Server) redisChanged(c storehealth.Change) {
+	if c.Gone {
+		s.metrics.RedisNodeGone(c.Node)
+		return
+	}
+	s.metrics.RedisState(c.Node, c.Up, !c.New)
+	w := s.wakeOnOutage.Load()
+	switch {
+	case w == nil || c.New:
+	case c.Up:
+		w.StoreBack()
+	default:
+		w.WakeAll()
 	}
 }
 
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
+// shardRouter is the cluster client when releases are sharded, else nil
+// (redisconn.Conn.ShardRouter).
+func (s *Server) shardRouter() *redis.ClusterClient { return s.conn.ShardRouter() }
+
+// AdvanceClock moves the embedded store's clock d ahead, as if d had
+// passed: leases, lock delays, user-lock windows and bans end as they
+// would have, then every waiting acquire retries at once. It returns the
+// store's time after the move. It is refused (redisconn.ErrNoTestClock)
+// unless the gateway runs the embedded store with
+// Config.EmbeddedRedisTestClock. The gateway's own timers (a waiting
+// acquire's wait_ms, request timeouts, webhook retries) keep the real
+// clock.
+func (s *Server) AdvanceClock(d time.Duration) (time.Time, error) {
+	now, err := s.conn.AdvanceClock(d)
+	if err == nil && s.waiter != nil {
+		s.waiter.WakeAll()
 	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return now, err
 }
 
 // Addr is the address the server listens on (useful with port 0):
@@ -591,18 +526,8 @@ func (s *Server) closeRedis() {
 		if s.hooks != nil {
 			s.hooks.Close()
 		}
-		if s.topology != nil {
-			s.topology.close()
-		}
-		if s.rdb != nil {
-			_ = s.rdb.Close()
-		}
-		if s.health != nil {
-			s.health.Close()
-		}
-		if s.mini != nil {
-			close(s.stopEmbedded)
-			s.mini.Close()
+		if s.conn != nil {
+			s.conn.Close()
 		}
 	})
 }
@@ -616,10 +541,8 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	hupCtx, stopHUP := context.WithCancel(ctx)
-	defer stopHUP()
-	s.reloadKeysOnSIGHUP(hupCtx)
-	go s.Maintain(hupCtx)
+	go s.reloadKeysOn(ctx, cfg.ReloadKeys)
+	go s.Maintain(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	if cfg.AddrFile != "" {
@@ -634,6 +557,11 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 		s.closeRedis()
 		return err
 	case <-ctx.Done():
+	}
+	// The embedded store is loopback only and of this process alone: no
+	// load balancer can be in front of it, so nothing waits for a drain.
+	if s.conn.EmbeddedAddr() != "" {
+		cfg.DrainDelay = 0
 	}
 	s.drain(cfg.DrainDelay)
 	log.Info("shutting down: finishing in-flight requests")

@@ -90,7 +90,7 @@ func TestTheEmbeddedRedisListensWhereItIsToldAndSaysHowToReachIt(t *testing.T) {
 		cfg.EmbeddedRedisAddr = redistest.FreeAddr(t)
 		log, logs := observedLogger()
 		s := start(t, cfg, log)
-		if got := s.mini.Addr(); got != cfg.EmbeddedRedisAddr {
+		if got := s.conn.EmbeddedAddr(); got != cfg.EmbeddedRedisAddr {
 			t.Errorf("got embedded Redis on %s, want %s", got, cfg.EmbeddedRedisAddr)
 		}
 		_, port, _ := net.SplitHostPort(cfg.EmbeddedRedisAddr)
@@ -106,9 +106,9 @@ func TestTheEmbeddedRedisListensWhereItIsToldAndSaysHowToReachIt(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Addr = "127.0.0.1:0"
 		s := start(t, cfg, nil)
-		host, port, err := net.SplitHostPort(s.mini.Addr())
+		host, port, err := net.SplitHostPort(s.conn.EmbeddedAddr())
 		if err != nil || host != "127.0.0.1" || port == "0" {
-			t.Errorf("got %q (%v), want 127.0.0.1 and a port", s.mini.Addr(), err)
+			t.Errorf("got %q (%v), want 127.0.0.1 and a port", s.conn.EmbeddedAddr(), err)
 		}
 	})
 	t.Run("a non-loopback address is a configuration error", func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leasegate/leasegate/redisconn"
 )
 
 // unixPrefix starts a listen address that names a Unix domain socket:
@@ -23,7 +25,7 @@ func unixPath(addr string) (path string, ok bool) { return strings.CutPrefix(add
 // Unix socket), where open mode and the embedded store may serve.
 func isLocal(addr string) bool {
 	_, unix := unixPath(addr)
-	return unix || isLoopback(addr)
+	return unix || redisconn.IsLoopback(addr)
 }
 
 // validateUnix checks the socket settings.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -56,8 +57,8 @@ func TestRedisFlags(t *testing.T) {
 
 	t.Run("the defaults are off", func(t *testing.T) {
 		cfg := parse(t, nil, nil)
-		if cfg.Redis.MinReplicas != 0 || cfg.Redis.MinReplicasTimeout != server.DefaultMinReplicasTimeout || cfg.Redis.TLS {
-			t.Fatalf("got %+v, want min-replicas 0, timeout %v, no TLS", cfg.Redis, server.DefaultMinReplicasTimeout)
+		if cfg.Redis.MinReplicas != 0 || cfg.Redis.MinReplicasTimeout != redisconn.DefaultMinReplicasTimeout || cfg.Redis.TLS {
+			t.Fatalf("got %+v, want min-replicas 0, timeout %v, no TLS", cfg.Redis, redisconn.DefaultMinReplicasTimeout)
 		}
 	})
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -155,7 +157,48 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			}
 		}()
 	}
+	defer serveSignals(&cfg)()
 	return server.Run(ctx, cfg, log)
+}
+
+// serveSignals turns the OS signals of a serving gateway into cfg's
+// triggers (relaySignals) until the returned stop is called. Subscribed
+// before the gateway serves, so a SIGHUP is never the default (fatal) one.
+func serveSignals(cfg *server.Config) (stop func()) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	stopRelay := relaySignals(sigs, cfg)
+	return func() {
+		signal.Stop(sigs)
+		stopRelay()
+	}
+}
+
+// relaySignals sets cfg's triggers and feeds them from sigs: SIGHUP
+// reloads the API keys; a second SIGINT or SIGTERM ends the drain that
+// the first began (main cancels serve's ctx on it).
+func relaySignals(sigs <-chan os.Signal, cfg *server.Config) (stop func()) {
+	reload, stopDraining, done := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	cfg.ReloadKeys, cfg.StopDraining = reload, stopDraining
+	go func() {
+		stops := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP {
+					select {
+					case reload <- struct{}{}:
+					default: // a reload is pending: it reads the keys as they are now
+					}
+				} else if stops++; stops == 2 {
+					close(stopDraining)
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // goRedisLog takes go-redis's own log lines (a failed dial, a Sentinel

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 
+	"github.com/leasegate/leasegate/redisconn"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -10,7 +11,7 @@ import (
 
 // redisFlags binds the Redis deployment flags beside --redis-url
 // (docs/configuration.md, docs/deployment.md).
-func redisFlags(fs *flag.FlagSet, r *server.RedisConfig) {
+func redisFlags(fs *flag.FlagSet, r *redisconn.Config) {
 	fs.StringVar(&r.SentinelMaster, "redis-sentinel-master", r.SentinelMaster, "Sentinel master name (with --redis-sentinel-addrs)")
 	fs.Var(listFlag{p: &r.SentinelAddrs}, "redis-sentinel-addrs", "comma-separated host:port of the Sentinels")
 	fs.StringVar(&r.SentinelUsername, "redis-sentinel-username", r.SentinelUsername, "username for the Sentinels themselves (ACL)")

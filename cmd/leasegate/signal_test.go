@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/server"
 )
 
 // TestMain lets the test binary act as the leasegate binary, so the
@@ -26,7 +30,7 @@ func TestMain(m *testing.M) {
 	os.Exit(redistest.Run(m))
 }
 
-// TestServeDrainsOnSIGTERMAndSIGINT: the first signal turns /readyz to
+// TestServeDrainsOnSIGTERMAndSIGINT: on a shared Redis, the first signal turns /readyz to
 // 503 while calls are still served, each with Connection: close; the
 // second ends the (one-minute) drain at once: the waiter is answered 503
 // unavailable with Retry-After, the event stream ends with a reconnect
@@ -37,21 +41,10 @@ func TestServeDrainsOnSIGTERMAndSIGINT(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := redistest.FreeAddr(t)
 			base := "http://" + addr
-			cmd := exec.Command(os.Args[0], "serve")
-			cmd.Env = append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1", "LEASEGATE_ADDR="+addr, "LEASEGATE_DRAIN_DELAY=1m")
+			// A shared Redis: a gateway on the embedded store does not drain.
+			rds := redistest.Start(t)
 			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("start: %v", err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			})
+			cmd, exited := startServe(t, &stdout, &stderr, nil, "LEASEGATE_ADDR="+addr, "LEASEGATE_DRAIN_DELAY=1m", "LEASEGATE_REDIS_URL="+rds.URL())
 			waitServing(t, addr, exited, &stderr)
 
 			// Each call on a connection of its own.
@@ -152,4 +145,104 @@ func TestServeDrainsOnSIGTERMAndSIGINT(t *testing.T) {
 			}
 		})
 	}
+}
+
+// relaySignals: SIGHUP asks for a key reload; the first SIGINT or SIGTERM
+// leaves the drain alone (main cancels serve's context on it), the second
+// ends it.
+func TestSignalsBecomeTriggers(t *testing.T) {
+	t.Parallel()
+	var cfg server.Config
+	sigs := make(chan os.Signal) // a send returns once the relay has handled the signal before
+	defer relaySignals(sigs, &cfg)()
+	sigs <- syscall.SIGTERM
+	sigs <- syscall.SIGHUP // received once the SIGTERM is handled
+	<-cfg.ReloadKeys
+	select {
+	case <-cfg.StopDraining:
+		t.Fatal("the first SIGTERM ended the drain, want only the second")
+	default:
+	}
+	sigs <- syscall.SIGINT
+	<-cfg.StopDraining
+}
+
+// serveSignals subscribes SIGHUP: one sent to the process reaches the
+// reload trigger instead of ending the process.
+func TestServeSignalsSubscribesSIGHUP(t *testing.T) {
+	var cfg server.Config
+	defer serveSignals(&cfg)()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cfg.ReloadKeys:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGHUP: no reload asked for in 10s")
+	}
+}
+
+// TestServeOnTheEmbeddedStoreStopsAtOnce: a development gateway has no
+// load balancer in front, so SIGINT or SIGTERM stops it without the drain
+// (here a minute long), as fast as a process stops.
+func TestServeOnTheEmbeddedStoreStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			addrFile := filepath.Join(t.TempDir(), "addr")
+			var stdout bytes.Buffer
+			cmd, exited := startServe(t, &stdout, &stdout, []string{"--addr", "127.0.0.1:0", "--addr-file", addrFile}, "LEASEGATE_DRAIN_DELAY=1m")
+			redistest.Eventually(t, 20*time.Second, "the address file", func() bool {
+				_, err := os.Stat(addrFile)
+				return err == nil
+			})
+			start := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatalf("signal: %v", err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("got exit %v (output %s), want status 0", err, stdout.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("leasegate still running 30s after %v (the drain is 1m)", sig)
+			}
+			// Under 1 s on an idle machine; the bound leaves room for a
+			// loaded one and still fails a drain.
+			took := time.Since(start)
+			t.Logf("stopped %v after %v", took, sig)
+			if took > 5*time.Second {
+				t.Errorf("stopping took %v, want well under the drain's minute (under 5s)", took)
+			}
+			if strings.Contains(stdout.String(), "draining") {
+				t.Errorf("got a drain in the logs of a gateway on the embedded store: %s", stdout.String())
+			}
+			if _, err := os.Stat(addrFile); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("address file after stop: got %v, want it removed", err)
+			}
+		})
+	}
+}
+
+// startServe runs this test binary as `leasegate serve args...` with env
+// added, killed at cleanup if it is still running; exited yields its
+// exit.
+func startServe(t *testing.T, stdout, stderr io.Writer, args []string, env ...string) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "LEASEGATE_TEST_RUN_MAIN=1"), env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return cmd, exited
 }

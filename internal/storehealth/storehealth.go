@@ -24,12 +24,12 @@
 // again, so the state does not flap on replies.
 //
 // A node's state lasts as long as its role. On Redis Cluster the gateway
-// tells Serve which nodes are masters of some slot (the slot map go-redis
+// tells SetMasters which nodes are masters of some slot (the slot map go-redis
 // routes by); a node that is not (a replica, a master demoted or removed
 // by a failover) has no state: its failures take nothing down, it has no
 // probe, and a down state it had is dropped, so that neither a dead master
 // nor its probe outlives the failover that replaced it, and a promoted
-// replica starts up. Until Serve is called every node serves (one node,
+// replica starts up. Until SetMasters is called every node serves (one node,
 // Sentinel's master).
 //
 // How long a call waits for a node that has just gone away is not this
@@ -89,7 +89,7 @@ type Change struct {
 	// New: the node was just added, or serves again (Up is then true);
 	// otherwise its state changed.
 	New bool
-	// Gone: the node no longer serves (Serve): it has no state any more.
+	// Gone: the node is no longer a master (SetMasters): it has no state any more.
 	Gone bool
 	// DownFor is how long the node was down, when it comes back up.
 	DownFor time.Duration
@@ -102,7 +102,7 @@ type Health struct {
 
 	mu    sync.Mutex
 	nodes map[string]*Node
-	// serving is the set of nodes that serve (Serve); nil: every node.
+	// serving is the set of nodes that are masters (SetMasters); nil: every node.
 	serving map[string]bool
 	closed  bool
 	stop    chan struct{}
@@ -131,7 +131,7 @@ type Node struct {
 	// down is nil while the node is up, and the error refused calls get
 	// while it is down (one value per outage: refusing allocates nothing).
 	down atomic.Pointer[downError]
-	// off: the node does not serve (Serve), and has no state.
+	// off: the node is not a master (SetMasters), and has no state.
 	off atomic.Bool
 
 	// pinging is set while the probe's PING is in flight: dials are let
@@ -193,10 +193,10 @@ func (h *Health) node(name string) (n *Node, added bool) {
 	return n, added
 }
 
-// Serve says which nodes serve now: on Redis Cluster, the masters of the
-// slot map. A node that stops serving drops its down state and its probe
-// (Change.Gone); one that starts serving again starts up (Change.New).
-func (h *Health) Serve(names []string) {
+// SetMasters says which nodes are masters now: on Redis Cluster, those of
+// the slot map. A node that stops being one drops its down state and its
+// probe (Change.Gone); one that becomes one again starts up (Change.New).
+func (h *Health) SetMasters(names []string) {
 	set := make(map[string]bool, len(names))
 	for _, n := range names {
 		set[n] = true
@@ -263,7 +263,7 @@ func (n *Node) fail(err error) {
 		return
 	}
 	if n.off.Load() && n.down.CompareAndSwap(d, nil) {
-		return // Serve took it off meanwhile
+		return // SetMasters took it off meanwhile
 	}
 	n.h.log.Warn("redis is down: calls that need it are answered 503 at once until it answers again",
 		zap.String("node", n.name), zap.Error(err))

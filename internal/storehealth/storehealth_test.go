@@ -124,7 +124,7 @@ func TestAKilledRedisIsRefusedAtOnceAndFoundAgainWhenBack(t *testing.T) {
 	}
 }
 
-// TestANodeThatStopsServingHasNoState: a dead node that Serve no longer
+// TestANodeThatStopsServingHasNoState: a dead node that SetMasters no longer
 // lists (a Cluster master replaced by a failover) drops its down state
 // and its probe, and its failures no longer take it down; listed again,
 // it starts up.
@@ -142,7 +142,7 @@ func TestANodeThatStopsServingHasNoState(t *testing.T) {
 		t.Fatal("AnyDown with the node down: got false, want true")
 	}
 
-	h.Serve([]string{"127.0.0.1:1"})
+	h.SetMasters([]string{"127.0.0.1:1"})
 	if got := rec.next(t, 5*time.Second); !got.Gone || got.Node != srv.Addr() {
 		t.Fatalf("got change %+v, want %s gone", got, srv.Addr())
 	}
@@ -159,7 +159,7 @@ func TestANodeThatStopsServingHasNoState(t *testing.T) {
 
 	// Listed again it starts up: the next call tries it, and takes it
 	// down.
-	h.Serve([]string{srv.Addr()})
+	h.SetMasters([]string{srv.Addr()})
 	_ = c.Get(ctx, "k").Err()
 	if got := rec.next(t, 5*time.Second); got.Up || got.Gone {
 		t.Fatalf("got change %+v, want down: it serves again", got)

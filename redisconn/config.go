@@ -1,6 +1,7 @@
-package server
+package redisconn
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -13,11 +14,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// RedisConfig is how the gateway reaches a real Redis deployment, beside
-// Config.RedisURL (single node). Exactly one of RedisURL, SentinelMaster
-// (with SentinelAddrs) or ClusterAddrs may be set; none of them runs the
+// Config is how the gateway reaches a real Redis deployment, beside
+// Options.URL (single node). Exactly one of URL, SentinelMaster (with
+// SentinelAddrs) or ClusterAddrs may be set; none of them runs the
 // embedded in-memory Redis. See docs/deployment.md.
-type RedisConfig struct {
+type Config struct {
 	// SentinelMaster is the master name Sentinel monitors; with
 	// SentinelAddrs the gateway follows that master across failovers.
 	SentinelMaster string
@@ -83,25 +84,42 @@ const DefaultOutageGrace = time.Second
 // has stopped.
 const MinReplyWindow = 100 * time.Millisecond
 
-// redisMode names the deployment the config selects.
-func (c Config) redisMode() string {
+// Options say which Redis the gateway uses and how long a call may take.
+type Options struct {
+	// URL is a redis:// or rediss:// URL of a single node.
+	URL   string
+	Redis Config
+	// EmbeddedAddr is where the embedded Redis listens when URL and the
+	// other Redis settings are empty (default DefaultEmbeddedAddr);
+	// loopback only.
+	EmbeddedAddr string
+	// TestClock lets AdvanceClock move the embedded store's clock; it is
+	// refused with any real Redis.
+	TestClock bool
+	// RequestTimeout bounds one request's Redis work (--request-timeout).
+	RequestTimeout time.Duration
+}
+
+// Mode names the deployment the options select: "sentinel", "cluster",
+// "single" or "embedded".
+func (o Options) Mode() string {
 	switch {
-	case c.Redis.SentinelMaster != "" || len(c.Redis.SentinelAddrs) > 0:
+	case o.Redis.SentinelMaster != "" || len(o.Redis.SentinelAddrs) > 0:
 		return "sentinel"
-	case len(c.Redis.ClusterAddrs) > 0:
+	case len(o.Redis.ClusterAddrs) > 0:
 		return "cluster"
-	case c.RedisURL != "":
+	case o.URL != "":
 		return "single"
 	}
 	return "embedded"
 }
 
-// validateRedis reports every inconsistency of the Redis settings.
-func (c Config) validateRedis() []error {
-	r := c.Redis
+// Validate reports every inconsistency of the Redis settings.
+func (o Options) Validate() []error {
+	r := o.Redis
 	var errs []error
 	set := 0
-	if c.RedisURL != "" {
+	if o.URL != "" {
 		set++
 	}
 	if r.SentinelMaster != "" || len(r.SentinelAddrs) > 0 {
@@ -113,7 +131,7 @@ func (c Config) validateRedis() []error {
 	if set > 1 {
 		errs = append(errs, errors.New("set only one of --redis-url, --redis-sentinel-master/--redis-sentinel-addrs, --redis-cluster-addrs"))
 	}
-	if c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
+	if o.URL != "" && !strings.HasPrefix(o.URL, "redis://") && !strings.HasPrefix(o.URL, "rediss://") {
 		errs = append(errs, errors.New("redis-url must start with redis:// or rediss://"))
 	}
 	if r.SentinelMaster != "" && len(r.SentinelAddrs) == 0 {
@@ -142,6 +160,9 @@ func (c Config) validateRedis() []error {
 	if r.OutageGrace < 0 {
 		errs = append(errs, errors.New("outage-grace must not be negative"))
 	}
+	if addr := cmp.Or(o.EmbeddedAddr, DefaultEmbeddedAddr); set == 0 && !IsLoopback(addr) {
+		errs = append(errs, fmt.Errorf("embedded-redis-addr %q: the embedded Redis listens on a loopback address only (host:port, e.g. 127.0.0.1:6390)", addr))
+	}
 	if set == 0 {
 		tlsSet := r.TLS || r.TLSCA != "" || r.TLSCert != "" || r.TLSServerName != "" || r.TLSInsecureSkipVerify
 		if tlsSet || r.Username != "" || r.Password != "" {
@@ -150,22 +171,22 @@ func (c Config) validateRedis() []error {
 		if r.MinReplicas > 0 {
 			errs = append(errs, errors.New("min-replicas needs a real Redis with replicas, not the embedded one"))
 		}
-	} else if c.EmbeddedRedisTestClock {
+	} else if o.TestClock {
 		errs = append(errs, errors.New("embedded-redis-test-clock is for tests on the embedded store only: a real Redis's clock cannot be moved (drop --redis-url, --redis-sentinel-* and --redis-cluster-addrs)"))
 	}
 	return errs
 }
 
-// NewRedisClient builds the go-redis client for a validated config: a
+// NewClient builds the go-redis client for validated options: a
 // *redis.Client for a URL, a Sentinel-backed failover *redis.Client, or a
 // *redis.ClusterClient. It does not dial; the first command does.
-func NewRedisClient(c Config) (redis.UniversalClient, error) {
-	r := c.Redis
-	switch c.redisMode() {
+func NewClient(o Options) (redis.UniversalClient, error) {
+	r := o.Redis
+	switch o.Mode() {
 	case "single":
-		opts, err := redis.ParseURL(c.RedisURL)
+		opts, err := redis.ParseURL(o.URL)
 		if err != nil {
-			return nil, fmt.Errorf("server: --redis-url: %w", err)
+			return nil, fmt.Errorf("redisconn: --redis-url: %w", err)
 		}
 		if r.Username != "" {
 			opts.Username = r.Username
@@ -178,7 +199,7 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			return nil, err
 		}
 		opts.TLSConfig = tc
-		to := c.clientTimeouts()
+		to := o.clientTimeouts()
 		opts.DialerRetries = 1 // a failed dial is an outage (storehealth), not retried
 		// A timeout given in the URL (?read_timeout=...) is the operator's.
 		opts.DialTimeout = keep(opts.DialTimeout, to.dial)
@@ -193,7 +214,7 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
-		to := c.clientTimeouts()
+		to := o.clientTimeouts()
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName:            r.SentinelMaster,
 			SentinelAddrs:         r.SentinelAddrs,
@@ -215,7 +236,7 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
-		to := c.clientTimeouts()
+		to := o.clientTimeouts()
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:                 r.ClusterAddrs,
 			Username:              r.Username,
@@ -235,7 +256,7 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 			MaxRedirects: noRetries,
 		}), nil
 	}
-	return nil, errors.New("server: no Redis configured")
+	return nil, errors.New("redisconn: no Redis configured")
 }
 
 // noRetries turns off go-redis's re-sending of a command whose reply was
@@ -261,17 +282,17 @@ type clientTimeouts struct {
 	read, write, pool time.Duration
 }
 
-func (c Config) clientTimeouts() clientTimeouts {
-	rt := c.HTTP.RequestTimeout
+func (o Options) clientTimeouts() clientTimeouts {
+	rt := o.RequestTimeout
 	if rt <= 0 {
 		rt = defaultRedisTimeout
 	}
-	window := min(max(c.Redis.OutageGrace, MinReplyWindow), rt)
+	window := min(max(o.Redis.OutageGrace, MinReplyWindow), rt)
 	read := window
 	// WAIT in a grant's pipeline is read with the connection's read
 	// timeout: it may take --min-replicas-timeout on top.
-	if c.Redis.MinReplicas > 0 {
-		read += c.Redis.MinReplicasTimeout
+	if o.Redis.MinReplicas > 0 {
+		read += o.Redis.MinReplicasTimeout
 	}
 	return clientTimeouts{dial: window, read: read, write: window, pool: rt}
 }
@@ -290,7 +311,7 @@ func keep(cur, def time.Duration) time.Duration {
 
 // tlsConfig returns the TLS settings to use, or nil for plain TCP. base is
 // what a rediss:// URL already asked for.
-func (r RedisConfig) tlsConfig(base *tls.Config) (*tls.Config, error) {
+func (r Config) tlsConfig(base *tls.Config) (*tls.Config, error) {
 	on := base != nil || r.TLS || r.TLSCA != "" || r.TLSCert != "" || r.TLSServerName != "" || r.TLSInsecureSkipVerify
 	if !on {
 		return nil, nil
@@ -305,18 +326,18 @@ func (r RedisConfig) tlsConfig(base *tls.Config) (*tls.Config, error) {
 	if r.TLSCA != "" {
 		pem, err := os.ReadFile(r.TLSCA)
 		if err != nil {
-			return nil, fmt.Errorf("server: --redis-tls-ca: %w", err)
+			return nil, fmt.Errorf("redisconn: --redis-tls-ca: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("server: --redis-tls-ca: no PEM certificate in %s", r.TLSCA)
+			return nil, fmt.Errorf("redisconn: --redis-tls-ca: no PEM certificate in %s", r.TLSCA)
 		}
 		tc.RootCAs = pool
 	}
 	if r.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(r.TLSCert, r.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("server: --redis-tls-cert/--redis-tls-key: %w", err)
+			return nil, fmt.Errorf("redisconn: --redis-tls-cert/--redis-tls-key: %w", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -329,10 +350,10 @@ func (r RedisConfig) tlsConfig(base *tls.Config) (*tls.Config, error) {
 
 // logRedis says at start which deployment the gateway uses, and warns
 // loudly about settings that weaken it. No secret is logged.
-func (s *Server) logRedis() {
-	r := s.cfg.Redis
-	fields := []zap.Field{zap.String("redis_mode", s.cfg.redisMode())}
-	switch s.cfg.redisMode() {
+func logRedis(o Options, log *zap.Logger) {
+	r := o.Redis
+	fields := []zap.Field{zap.String("redis_mode", o.Mode())}
+	switch o.Mode() {
 	case "sentinel":
 		fields = append(fields, zap.String("sentinel_master", r.SentinelMaster), zap.Strings("sentinel_addrs", r.SentinelAddrs))
 	case "cluster":
@@ -341,8 +362,8 @@ func (s *Server) logRedis() {
 	if r.MinReplicas > 0 {
 		fields = append(fields, zap.Int("min_replicas", r.MinReplicas), zap.Duration("min_replicas_timeout", r.MinReplicasTimeout))
 	}
-	s.log.Info("redis", fields...)
+	log.Info("redis", fields...)
 	if r.TLSInsecureSkipVerify {
-		s.log.Warn("--redis-tls-insecure-skip-verify is set: the Redis server's certificate is NOT checked, so anyone on the network path can impersonate Redis and read or forge every lock; use it only for testing")
+		log.Warn("--redis-tls-insecure-skip-verify is set: the Redis server's certificate is NOT checked, so anyone on the network path can impersonate Redis and read or forge every lock; use it only for testing")
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package redisconn
 
 import (
 	"bufio"
@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// ErrEvictingRedis: the Redis may evict lock keys (maxmemory with a
+// ErrEvicting: the Redis may evict lock keys (maxmemory with a
 // maxmemory-policy other than noeviction) and --allow-eviction is not set.
-var ErrEvictingRedis = errors.New("server: Redis may evict lock keys")
+var ErrEvicting = errors.New("redisconn: Redis may evict lock keys")
 
 // The checks of the Redis deployment behind the gateway (docs/deployment.md):
 //
@@ -24,71 +24,68 @@ var ErrEvictingRedis = errors.New("server: Redis may evict lock keys")
 //     a full Redis deletes keys. Every lease and fence key has a TTL, so the
 //     volatile-* policies take them as surely as allkeys-*; an evicted lease
 //     is granted again while its holder works. Refused at start and on
-//     /readyz unless RedisConfig.AllowEviction.
+//     /readyz unless Config.AllowEviction.
 //   - Persistence: without AOF a Redis restart forgets every lease and
 //     fence (docs/fencing.md). A warning, once.
 //
-// Read with CONFIG GET, or INFO where CONFIG is refused (the ACL user of
-// docs/deployment.md; managed Redis services that disable CONFIG). Where
-// both are refused, a warning, once, and no refusal. Every Cluster master
-// is checked; with Sentinel, the master.
+// Read with INFO, which the ACL user of docs/deployment.md may run and
+// managed Redis services that disable CONFIG allow. Where INFO is
+// refused, a warning, once, and no refusal. Every Cluster master is
+// checked; with Sentinel, the master.
 
-// checkRedis runs the checks before the gateway serves (not on the
-// embedded Redis). A Redis that may evict refuses the start; one that
-// cannot be reached does not: /readyz answers 503 until it can be reached,
-// and checks it then.
-func (s *Server) checkRedis() error {
-	if s.mini != nil {
+// check runs the checks before the gateway serves (not on the embedded
+// Redis). A Redis that may evict refuses the start; one that cannot be
+// reached does not: Ready answers an error until it can be reached, and
+// checks it then.
+func (c *Conn) check() error {
+	if c.mini != nil {
 		return nil
 	}
-	s.guard = newRedisGuard(s.cfg, s.rdb, s.log)
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.RequestTimeout)
+	c.guard = newGuard(c.opts, c.Client, c.log)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.RequestTimeout)
 	defer cancel()
-	err := s.guard.check(ctx)
-	if errors.Is(err, ErrEvictingRedis) {
+	err := c.guard.check(ctx)
+	if errors.Is(err, ErrEvicting) {
 		return err
 	}
 	if err != nil {
-		s.log.Error(fmt.Sprintf("Redis is not reachable at %s: the gateway starts anyway, answers 503 unavailable to lock requests and to /readyz until it is, and checks its settings then", s.cfg.redisTarget()),
+		c.log.Error(fmt.Sprintf("Redis is not reachable at %s: the gateway starts anyway, answers 503 unavailable to lock requests and to /readyz until it is, and checks its settings then", c.opts.target()),
 			zap.Error(err))
 	}
 	return nil
 }
 
-// redisTarget names the Redis the config points at, without credentials.
-func (c Config) redisTarget() string {
-	r := c.Redis
-	switch c.redisMode() {
+// target names the Redis the options point at, without credentials.
+func (o Options) target() string {
+	r := o.Redis
+	switch o.Mode() {
 	case "sentinel":
 		return fmt.Sprintf("the Sentinel master %q (Sentinels %s)", r.SentinelMaster, strings.Join(r.SentinelAddrs, ", "))
 	case "cluster":
 		return "the Redis Cluster (seeds " + strings.Join(r.ClusterAddrs, ", ") + ")"
 	case "single":
-		if o, err := redis.ParseURL(c.RedisURL); err == nil {
-			return o.Addr
+		if u, err := redis.ParseURL(o.URL); err == nil {
+			return u.Addr
 		}
 	}
 	return "the configured Redis"
 }
 
-// ready is /readyz: not draining (drain.go), Redis answers PING
-// (health.go), and (not on the embedded Redis) no master it can reach
-// may evict lock keys, unless that is allowed. It says what calls are told: 503, at once, while Redis is
-// known down.
-func (s *Server) ready(ctx context.Context) error {
-	if s.draining.Load() {
-		return errDraining
-	}
-	if err := s.pingReady(ctx); errors.Is(err, leasegate.ErrStoreDown) {
+// Ready is /readyz's question to Redis: it answers PING (Ping), and (not
+// on the embedded Redis) no master it can reach may evict lock keys,
+// unless that is allowed. It says what calls are told: 503, at once,
+// while Redis is known down.
+func (c *Conn) Ready(ctx context.Context) error {
+	if err := c.ping(ctx); errors.Is(err, leasegate.ErrStoreDown) {
 		return fmt.Errorf("%w: %w", &leasegate.Error{Code: leasegate.CodeUnavailable, RetryAfter: leasegate.DefaultRetryAfter,
 			Message: "redis is known down: calls that need it are answered 503 at once until it answers again"}, err)
 	} else if err != nil {
 		return err
 	}
-	if s.guard == nil {
+	if c.guard == nil {
 		return nil
 	}
-	if err := s.guard.check(ctx); errors.Is(err, ErrEvictingRedis) {
+	if err := c.guard.check(ctx); errors.Is(err, ErrEvicting) {
 		// What /readyz tells the load balancer and the operator; the
 		// node and policy are in the log.
 		return fmt.Errorf("%w: %w", &leasegate.Error{Code: leasegate.CodeUnavailable,
@@ -104,7 +101,7 @@ type nodeSettings struct {
 	maxmemory int64
 	policy    string
 	aof       string // "yes", "no", or "" when unknown
-	// unchecked: both CONFIG GET and INFO were refused.
+	// unchecked: INFO was refused.
 	unchecked error
 }
 
@@ -112,8 +109,8 @@ func (n nodeSettings) evicts() bool {
 	return n.unchecked == nil && n.maxmemory > 0 && n.policy != "noeviction"
 }
 
-// redisGuard runs the checks; each warning is logged once per process.
-type redisGuard struct {
+// guard runs the checks; each warning is logged once per process.
+type guard struct {
 	rdb   redis.UniversalClient
 	allow bool
 	// name names a node in messages for clients that do not know their
@@ -124,21 +121,21 @@ type redisGuard struct {
 	uncheckedOnce, evictOnce, aofOnce sync.Once
 }
 
-func newRedisGuard(cfg Config, rdb redis.UniversalClient, log *zap.Logger) *redisGuard {
-	g := &redisGuard{rdb: rdb, allow: cfg.Redis.AllowEviction, log: log}
+func newGuard(o Options, rdb redis.UniversalClient, log *zap.Logger) *guard {
+	g := &guard{rdb: rdb, allow: o.Redis.AllowEviction, log: log}
 	g.name = func(c *redis.Client) string { return c.Options().Addr }
-	if cfg.redisMode() == "sentinel" {
-		master := cfg.Redis.SentinelMaster
+	if o.Mode() == "sentinel" {
+		master := o.Redis.SentinelMaster
 		g.name = func(*redis.Client) string { return "the Sentinel master " + strconv.Quote(master) }
 	}
 	return g
 }
 
 // check reads every master's settings, logs the warnings not logged yet,
-// and returns ErrEvictingRedis (wrapped, with how to fix it) for a Redis
+// and returns ErrEvicting (wrapped, with how to fix it) for a Redis
 // that may evict unless that is allowed. Other errors mean a master could
 // not be reached.
-func (g *redisGuard) check(ctx context.Context) error {
+func (g *guard) check(ctx context.Context) error {
 	var mu sync.Mutex
 	var nodes []nodeSettings
 	var errs []error
@@ -178,7 +175,7 @@ func (g *redisGuard) check(ctx context.Context) error {
 	}
 	if len(unchecked) > 0 {
 		g.uncheckedOnce.Do(func() {
-			g.log.Warn("could not check Redis's maxmemory-policy (CONFIG GET and INFO were refused): make sure it is noeviction, or a full Redis may evict lock keys and grant a lock twice (docs/deployment.md)",
+			g.log.Warn("could not check Redis's maxmemory-policy (INFO was refused): make sure it is noeviction, or a full Redis may evict lock keys and grant a lock twice (docs/deployment.md)",
 				zap.Strings("redis", unchecked), zap.Error(why))
 		})
 	}
@@ -191,7 +188,7 @@ func (g *redisGuard) check(ctx context.Context) error {
 	if len(evicting) > 0 {
 		if !g.allow {
 			return fmt.Errorf("%w: %s, so when memory is full Redis deletes keys, lease and fence keys included (they all carry TTLs, so volatile-* policies take them too), and the same lock can be granted twice; set maxmemory-policy noeviction on it (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or pass --allow-eviction (LEASEGATE_ALLOW_EVICTION=true) to accept the risk",
-				ErrEvictingRedis, strings.Join(evicting, "; "))
+				ErrEvicting, strings.Join(evicting, "; "))
 		}
 		g.evictOnce.Do(func() {
 			g.log.Warn("Redis may evict lock keys when memory is full, and a lock may then be granted twice: --allow-eviction accepts that risk; set maxmemory-policy noeviction to remove it (docs/deployment.md)",
@@ -201,82 +198,31 @@ func (g *redisGuard) check(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// readSettings reads maxmemory, maxmemory-policy and appendonly from c,
-// with CONFIG GET or else INFO. A refusal of both (a Redis error reply) is
+// readSettings reads maxmemory, maxmemory-policy and appendonly from c's
+// INFO (which the ACL user of docs/deployment.md may run, and managed
+// services that disable CONFIG allow). A refusal (a Redis error reply) is
 // reported in unchecked; a connection error is returned.
 func readSettings(ctx context.Context, c *redis.Client) (nodeSettings, error) {
-	n, cerr := readConfig(ctx, c)
-	if cerr == nil {
-		return n, nil
-	}
-	if !isReply(cerr) {
-		return n, cerr
-	}
-	n, ierr := readInfo(ctx, c)
-	if ierr == nil {
-		return n, nil
-	}
-	if !isReply(ierr) {
-		return n, ierr
-	}
-	return nodeSettings{unchecked: fmt.Errorf("CONFIG GET: %w; INFO: %w", cerr, ierr)}, nil
-}
-
-// isReply: err is an error reply from Redis (NOPERM, unknown command),
-// not a failure to reach it.
-func isReply(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re)
-}
-
-func readConfig(ctx context.Context, c *redis.Client) (nodeSettings, error) {
-	var n nodeSettings
-	get := func(param string) (string, error) {
-		m, err := c.ConfigGet(ctx, param).Result()
-		if err != nil {
-			return "", err
-		}
-		return m[param], nil
-	}
-	mm, err := get("maxmemory")
-	if err != nil {
-		return n, err
-	}
-	if n.policy, err = get("maxmemory-policy"); err != nil {
-		return n, err
-	}
-	if n.aof, err = get("appendonly"); err != nil {
-		return n, err
-	}
-	n.maxmemory, err = strconv.ParseInt(mm, 10, 64)
-	if err != nil || n.policy == "" {
-		return n, fmt.Errorf("server: CONFIG GET maxmemory: unexpected %q, %q", mm, n.policy)
-	}
-	return n, nil
-}
-
-func readInfo(ctx context.Context, c *redis.Client) (nodeSettings, error) {
 	var n nodeSettings
 	text, err := c.Info(ctx, "memory").Result()
+	if err == nil {
+		var persistence string
+		persistence, err = c.Info(ctx, "persistence").Result()
+		text += "\n" + persistence
+	}
+	if re := redis.Error(nil); errors.As(err, &re) {
+		return nodeSettings{unchecked: fmt.Errorf("INFO: %w", err)}, nil
+	}
 	if err != nil {
 		return n, err
 	}
-	persistence, err := c.Info(ctx, "persistence").Result()
-	if err != nil {
-		return n, err
-	}
-	fields := infoFields(text + "\n" + persistence)
+	fields := infoFields(text)
 	n.policy = fields["maxmemory_policy"]
 	n.maxmemory, err = strconv.ParseInt(fields["maxmemory"], 10, 64)
 	if err != nil || n.policy == "" {
-		return n, fmt.Errorf("server: INFO memory: no maxmemory and maxmemory_policy in %q", text)
+		return n, fmt.Errorf("redisconn: INFO memory: no maxmemory and maxmemory_policy in %q", text)
 	}
-	switch fields["aof_enabled"] {
-	case "1":
-		n.aof = "yes"
-	case "0":
-		n.aof = "no"
-	}
+	n.aof = map[string]string{"1": "yes", "0": "no"}[fields["aof_enabled"]]
 	return n, nil
 }
 

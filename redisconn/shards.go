@@ -1,4 +1,4 @@
-package server
+package redisconn
 
 import (
 	"context"
@@ -27,27 +27,27 @@ import (
 // shardedMinMajor is the first Redis major version with SPUBLISH.
 const shardedMinMajor = 7
 
-// shardRouter returns the cluster client when releases are to be sharded,
+// ShardRouter returns the cluster client when releases are to be sharded,
 // nil otherwise, and logs the choice on Cluster.
-func (s *Server) shardRouter() *redis.ClusterClient {
-	cc, ok := s.rdb.(*redis.ClusterClient)
+func (c *Conn) ShardRouter() *redis.ClusterClient {
+	cc, ok := c.Client.(*redis.ClusterClient)
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HTTP.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.RequestTimeout)
 	defer cancel()
 	old, err := mastersBelow(ctx, cc, shardedMinMajor)
 	switch {
 	case err != nil:
-		s.log.Warn("release wake-ups: could not read the Redis version of every Cluster master; using classic PUBLISH until the gateway restarts (every gateway receives every published release)",
+		c.log.Warn("release wake-ups: could not read the Redis version of every Cluster master; using classic PUBLISH until the gateway restarts (every gateway receives every published release)",
 			zap.Error(err))
 		return nil
 	case len(old) > 0:
-		s.log.Info("release wake-ups: classic PUBLISH, as some Cluster masters run Redis below 7 (no SPUBLISH)",
+		c.log.Info("release wake-ups: classic PUBLISH, as some Cluster masters run Redis below 7 (no SPUBLISH)",
 			zap.Strings("masters", old))
 		return nil
 	}
-	s.log.Info("release wake-ups: sharded pub/sub (SPUBLISH/SSUBSCRIBE); a release reaches only its slot's master and the gateways waiting on it")
+	c.log.Info("release wake-ups: sharded pub/sub (SPUBLISH/SSUBSCRIBE); a release reaches only its slot's master and the gateways waiting on it")
 	return cc
 }
 

@@ -1,4 +1,4 @@
-package server
+package redisconn
 
 import (
 	"cmp"
@@ -36,7 +36,7 @@ const topologyReload = 100 * time.Millisecond
 // Every map go-redis reads (its CLUSTER SLOTS, seen by a hook on each
 // node) is compared with the last: each range of slots that changed
 // master is logged, counted (leasegate_redis_topology_changes_total),
-// and the masters are given to storehealth (Health.Serve), so that a
+// and the masters are given to storehealth (Health.SetMasters), so that a
 // node's down state does not outlive its being a master.
 type topology struct {
 	cc     *redis.ClusterClient
@@ -146,7 +146,7 @@ func (t *topology) observe(origin string, slots []redis.ClusterSlot) {
 				zap.String("from", mv.from), zap.String("to", mv.to), zap.Int("to_replicas", replicas[mv.to]))
 		}
 	}
-	t.health.Serve(masters)
+	t.health.SetMasters(masters)
 }
 
 // move is a range of slots whose master changed ("" where none served).
@@ -197,7 +197,15 @@ func slotMoves(old, cur []slotOwner) []move {
 // nodeAddr is the address go-redis gives a node that origin lists as
 // addr: a loopback host is origin's host when origin is not on loopback,
 // and port 0 (a TLS-only cluster) is origin's port. storehealth knows a
-// node by that address.
+// node by that address (its client's Options().Addr).
+//
+// go-redis v9 computes it in its unexported newClusterState, after the
+// CLUSTER SLOTS reply this file reads, and exports no mapping: a node
+// client's NodeAddress() is the address as listed, which a TLS-only
+// cluster lists as port 0 for every node (so it cannot name them), and
+// ClusterOptions.ClusterSlots loses the origin the rewriting needs. So
+// the rewriting is repeated here, and TestNodeAddrIsTheAddressGoRedisDials
+// holds it to go-redis's rules.
 func nodeAddr(origin, addr string) string {
 	oh, op, err := net.SplitHostPort(origin)
 	h, p, err2 := net.SplitHostPort(addr)
