@@ -23,22 +23,15 @@ import (
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/logtest"
 	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/tooltest"
 	"github.com/leasegate/leasegate/server"
 )
 
-// tool returns the path of a command the PHP tests need, skipping the
-// test when it is missing (failing it under CI=true, where .ci/run
-// installs php-cli and phpunit).
+// tool returns the path of a command the PHP tests need (tooltest.Look:
+// a skip that shows, or a failure under CI=true).
 func tool(t *testing.T, name, pkg string) string {
 	t.Helper()
-	bin, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found on PATH (CI=true: this is a failure, .ci/run installs %s): %v", name, pkg, err)
-		}
-		t.Skipf("%s not installed (apt-get install %s): %v", name, pkg, err)
-	}
-	return bin
+	return tooltest.Look(t, "apt-get install "+pkg, name)
 }
 
 // startGateway runs a gateway on a free loopback port (on a Unix domain
