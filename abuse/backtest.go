@@ -352,7 +352,7 @@ func (s *Service) planBacktest(ctx context.Context, tenant string, q leasegate.B
 	var now time.Time
 	if leasegate.UserLockName.MatchString(q.Lock) {
 		if !s.logOn() {
-			bad("lock", "the attempt log is off (attempt_log_max_entries 0)")
+			bad("lock", "the attempt log is off: start the gateway with --attempt-log-max-entries above 0 (policy file: attempt_log_max_entries)")
 		}
 		pipe := s.rdb.Pipeline()
 		tc, ec := pipe.Time(ctx), pipe.Exists(ctx, key)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,6 +278,21 @@ func TestBacktestRefusesBadInputNamingTheField(t *testing.T) {
 				t.Errorf("got %v, want a validation error naming %s", err, c.field)
 			}
 		})
+	}
+}
+
+// With the log off, the refusal names the flag that turns it on and the
+// policy key.
+func TestBacktestWithTheLogOffNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	pol := policies(3)
+	pol.AttemptLogMaxEntries = 0
+	svc, _ := newService(t, miniBackend(t), pol)
+	_, err := svc.Backtest(context.Background(), "acme", leasegate.BacktestQuery{Lock: "login"})
+	var le *leasegate.Error
+	if !errors.As(err, &le) || len(le.Fields) != 1 || le.Fields[0].Field != "lock" ||
+		!strings.Contains(le.Fields[0].Message, "--attempt-log-max-entries") || !strings.Contains(le.Fields[0].Message, "attempt_log_max_entries") {
+		t.Errorf("got %v, want a refusal on lock naming --attempt-log-max-entries and attempt_log_max_entries", err)
 	}
 }
 
