@@ -25,7 +25,8 @@ const (
 type BacktestQuery struct {
 	Lock string `json:"lock"`
 	// Policy is the candidate: a policy-file lock entry (max_attempts,
-	// ban_after_flags, ban_seconds, factor, max_ban_seconds, shadow);
+	// ban_after_flags, ban_seconds, factor, max_ban_seconds, shadow,
+	// rolling_window_seconds);
 	// the fields it leaves out are the lock's policy in force.
 	Policy json.RawMessage `json:"policy,omitempty"`
 	// Since and Until bound the attempts looked at (zero: the whole log).
@@ -59,6 +60,30 @@ type Backtest struct {
 	BanLengthChanged BacktestList `json:"ban_length_changed"`
 }
 
+// BacktestChange names one of a Backtest's lists of differing users;
+// the API, the CLI and the ops page show them in BacktestChanges' order.
+type BacktestChange int
+
+const (
+	NewlyFlagged BacktestChange = iota
+	NoLongerFlagged
+	NewlyBanned
+	NoLongerBanned
+	BanLengthChanged
+)
+
+var BacktestChanges = [...]BacktestChange{NewlyFlagged, NoLongerFlagged, NewlyBanned, NoLongerBanned, BanLengthChanged}
+
+// String is the list's title.
+func (c BacktestChange) String() string {
+	return [...]string{"newly flagged", "no longer flagged", "newly banned", "no longer banned", "ban length changed"}[c]
+}
+
+// List is b's list c.
+func (b *Backtest) List(c BacktestChange) *BacktestList {
+	return [...]*BacktestList{&b.NewlyFlagged, &b.NoLongerFlagged, &b.NewlyBanned, &b.NoLongerBanned, &b.BanLengthChanged}[c]
+}
+
 // BacktestRecorded counts the logged attempts in a backtest's range, and
 // the flags and bans the gateway recorded with them.
 type BacktestRecorded struct {
@@ -72,16 +97,18 @@ type BacktestRecorded struct {
 
 // BacktestOutcome is what one policy did, or would have done, in the range.
 type BacktestOutcome struct {
-	MaxAttempts    int     `json:"max_attempts"`
-	BanAfterFlags  int     `json:"ban_after_flags"`
-	BanSeconds     int64   `json:"ban_seconds"`
-	Factor         float64 `json:"factor"`
-	MaxBanSeconds  int64   `json:"max_ban_seconds"`
-	Shadow         bool    `json:"shadow"`
-	FlaggedWindows int64   `json:"flagged_windows"`
-	FlaggedUsers   int64   `json:"flagged_users"`
-	Bans           int64   `json:"bans"`
-	BannedUsers    int64   `json:"banned_users"`
+	MaxAttempts   int     `json:"max_attempts"`
+	BanAfterFlags int     `json:"ban_after_flags"`
+	BanSeconds    int64   `json:"ban_seconds"`
+	Factor        float64 `json:"factor"`
+	MaxBanSeconds int64   `json:"max_ban_seconds"`
+	Shadow        bool    `json:"shadow"`
+	// RollingWindowSeconds is the rolling span (0: fixed windows).
+	RollingWindowSeconds int64 `json:"rolling_window_seconds"`
+	FlaggedWindows       int64 `json:"flagged_windows"`
+	FlaggedUsers         int64 `json:"flagged_users"`
+	Bans                 int64 `json:"bans"`
+	BannedUsers          int64 `json:"banned_users"`
 	// Refused counts the attempts refused because of a ban.
 	Refused int64 `json:"refused"`
 }

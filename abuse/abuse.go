@@ -12,6 +12,7 @@
 package abuse
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,35 +152,28 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	if s.out.On() {
 		flagID, banID = outbox.NewID(), outbox.NewID()
 	}
-	logged := ""
-	switch {
-	case allow:
-		logged = outcomeAllowlisted
-	case pol.Shadow:
-		logged = outcomeShadow
-	}
-	keys, logArgs := s.logArgs(append([]string{k.Counter(name), k.Ban(), k.Flag(name), k.Flags()}, s.out.Keys()...), tenant, name, logged)
+	keys, more := s.attemptKeys(k, tenant, name, pol)
 	v, arr, status, err := reply.RunFlagged(ctx, s.rdb, scripts.UserAttempt, "attempt", keys,
 		append([]any{ttlMS, pol.MaxAttempts, enforce, mayFlag, pol.BanAfterFlags, pol.BanFor.Milliseconds(),
 			s.opts.Policies.FlagRetention.Milliseconds(), userID, name,
 			strconv.FormatFloat(pol.factor(), 'g', -1, 64), pol.maxBan().Milliseconds(), leasegate.MaxEvidence,
-			flagID, banID, tenant, s.out.MaxLen()}, logArgs...)...)
+			flagID, banID, tenant, s.out.MaxLen()}, more...)...)
 	if err != nil {
 		return leasegate.UserLockResult{}, err
 	}
 	switch {
-	case status == -1 && len(arr) == 3:
+	case status == -1 && len(arr) == 4:
 		until, err1 := msField(arr[1])
 		now, err2 := msField(arr[2])
 		if err := errors.Join(err1, err2); err != nil {
 			return leasegate.UserLockResult{}, err
 		}
 		s.m.AbuseAttempts.WithLabelValues(s.metricLock(name), "banned").Inc()
-		s.logAfter(ctx, tenant, name, userID, now, 0, 0, ttlMS, outcomeBanned, until.UnixMilli())
+		s.logAfter(ctx, tenant, name, arr[3], now, ttlMS)
 		return leasegate.UserLockResult{}, &leasegate.BannedError{Until: until, Remaining: until.Sub(now), RateLimit: leasegate.RateLimit{
-			Policy: name, Quota: int64(pol.MaxAttempts), Window: ttl, Reset: until.Sub(now),
+			Policy: name, Quota: int64(pol.MaxAttempts), Window: cmp.Or(pol.Rolling, ttl), Reset: until.Sub(now),
 		}}
-	case status == 1 && len(arr) == 9:
+	case status == 1 && len(arr) == 12:
 	default:
 		return leasegate.UserLockResult{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
@@ -187,20 +181,22 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	flaggedNow, ok2 := arr[5].(int64)
 	times, ok3 := arr[6].(int64)
 	banNumber, ok4 := arr[8].(int64)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
+	count, ok5 := arr[10].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
 		return leasegate.UserLockResult{}, fmt.Errorf("%w: attempt: %v", ErrBadReply, v)
 	}
 	start, err1 := msField(arr[2])
 	exp, err2 := msField(arr[3])
 	now, err3 := msField(arr[4])
 	banUntilMS, err4 := intField(arr[7])
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	reset, err5 := msField(arr[11])
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return leasegate.UserLockResult{}, err
 	}
 	res := leasegate.UserLockResult{
 		Acquired:    n == 1,
 		Attempts:    n,
-		Flagged:     !allow && n >= int64(pol.MaxAttempts),
+		Flagged:     !allow && count >= int64(pol.MaxAttempts),
 		FlaggedNow:  flaggedNow == 1,
 		WindowStart: start,
 		ExpiresAt:   exp,
@@ -212,22 +208,11 @@ func (s *Service) Attempt(ctx context.Context, tenant, name, userID string, ttl 
 	res.RateLimit = leasegate.RateLimit{
 		Policy:    name,
 		Quota:     int64(pol.MaxAttempts),
-		Window:    exp.Sub(start),
-		Remaining: max(int64(pol.MaxAttempts)-n, 0),
-		Reset:     max(exp.Sub(now), 0),
+		Window:    cmp.Or(pol.Rolling, exp.Sub(start)),
+		Remaining: max(int64(pol.MaxAttempts)-count, 0),
+		Reset:     max(reset.Sub(now), 0),
 	}
-	if s.cluster {
-		switch {
-		case res.FlaggedNow:
-			logged = outcomeFlagged
-		case logged != "":
-		case res.Acquired:
-			logged = outcomeHeld
-		default:
-			logged = outcomeRepeated
-		}
-		s.logAfter(ctx, tenant, name, userID, now, n, now.Sub(start).Milliseconds(), ttlMS, logged, banUntilMS)
-	}
+	s.logAfter(ctx, tenant, name, arr[9], now, ttlMS)
 	ml := s.metricLock(name)
 	if res.Acquired {
 		s.m.AbuseAttempts.WithLabelValues(ml, "acquired").Inc()

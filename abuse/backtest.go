@@ -8,20 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/scriptreply"
+	"github.com/leasegate/leasegate/keyspace"
+	"github.com/leasegate/leasegate/scripts"
 )
 
 // The attempt log (docs/abuse.md, "Backtesting a policy"): one stream per
-// (tenant, lock), an entry per attempt, written by the attempt script (on
-// Redis Cluster, where the stream has a slot of its own, by logAfter in
-// a second step). The outcomes of an entry's "o":
+// (tenant, lock), an entry per attempt (scripts/prelude/attempt_log.lua
+// writes it; the attempt script decides its outcome). The outcomes of an
+// entry's "o":
 const (
 	outcomeHeld        = "held"
 	outcomeRepeated    = "repeated"
@@ -38,37 +37,42 @@ const logPage = 2000
 // logOn reports whether attempts are logged.
 func (s *Service) logOn() bool { return s.opts.Policies.AttemptLogMaxEntries > 0 }
 
-// logArgs are the attempt script's KEYS for the log and its ARGV[17..20].
-// With the log off (the default), or on Redis Cluster where logAfter
-// writes the entry, there are none: the hot path sends the script no
-// more than it did before the log existed.
-func (s *Service) logArgs(keys []string, tenant, lock, outcome string) ([]string, []any) {
-	if !s.logOn() || s.cluster {
-		return keys, nil
+// attemptKeys are the attempt script's KEYS and its ARGV[17..21]: the
+// attempt log (not in KEYS when off, or on Redis Cluster, where it has a
+// slot of its own: the script returns the entry and logAfter writes it)
+// and the rolling span of pol.
+func (s *Service) attemptKeys(k keyspace.User, tenant, lock string, pol Policy) ([]string, []any) {
+	keys := append([]string{k.Counter(lock), k.Ban(), k.Flag(lock), k.Flags()}, s.out.Keys()...)
+	var logAt any = 0
+	switch {
+	case !s.logOn():
+	case s.cluster:
+		logAt = "r"
+	default:
+		keys = append(keys, s.keys.AttemptLog(tenant, lock))
+		logAt = len(keys)
 	}
-	keys = append(keys, s.keys.AttemptLog(tenant, lock))
-	return keys, []any{len(keys), s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(), outcome}
+	rollAt := 0
+	if pol.Rolling > 0 {
+		keys = append(keys, rollingKey(k, lock))
+		rollAt = len(keys)
+	}
+	return keys, []any{logAt, s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(),
+		rollAt, pol.Rolling.Milliseconds()}
 }
 
-// logAfter writes an attempt's entry in a second step, on Redis Cluster
-// only: the same fields as the script's record (a gateway that dies in
-// between loses the entry; docs/abuse.md).
-func (s *Service) logAfter(ctx context.Context, tenant, lock, user string, now time.Time, n, w, ttl int64, outcome string, ban int64) {
-	if !s.logOn() || !s.cluster {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	key, ret := s.keys.AttemptLog(tenant, lock), s.opts.Policies.AttemptLogRetention
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: s.opts.Policies.AttemptLogMaxEntries, Approx: true,
-			Values: []any{"d", fmt.Sprintf("%d %d %d %s %d %s", n, w, ttl, outcome, ban, user), "ms", now.UnixMilli()}})
-		p.XTrimMinIDApprox(ctx, key, strconv.FormatInt(now.Add(-ret).UnixMilli(), 10), 0)
-		p.PExpire(ctx, key, ret)
-		return nil
-	})
-	if err != nil {
-		s.m.RedisErrors.WithLabelValues("abuse_attempt_log").Inc()
+// logAfter writes the entry d that the attempt script returned (on Redis
+// Cluster; "" elsewhere) with the script's own writer. A gateway that dies
+// in between loses the entry (docs/abuse.md).
+func (s *Service) logAfter(ctx context.Context, tenant, lock string, d any, now time.Time, ttlMS int64) {
+	if e, _ := d.(string); e != "" {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err := scripts.AttemptLog.Run(ctx, s.rdb, []string{s.keys.AttemptLog(tenant, lock)}, e, now.UnixMilli(),
+			s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(), ttlMS).Err()
+		if err != nil {
+			s.m.RedisErrors.WithLabelValues("abuse_attempt_log").Inc()
+		}
 	}
 }
 
@@ -199,6 +203,9 @@ type replayState struct {
 	flagged           bool
 	times, bans, last int64
 	banUntil          int64
+	// The rolling span: its attempt times and the time of its last flag.
+	rolling     []int64
+	rollingFlag int64
 }
 
 // step is the attempt script's decision on e under p: the same rules,
@@ -232,8 +239,17 @@ func (p Policy) step(st *replayState, e entry, retention int64, external bool) (
 	default:
 		st.n, st.start, st.exp, st.flagged = 1, e.at, e.at+e.ttl, false
 	}
+	count := st.n
+	if span := p.Rolling.Milliseconds(); span > 0 {
+		st.rolling = append(slices.DeleteFunc(st.rolling, func(t int64) bool { return t <= e.at-span }), e.at)
+		st.rolling = st.rolling[max(0, len(st.rolling)-p.MaxAttempts):]
+		count, already = int64(len(st.rolling)), st.rollingFlag > 0 && e.at-st.rollingFlag < span
+		if !allow && count >= int64(p.MaxAttempts) && !already {
+			st.rollingFlag = e.at
+		}
+	}
 	var ban int64
-	if !allow && st.n >= int64(p.MaxAttempts) && !already {
+	if !allow && count >= int64(p.MaxAttempts) && !already {
 		st.flagged = true
 		if st.times > 0 && e.at > st.last+retention {
 			st.times, st.bans = 0, 0 // the flag record expired
@@ -279,11 +295,38 @@ type backtestUser struct {
 	lastStart     int64
 }
 
-// Backtest implements leasegate.PolicyBacktester: it reads the lock's
-// log in pages (XRANGE COUNT logPage) from its oldest entry, so windows
-// and escalation counts that began before q.Since follow the live rules,
-// and counts the decisions inside [Since, Until]. It writes nothing.
+// Backtest implements leasegate.PolicyBacktester: validate the query,
+// scan the lock's log from its oldest entry (so windows and escalation
+// counts that began before q.Since follow the live rules), replay it
+// under both policies, and page the users that differ. It writes nothing.
 func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.BacktestQuery) (leasegate.Backtest, error) {
+	plan, err := s.planBacktest(ctx, tenant, q)
+	if err == nil {
+		err = s.scanLog(ctx, plan.key, plan.to, plan.step)
+	}
+	if err != nil {
+		return leasegate.Backtest{}, err
+	}
+	return plan.page(), nil
+}
+
+// backtestPlan is a checked backtest query, its defaults filled in, and
+// its replay.
+type backtestPlan struct {
+	q             leasegate.BacktestQuery
+	key, after    string // after: the cursor, lists go on after this user id
+	inForce, cand Policy
+	from, to      int64 // ms
+	flagRetention int64 // ms
+	only          map[string]bool
+	recorded      leasegate.BacktestRecorded
+	index         map[string]int32
+	users         []backtestUser // in one block: a backtest's time is mostly its look-ups
+}
+
+// planBacktest checks q: every refused field is named in one
+// leasegate.Invalid. It reads Redis's time and whether the log exists.
+func (s *Service) planBacktest(ctx context.Context, tenant string, q leasegate.BacktestQuery) (*backtestPlan, error) {
 	var fields []leasegate.FieldError
 	bad := func(f, m string) { fields = append(fields, leasegate.FieldError{Field: f, Message: m}) }
 	inForce, known := s.opts.Policies.Locks[q.Lock]
@@ -298,6 +341,9 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 	if q.Limit < 1 || q.Limit > leasegate.MaxBacktestPageSize {
 		bad("limit", fmt.Sprintf("must be from 1 to %d", leasegate.MaxBacktestPageSize))
 	}
+	if len(q.Users) > leasegate.MaxBacktestPageSize {
+		bad("users", fmt.Sprintf("must be an array of at most %d user ids", leasegate.MaxBacktestPageSize))
+	}
 	after, err := base64.RawURLEncoding.DecodeString(q.Cursor)
 	if err != nil {
 		bad("cursor", "must be a next_cursor from a previous answer")
@@ -306,12 +352,12 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 	var now time.Time
 	if leasegate.UserLockName.MatchString(q.Lock) {
 		if !s.logOn() {
-			bad("lock", "the attempt log is off (attempt_log_max_entries 0)")
+			bad("lock", "the attempt log is off: start the gateway with --attempt-log-max-entries above 0 (policy file: attempt_log_max_entries)")
 		}
 		pipe := s.rdb.Pipeline()
 		tc, ec := pipe.Time(ctx), pipe.Exists(ctx, key)
 		if _, err := pipe.Exec(ctx); err != nil {
-			return leasegate.Backtest{}, scriptreply.Unavailable(err)
+			return nil, scriptreply.Unavailable(err)
 		}
 		now = tc.Val()
 		if !known && ec.Val() == 0 && s.logOn() {
@@ -337,96 +383,107 @@ func (s *Service) Backtest(ctx context.Context, tenant string, q leasegate.Backt
 		bad("until", "is before since")
 	}
 	if len(fields) > 0 {
-		return leasegate.Backtest{}, leasegate.Invalid(fields...)
+		return nil, leasegate.Invalid(fields...)
 	}
 	only := map[string]bool{}
 	for _, u := range q.Users {
 		only[u] = true
 	}
-	from, to := q.Since.UnixMilli(), q.Until.UnixMilli()
-	retention := s.opts.Policies.FlagRetention.Milliseconds()
-	index, users := map[string]int32{}, []backtestUser{} // in one block: a backtest's time is mostly its look-ups
-	out := leasegate.Backtest{Lock: q.Lock, Since: leasegate.Stamp{Time: q.Since.UTC()}, Until: leasegate.Stamp{Time: q.Until.UTC()}}
-	err = s.scanLog(ctx, key, to, func(e entry) {
-		if len(only) > 0 && !only[e.user] {
-			return
-		}
-		i, ok := index[e.user]
-		if !ok {
-			i = int32(len(users))
-			index[e.user] = i
-			users = append(users, backtestUser{})
-		}
-		u := &users[i]
-		external := inForce.isExternal(&u.inForce, e)
-		oIn, _, bIn := inForce.step(&u.inForce, e, retention, external)
-		oCand, _, bCand := cand.step(&u.cand, e, retention, external)
-		if e.at < from || e.at > to {
-			return
-		}
-		u.attempts++
-		out.Recorded.Attempts++
-		if len(u.at) == leasegate.MaxBacktestAttempts {
-			u.at = append(u.at[:0], u.at[1:]...)
-		}
-		u.at = append(u.at, e.at)
-		if e.o == outcomeBanned {
-			out.Recorded.Refused++
-		} else if st := e.at - e.w; st != u.lastStart {
-			u.lastStart = st
-			out.Recorded.Windows++
-		}
-		if e.o == outcomeFlagged {
-			out.Recorded.FlaggedWindows++
-			if e.b > 0 {
-				out.Recorded.Bans++
-			}
-		}
-		u.tIn.add(oIn, bIn, e.at)
-		u.tCand.add(oCand, bCand, e.at)
-	})
-	if err != nil {
-		return leasegate.Backtest{}, err
+	return &backtestPlan{q: q, index: map[string]int32{}, key: key, after: string(after), inForce: inForce, cand: cand, from: q.Since.UnixMilli(),
+		to: q.Until.UnixMilli(), flagRetention: s.opts.Policies.FlagRetention.Milliseconds(), only: only}, nil
+}
+
+// step replays one entry under both policies and counts it when it is in
+// the range.
+func (p *backtestPlan) step(e entry) {
+	if len(p.only) > 0 && !p.only[e.user] {
+		return
 	}
-	out.InForce, out.Candidate = outcome(inForce), outcome(cand)
-	ids := make([]string, 0, len(users))
-	for id, i := range index {
-		if users[i].attempts > 0 {
+	i, ok := p.index[e.user]
+	if !ok {
+		i = int32(len(p.users))
+		p.index[e.user] = i
+		p.users = append(p.users, backtestUser{})
+	}
+	u := &p.users[i]
+	external := p.inForce.isExternal(&u.inForce, e)
+	oIn, _, bIn := p.inForce.step(&u.inForce, e, p.flagRetention, external)
+	oCand, _, bCand := p.cand.step(&u.cand, e, p.flagRetention, external)
+	if e.at < p.from || e.at > p.to {
+		return
+	}
+	u.attempts++
+	rec := &p.recorded
+	rec.Attempts++
+	if len(u.at) == leasegate.MaxBacktestAttempts {
+		u.at = append(u.at[:0], u.at[1:]...)
+	}
+	u.at = append(u.at, e.at)
+	if e.o == outcomeBanned {
+		rec.Refused++
+	} else if st := e.at - e.w; st != u.lastStart {
+		u.lastStart = st
+		rec.Windows++
+	}
+	if e.o == outcomeFlagged {
+		rec.FlaggedWindows++
+		if e.b > 0 {
+			rec.Bans++
+		}
+	}
+	u.tIn.add(oIn, bIn, e.at)
+	u.tCand.add(oCand, bCand, e.at)
+}
+
+// page is the answer: the totals, and one page of each list of users
+// that differ.
+func (p *backtestPlan) page() leasegate.Backtest {
+	out := leasegate.Backtest{Lock: p.q.Lock, Since: leasegate.Stamp{Time: p.q.Since.UTC()}, Until: leasegate.Stamp{Time: p.q.Until.UTC()},
+		Recorded: p.recorded, InForce: outcome(p.inForce), Candidate: outcome(p.cand)}
+	ids := make([]string, 0, len(p.users))
+	for id, i := range p.index {
+		if p.users[i].attempts > 0 {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	out.Recorded.Users = int64(len(ids))
-	lists := []*leasegate.BacktestList{&out.NewlyFlagged, &out.NoLongerFlagged, &out.NewlyBanned, &out.NoLongerBanned, &out.BanLengthChanged}
-	for _, l := range lists {
-		l.Users = []leasegate.BacktestUser{}
+	for _, c := range leasegate.BacktestChanges {
+		out.List(c).Users = []leasegate.BacktestUser{}
 	}
 	for _, id := range ids {
-		u := &users[index[id]]
+		u := &p.users[p.index[id]]
 		count(&out.InForce, u.tIn)
 		count(&out.Candidate, u.tCand)
-		in, c := u.tIn, u.tCand
-		for i, differs := range []bool{
-			in.windows == 0 && c.windows > 0, in.windows > 0 && c.windows == 0,
-			in.bans == 0 && c.bans > 0, in.bans > 0 && c.bans == 0,
-			in.bans > 0 && c.bans > 0 && in.banMS != c.banMS,
-		} {
-			if !differs {
+		for _, c := range leasegate.BacktestChanges {
+			if !changed(c, u.tIn, u.tCand) {
 				continue
 			}
-			l := lists[i]
+			l := out.List(c)
 			l.Count++
-			if id <= string(after) && len(after) > 0 {
+			if id <= p.after && p.after != "" {
 				continue
 			}
-			if len(l.Users) == q.Limit {
-				l.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(l.Users[q.Limit-1].UserID))
+			if len(l.Users) == p.q.Limit {
+				l.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(l.Users[p.q.Limit-1].UserID))
 				continue
 			}
 			l.Users = append(l.Users, u.report(id))
 		}
 	}
-	return out, nil
+	return out
+}
+
+// changed reports whether a user whose tallies are in (the policy in
+// force) and c (the candidate) belongs on list ch.
+func changed(ch leasegate.BacktestChange, in, c tally) bool {
+	return [...]bool{
+		leasegate.NewlyFlagged:     in.windows == 0 && c.windows > 0,
+		leasegate.NoLongerFlagged:  in.windows > 0 && c.windows == 0,
+		leasegate.NewlyBanned:      in.bans == 0 && c.bans > 0,
+		leasegate.NoLongerBanned:   in.bans > 0 && c.bans == 0,
+		leasegate.BanLengthChanged: in.bans > 0 && c.bans > 0 && in.banMS != c.banMS,
+	}[ch]
 }
 
 func (t *tally) add(o string, ban, at int64) {
@@ -446,7 +503,7 @@ func (t *tally) add(o string, ban, at int64) {
 func outcome(p Policy) leasegate.BacktestOutcome {
 	return leasegate.BacktestOutcome{MaxAttempts: p.MaxAttempts, BanAfterFlags: p.BanAfterFlags,
 		BanSeconds: int64(p.BanFor / time.Second), Factor: p.factor(), MaxBanSeconds: int64(p.maxBan() / time.Second),
-		Shadow: p.Shadow}
+		Shadow: p.Shadow, RollingWindowSeconds: int64(p.Rolling / time.Second)}
 }
 
 // count adds one user's tally to o.
@@ -482,7 +539,11 @@ func candidate(inForce Policy, raw json.RawMessage) (Policy, []leasegate.FieldEr
 	dec.DisallowUnknownFields()
 	var j policyJSON
 	if err := dec.Decode(&j); err != nil {
-		return Policy{}, []leasegate.FieldError{{Field: "policy", Message: "must be a policy-file lock entry: " + err.Error()}}
+		field, te := "policy", (*json.UnmarshalTypeError)(nil)
+		if errors.As(err, &te) && te.Field != "" {
+			field += "." + te.Field
+		}
+		return Policy{}, []leasegate.FieldError{{Field: field, Message: "must be a policy-file lock entry: " + err.Error()}}
 	}
 	p := j.apply(inForce)
 	probs := p.problems()

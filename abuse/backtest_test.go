@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,17 +131,19 @@ func TestAttemptLogOnRedisCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	pol := backtestPolicies(time.Hour)
+	// Windows and bans long enough to fill and to refuse on a busy machine.
+	pol.Locks["login"] = Policy{MaxAttempts: 3, BanAfterFlags: 2, BanFor: time.Second}
 	svc := New(cl.Client(t), Options{Prefix: "lgtest:", Policies: pol})
 	ctx := context.Background()
 	n := 0
 	for i := range 120 {
 		user := []string{"u1", "u2", "u3", "vip"}[i%7%4]
-		if _, err := svc.Attempt(ctx, "acme", "login", user, 30*time.Millisecond, leasegate.RequestMeta{}); err != nil && !errors.Is(err, leasegate.ErrBanned) {
+		if _, err := svc.Attempt(ctx, "acme", "login", user, 100*time.Millisecond, leasegate.RequestMeta{}); err != nil && !errors.Is(err, leasegate.ErrBanned) {
 			t.Fatal(err)
 		}
 		n++
-		if i%5 == 0 {
-			time.Sleep(3 * time.Millisecond) // let windows and bans run out; not synchronisation
+		if i%10 == 0 {
+			time.Sleep(30 * time.Millisecond) // let windows run out; not synchronisation
 		}
 	}
 	seen := map[string]int{}
@@ -263,6 +266,9 @@ func TestBacktestRefusesBadInputNamingTheField(t *testing.T) {
 		"ban_seconds without a count": {leasegate.BacktestQuery{Lock: "login", Policy: json.RawMessage(`{"ban_seconds": 60}`)}, "policy.ban_after_flags"},
 		"an unknown policy field":     {leasegate.BacktestQuery{Lock: "login", Policy: json.RawMessage(`{"allowlist": []}`)}, "policy"},
 		"a limit over the maximum":    {leasegate.BacktestQuery{Lock: "login", Limit: 1001}, "limit"},
+		"a rolling span of 0":         {leasegate.BacktestQuery{Lock: "login", Policy: json.RawMessage(`{"rolling_window_seconds": 0}`)}, "policy.rolling_window_seconds"},
+		"a rolling span over a day":   {leasegate.BacktestQuery{Lock: "login", Policy: json.RawMessage(`{"rolling_window_seconds": 86401}`)}, "policy.rolling_window_seconds"},
+		"a rolling span as a string":  {leasegate.BacktestQuery{Lock: "login", Policy: json.RawMessage(`{"rolling_window_seconds": "60"}`)}, "policy.rolling_window_seconds"},
 		"a cursor not handed out":     {leasegate.BacktestQuery{Lock: "login", Cursor: "!"}, "cursor"},
 	} {
 		t.Run("refuses "+name, func(t *testing.T) {
@@ -272,6 +278,21 @@ func TestBacktestRefusesBadInputNamingTheField(t *testing.T) {
 				t.Errorf("got %v, want a validation error naming %s", err, c.field)
 			}
 		})
+	}
+}
+
+// With the log off, the refusal names the flag that turns it on and the
+// policy key.
+func TestBacktestWithTheLogOffNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	pol := policies(3)
+	pol.AttemptLogMaxEntries = 0
+	svc, _ := newService(t, miniBackend(t), pol)
+	_, err := svc.Backtest(context.Background(), "acme", leasegate.BacktestQuery{Lock: "login"})
+	var le *leasegate.Error
+	if !errors.As(err, &le) || len(le.Fields) != 1 || le.Fields[0].Field != "lock" ||
+		!strings.Contains(le.Fields[0].Message, "--attempt-log-max-entries") || !strings.Contains(le.Fields[0].Message, "attempt_log_max_entries") {
+		t.Errorf("got %v, want a refusal on lock naming --attempt-log-max-entries and attempt_log_max_entries", err)
 	}
 }
 
@@ -309,4 +330,32 @@ func TestParseEntryReadsTheOneFieldAndRefusesAnythingElse(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrBadReply", name, err)
 		}
 	}
+}
+
+// Issue 45: a user who bursts across a fixed window's edge is never
+// flagged; a backtest with a rolling candidate names that user as newly
+// flagged, and no one who stayed under the threshold.
+func TestBacktestOfARollingCandidateFindsBurstsAcrossWindowEdges(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
+		svc, _ := newService(t, b, policies(5))
+		attempt := func(user string, n int) {
+			for range n {
+				if _, err := svc.Attempt(context.Background(), "acme", "checkin", user, 500*time.Millisecond, leasegate.RequestMeta{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		attempt("burst", 4)
+		attempt("calm", 4)
+		b.Advance(t, 510*time.Millisecond)
+		attempt("burst", 4)
+		bt := backtest(t, svc, leasegate.BacktestQuery{Lock: "checkin", Policy: json.RawMessage(`{"rolling_window_seconds": 60}`)})
+		if bt.InForce.FlaggedUsers != 0 || bt.Recorded.FlaggedWindows != 0 {
+			t.Errorf("got in force %+v, recorded %+v; want no flag under fixed windows", bt.InForce, bt.Recorded)
+		}
+		if got := userIDs(bt.NewlyFlagged); !slices.Equal(got, []string{"burst"}) {
+			t.Errorf("got newly flagged %v, want [burst]", got)
+		}
+	})
 }

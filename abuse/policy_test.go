@@ -60,12 +60,28 @@ func TestParsePolicies(t *testing.T) {
 		"a lock name with a slash":         `{"locks": {"a/b": {}}}`,
 		"a fraction":                       `{"default": {"max_attempts": 2.5}}`,
 		"two objects":                      `{} {}`,
+		"a rolling span of 0":              `{"default": {"rolling_window_seconds": 0}}`,
+		"a rolling span over a day":        `{"locks": {"x": {"rolling_window_seconds": 86401}}}`,
+		"a huge rolling span":              `{"default": {"rolling_window_seconds": 9223372036}}`,
+		"a rolling span as a string":       `{"default": {"rolling_window_seconds": "60"}}`,
 	}
 	for name, src := range bad {
 		t.Run("rejects "+name, func(t *testing.T) {
-			if _, err := ParsePolicies(strings.NewReader(src), base); err == nil {
+			_, err := ParsePolicies(strings.NewReader(src), base)
+			if err == nil {
 				t.Errorf("got nil error for %s, want one", src)
+			} else if strings.Contains(name, "rolling") && !strings.Contains(err.Error(), "rolling_window_seconds") {
+				t.Errorf("got %v, want it to name rolling_window_seconds", err)
 			}
 		})
 	}
+	t.Run("a rolling span per lock and in the default", func(t *testing.T) {
+		p, err := ParsePolicies(strings.NewReader(`{"default": {"rolling_window_seconds": 60}, "locks": {"a": {}, "b": {"rolling_window_seconds": 86400}}}`), base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.For("a").Rolling != time.Minute || p.For("b").Rolling != 24*time.Hour || p.For("c").Rolling != time.Minute {
+			t.Errorf("got %v, %v, %v; want 1m inherited, 24h, 1m", p.For("a").Rolling, p.For("b").Rolling, p.For("c").Rolling)
+		}
+	})
 }

@@ -375,7 +375,9 @@ func TestBacktestRoute(t *testing.T) {
 		env.Do(t, "POST", "/abuse/backtest", `{"lock": "login"}`, "X-Test-Role", "client").Want(t, 403)
 	})
 	t.Run("with the log off it is a 422 on lock", func(t *testing.T) {
-		off := newAbuseEnv(t, abuse.DefaultPolicies())
+		pol := abuse.DefaultPolicies()
+		pol.AttemptLogMaxEntries = 0
+		off := newAbuseEnv(t, pol)
 		off.Do(t, "POST", "/abuse/backtest", `{"lock": "login"}`).Want(t, 422).Fields(t, "lock")
 	})
 }

@@ -62,3 +62,25 @@ func TestUserLockAnswersCarryRateLimitHeaders(t *testing.T) {
 		a.HeaderIs(t, "RateLimit", "")
 	})
 }
+
+// With rolling_window_seconds the fields describe the span: w the span,
+// r the attempts left in it before the flag, t until its oldest counted
+// attempt leaves it (contract v1.4, "Rolling windows").
+func TestRollingSpanRateLimitHeaders(t *testing.T) {
+	t.Parallel()
+	pol := abuse.DefaultPolicies()
+	pol.Locks["checkin"] = abuse.Policy{MaxAttempts: 3, Rolling: 120 * time.Second}
+	b := redistest.OnMini(t)
+	env := apptest.NewApp(t, b, apptest.Options{UserLocks: true, Policies: pol, HeaderAuth: true})
+	a := env.Do(t, "POST", "/user-locks/checkin/alice", `{"ttl_seconds": 10}`).Want(t, 200)
+	a.HeaderIs(t, "RateLimit-Policy", `"checkin";q=3;w=120`)
+	a.HeaderIs(t, "RateLimit", `"checkin";r=2;t=120`)
+	b.Advance(t, 30*time.Second) // a new fixed window; the span still holds the first attempt
+	a = env.Do(t, "POST", "/user-locks/checkin/alice", `{"ttl_seconds": 10}`).Want(t, 200)
+	a.HeaderIs(t, "RateLimit", `"checkin";r=1;t=90`)
+	a = env.Do(t, "POST", "/user-locks/checkin/alice", `{"ttl_seconds": 10}`).Want(t, 200)
+	a.HeaderIs(t, "RateLimit", `"checkin";r=0;t=90`)
+	if a.Object["flagged"] != true {
+		t.Errorf("got flagged %v at the third attempt within the span, want true", a.Object["flagged"])
+	}
+}

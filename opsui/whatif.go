@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -24,7 +25,7 @@ var whatIfPage = template.Must(template.Must(opsPage.Clone()).ParseFS(opsFiles, 
 
 // whatIfFields are the form's candidate fields, as the policy file names
 // them; "" leaves a field as the policy in force has it.
-var whatIfFields = []string{"max_attempts", "ban_after_flags", "ban_seconds", "factor", "max_ban_seconds", "shadow"}
+var whatIfFields = []string{"max_attempts", "ban_after_flags", "ban_seconds", "factor", "max_ban_seconds", "rolling_window_seconds", "shadow"}
 
 type whatIfView struct {
 	opsView
@@ -95,8 +96,10 @@ func (a *UI) whatIf(c echo.Context) error {
 			return err
 		default:
 			v.Result = &bt
-			v.Lists = []whatIfList{{"Newly flagged", bt.NewlyFlagged}, {"No longer flagged", bt.NoLongerFlagged},
-				{"Newly banned", bt.NewlyBanned}, {"No longer banned", bt.NoLongerBanned}, {"Ban length changed", bt.BanLengthChanged}}
+			for _, ch := range leasegate.BacktestChanges {
+				t := ch.String()
+				v.Lists = append(v.Lists, whatIfList{strings.ToUpper(t[:1]) + t[1:], *bt.List(ch)})
+			}
 		}
 	}
 	if len(v.Problems) > 0 {

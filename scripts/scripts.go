@@ -23,6 +23,12 @@ var lua embed.FS
 //go:embed prelude/line.lua
 var line string
 
+// attemptLog is the attempt log's writer (prelude/attempt_log.lua), put
+// in front of the scripts that log attempts.
+//
+//go:embed prelude/attempt_log.lua
+var attemptLog string
+
 // byName is every script registered by load.
 var byName = map[string]*redis.Script{}
 
@@ -70,8 +76,10 @@ var (
 
 // Scripts for user locks and abuse control (package abuse).
 var (
-	UserAttempt = load("user_attempt")
-	Ban         = load("ban")
+	UserAttempt = loadAfter(attemptLog, "user_attempt")
+	// AttemptLog writes an attempt's log entry in a second step (Cluster).
+	AttemptLog = loadAfter(attemptLog, "attempt_log")
+	Ban        = load("ban")
 	// Unindex removes flag index entries that still have a given score.
 	Unindex = load("unindex")
 )

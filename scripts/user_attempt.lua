@@ -12,7 +12,7 @@
 --                   evidence = the flagged window's "at", offsets from window_start)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
 -- KEYS[5] webhook outbox (stream), optional (KEYS[5] is the attempt log
---         when ARGV[17] is 5): when given, the flag and a
+--         or the rolling span when ARGV[17] or ARGV[20] is 5): when given, the flag and a
 --         policy ban are written to it as events in this same script, so
 --         an event exists if and only if what it reports happened. Not
 --         given on Redis Cluster (another slot; the caller adds the events
@@ -33,25 +33,28 @@
 -- ARGV[13] event id of the flag event, ARGV[14] of the ban event (with KEYS[5])
 -- ARGV[15] tenant (for the events)
 -- ARGV[16] outbox length bound (XADD MAXLEN ~)
--- ARGV[17] the attempt log's index in KEYS (absent or "0": no log in
---          this script: off, or on Redis Cluster, where it has a slot of
---          its own and the caller writes the entry in a second step;
---          ARGV[17..20] are then all absent)
--- ARGV[18] the attempt log's length bound (XADD MAXLEN ~), ARGV[19] its
---          retention in milliseconds (XTRIM MINID ~, PEXPIRE)
--- ARGV[20] this attempt's outcome when counted: "allowlisted", "shadow"
---          or "" (held, repeated or flagged, decided here)
+-- ARGV[17] the attempt log: absent or "0" none (off), "r" return the
+--          entry for the caller to write in a second step (Redis Cluster,
+--          where the log has a slot of its own: attempt_log.lua), or the
+--          log's index in KEYS: write it here
+-- ARGV[18] the attempt log's length bound, ARGV[19] its retention in ms
+-- ARGV[20] the rolling span's index in KEYS ("0": fixed windows), ARGV[21]
+--          the span in ms (rolling_window_seconds). Its key is a string,
+--          "f;t1,t2,...": the time of the last flag it fired (0: none) and
+--          the last max_attempts attempt times within the span (Redis ms),
+--          expiring a span after the user's last attempt. With it the
+--          threshold applies to the attempts within the span, this one
+--          included, not to n; the window (n, held, repeated) is the same.
+--          A flag fires when they reach max_attempts and the last flag is
+--          a span old or more, so each flag counts attempts no earlier
+--          flag counted (docs/abuse.md, "Rolling windows").
 --
--- The attempt log (docs/abuse.md, "Backtesting a policy") gets one entry
--- per attempt, its id the Redis time, and one field, d "n w t o b user"
--- (one field: the fewest allocations when a million are read back): n its
--- number in the window (0: refused), w its offset from the window's start,
--- t the ttl, o the outcome (held, repeated, flagged, banned = refused,
--- allowlisted, shadow), b the end of the ban this attempt placed, or of
--- the one that refused it (0: none), then the user id (last: it may hold
--- spaces). abuse.logAfter writes the same on Cluster.
+-- The attempt log (prelude/attempt_log.lua) gets one entry per attempt;
+-- its outcome is decided here: banned (refused), flagged, allowlisted
+-- (ARGV[4] "0"), shadow (ARGV[3] "0"), held (n = 1) or repeated.
 --
--- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number}
+-- Reply: {1, n, start_ms, exp_ms, now_ms, flagged_now, times_flagged, ban_until_ms, ban_number, entry,
+--           count, reset_ms}
 --          counted: n is this attempt's number in the window (1 = the lock
 --          was acquired); flagged_now is 1 for exactly one attempt per
 --          window: the first whose n is at or above max_attempts (>=, not
@@ -61,8 +64,12 @@
 --          (0 when not flagged now); ban_until_ms is the policy ban placed
 --          by this attempt (0 = none) and ban_number its n (the flag
 --          record's bans, 0 = none).
---        {-1, ban_until_ms, now_ms}
+--          count is what the threshold applies to (n, or the attempts
+--          within the rolling span) and reset_ms when the oldest of them
+--          leaves the window (exp_ms) or the span.
+--        {-1, ban_until_ms, now_ms, entry}
 --          the user is banned; nothing was counted.
+--        entry is the attempt log entry's d when ARGV[17] is "r", else "".
 -- Numbers are returned as decimal strings so no precision is lost.
 --
 -- No path leaves the counter without an expiry: it is created with its
@@ -81,9 +88,11 @@ local retention = tonumber(ARGV[7])
 local factor = tonumber(ARGV[10]) or 1
 local max_ban = tonumber(ARGV[11]) or ban_ms
 local max_evidence = tonumber(ARGV[12]) or 50
-local logk = tonumber(ARGV[17] or '0') or 0
+local logk = ARGV[17] or '0'
+local roll_k = tonumber(ARGV[20] or '0') or 0
+local roll_ms = tonumber(ARGV[21] or '0') or 0
 local outbox = KEYS[5]
-if logk == 5 then outbox = nil end
+if logk == '5' or roll_k == 5 then outbox = nil end
 local function event(...)
   if outbox then
     redis.call('XADD', outbox, 'MAXLEN', '~', ARGV[16], '*', ...)
@@ -102,33 +111,20 @@ local function push(list, off)
   return list
 end
 local function s(x) return string.format('%.0f', x) end
+-- record logs this attempt (or returns its entry): n, w, o, b as in
+-- prelude/attempt_log.lua.
 local function record(n, w, o, b)
-  if logk == 0 then return end
-  local key = KEYS[logk]
-  -- One XADD per attempt, trimming by length (MAXLEN ~) in even
-  -- milliseconds and by age (MINID ~) in odd ones: both bounds hold, for
-  -- the price of one command (docs/abuse.md has the figures).
-  local by, bound = 'MAXLEN', ARGV[18]
-  if now % 2 == 1 then by, bound = 'MINID', s(now - tonumber(ARGV[19])) end
-  -- The id is the attempt's time; a stream whose last id is ahead (a
-  -- clock that went back) gets the next id and the time in a field.
+  if logk == '0' then return '' end
   local d = n .. ' ' .. w .. ' ' .. ARGV[1] .. ' ' .. o .. ' ' .. b .. ' ' .. ARGV[8]
-  local ok = redis.pcall('XADD', key, by, '~', bound, s(now) .. '-*', 'd', d)
-  if type(ok) == 'table' and ok['err'] then
-    redis.call('XADD', key, by, '~', bound, '*', 'd', d, 'ms', s(now))
-  end
-  -- The stream outlives its last window start by the retention (and its
-  -- window), so a lock nobody tries any more goes.
-  if n == 1 or n == 0 then
-    redis.call('PEXPIRE', key, tonumber(ARGV[19]) + tonumber(ARGV[1]))
-  end
+  if logk == 'r' then return d end
+  log_attempt(KEYS[tonumber(logk)], now, n, d, ARGV[18], tonumber(ARGV[19]), ttl)
+  return ''
 end
 
 if enforce then
   local ban_end = tonumber(redis.call('HGET', KEYS[2], 'until') or '0') or 0
   if ban_end > now then
-    record(0, 0, 'banned', s(ban_end))
-    return {-1, s(ban_end), s(now)}
+    return {-1, s(ban_end), s(now), record(0, 0, 'banned', s(ban_end))}
   end
 end
 
@@ -191,28 +187,53 @@ if ty == 'none' then
   redis.call('PEXPIREAT', KEYS[1], exp)
 end
 
+-- c is what the threshold applies to, over [w_start, w_end).
+local c, w_start, w_end, evidence = n, start, exp, nil
+if roll_k > 0 then
+  local cur = redis.call('GET', KEYS[roll_k]) or ''
+  local f, list = string.match(cur, '^(%d*);(.*)$')
+  f = tonumber(f or '') or 0
+  local kept = {}
+  for x in string.gmatch(list or '', '%d+') do
+    if tonumber(x) > now - roll_ms then kept[#kept + 1] = x end
+  end
+  kept[#kept + 1] = s(now)
+  while #kept > max_attempts do table.remove(kept, 1) end
+  c = #kept
+  w_start = tonumber(kept[1])
+  w_end = w_start + roll_ms
+  already = f > 0 and now - f < roll_ms
+  if may_flag and c >= max_attempts and not already then f = now end
+  redis.call('SET', KEYS[roll_k], s(f) .. ';' .. table.concat(kept, ','), 'PX', roll_ms)
+  evidence = function()
+    local offs = {}
+    for i = math.max(1, #kept - max_evidence + 1), #kept do offs[#offs + 1] = s(tonumber(kept[i]) - w_start) end
+    return table.concat(offs, ',')
+  end
+end
+
 local flagged_now = 0
 local times = 0
 local ban_until = 0
 local ban_number = 0
-if may_flag and n >= max_attempts then
+if may_flag and c >= max_attempts then
   if not already then
     flagged_now = 1
-    redis.call('HSET', KEYS[1], 'flagged', '1')
+    if roll_k == 0 then redis.call('HSET', KEYS[1], 'flagged', '1') end
     times = redis.call('HINCRBY', KEYS[3], 'times', 1)
     if times == 1 then
       redis.call('HSET', KEYS[3], 'user', ARGV[8], 'lock', ARGV[9], 'first', s(now))
     end
     local peak = tonumber(redis.call('HGET', KEYS[3], 'peak') or '0') or 0
-    if n > peak then peak = n end
+    if c > peak then peak = c end
     redis.call('HSET', KEYS[3], 'last', s(now), 'peak', s(peak),
-      'window_start', s(start), 'window_end', s(exp),
-      'evidence', redis.call('HGET', KEYS[1], 'at') or '')
+      'window_start', s(w_start), 'window_end', s(w_end),
+      'evidence', evidence and evidence() or redis.call('HGET', KEYS[1], 'at') or '')
     redis.call('PEXPIRE', KEYS[3], retention)
     redis.call('SADD', KEYS[4], ARGV[9])
     redis.call('PEXPIRE', KEYS[4], retention)
     event('id', ARGV[13], 'type', 'flag', 'tenant', ARGV[15], 'user_id', ARGV[8], 'lock', ARGV[9],
-      'at', s(now), 'attempts', s(n), 'times_flagged', s(times))
+      'at', s(now), 'attempts', s(c), 'times_flagged', s(times))
     if enforce and ban_after > 0 and ban_ms > 0 and times >= ban_after then
       -- Escalation: the n-th automatic ban lasts ban_ms * factor^(n-1),
       -- capped (the same loop as abuse.Policy.BanLength).
@@ -244,18 +265,22 @@ if may_flag and n >= max_attempts then
     -- Later attempts in a flagged window raise the peak, but never bring
     -- back a record an operator has cleared.
     local peak = tonumber(redis.call('HGET', KEYS[3], 'peak') or '0') or 0
-    if n > peak then redis.call('HSET', KEYS[3], 'peak', s(n)) end
-    if redis.call('HGET', KEYS[3], 'window_start') == s(start) then
+    if c > peak then redis.call('HSET', KEYS[3], 'peak', s(c)) end
+    if roll_k == 0 and redis.call('HGET', KEYS[3], 'window_start') == s(start) then
       -- The evidence follows the flagged window to its end.
       redis.call('HSET', KEYS[3], 'evidence', redis.call('HGET', KEYS[1], 'at') or '')
     end
   end
 end
-local outcome = ARGV[20] or ''
+local outcome = 'repeated'
 if flagged_now == 1 then
   outcome = 'flagged'
-elseif outcome == '' then
-  outcome = (n == 1) and 'held' or 'repeated'
+elseif not may_flag then
+  outcome = 'allowlisted'
+elseif not enforce then
+  outcome = 'shadow'
+elseif n == 1 then
+  outcome = 'held'
 end
-record(n, now - start, outcome, s(ban_until))
-return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until), ban_number}
+return {1, n, s(start), s(exp), s(now), flagged_now, times, s(ban_until), ban_number,
+  record(n, now - start, outcome, s(ban_until)), c, s(w_end)}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -299,6 +300,33 @@ func TestAbuseWebhooksListsDeadLetters(t *testing.T) {
 	}
 	if r := runCLI(t, nil, "abuse", "webhooks", "extra", "--url", url); r.code != 2 {
 		t.Errorf("with an argument: got exit %d, want 2", r.code)
+	}
+}
+
+// A gateway started with the default flags records attempts, so a
+// backtest works at once.
+func TestAbuseBacktestWorksOnAFreshGatewayWithDefaultFlags(t *testing.T) {
+	t.Parallel()
+	cfg := server.DefaultConfig()
+	var level string
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	a := serveFlags(fs, &cfg, &level)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.apply(&cfg, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	url := gatewaytest.URL(gatewaytest.Start(t, cfg, nil))
+	c := client.New(url)
+	for range 6 {
+		if _, err := c.UserLock(context.Background(), "checkin", "eve", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, map[string]string{"LEASEGATE_URL": url}, "abuse", "backtest", "--lock", "checkin", "--max-attempts", "7")
+	if r.code != 0 || !strings.Contains(r.stdout, "no longer flagged: 1") {
+		t.Errorf("got exit %d, stdout\n%s\nstderr %s; want eve no longer flagged", r.code, r.stdout, r.stderr)
 	}
 }
 

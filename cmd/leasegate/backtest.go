@@ -23,6 +23,7 @@ type backtestFlags struct {
 	banAfter           int
 	banSeconds         int
 	maxBanSeconds      int
+	rolling            int
 	factor             float64
 	shadow             bool
 }
@@ -45,6 +46,7 @@ func (b *backtestFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&b.banSeconds, "ban-seconds", 0, "candidate ban_seconds")
 	fs.IntVar(&b.maxBanSeconds, "max-ban-seconds", 0, "candidate max_ban_seconds")
 	fs.Float64Var(&b.factor, "factor", 0, "candidate factor")
+	fs.IntVar(&b.rolling, "rolling-window-seconds", 0, "candidate rolling_window_seconds (1..86400)")
 	fs.BoolVar(&b.shadow, "shadow", false, "candidate shadow")
 }
 
@@ -56,7 +58,7 @@ func (b *backtestFlags) query(fs *flag.FlagSet) (leasegate.BacktestQuery, error)
 	q := leasegate.BacktestQuery{Lock: b.lock, Users: b.users, Limit: b.limit, Cursor: b.cursor}
 	pol := map[string]any{}
 	fields := map[string]any{"max-attempts": b.maxAttempts, "ban-after-flags": b.banAfter, "ban-seconds": b.banSeconds,
-		"max-ban-seconds": b.maxBanSeconds, "factor": b.factor, "shadow": b.shadow}
+		"max-ban-seconds": b.maxBanSeconds, "factor": b.factor, "shadow": b.shadow, "rolling-window-seconds": b.rolling}
 	fs.Visit(func(f *flag.Flag) {
 		if v, ok := fields[f.Name]; ok {
 			pol[strings.ReplaceAll(f.Name, "-", "_")] = v
@@ -104,18 +106,15 @@ func (p *printer) backtest(bt leasegate.Backtest) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, l := range []struct {
-		name string
-		l    leasegate.BacktestList
-	}{{"newly flagged", bt.NewlyFlagged}, {"no longer flagged", bt.NoLongerFlagged}, {"newly banned", bt.NewlyBanned},
-		{"no longer banned", bt.NoLongerBanned}, {"ban length changed", bt.BanLengthChanged}} {
-		fmt.Fprintf(p.w, "\n%s: %d\n", l.name, l.l.Count)
-		if len(l.l.Users) == 0 {
+	for _, c := range leasegate.BacktestChanges {
+		l := bt.List(c)
+		fmt.Fprintf(p.w, "\n%s: %d\n", c, l.Count)
+		if len(l.Users) == 0 {
 			continue
 		}
 		tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tATTEMPTS\tFLAGGED WINDOWS\tBANS\tBANNED SECONDS\tFIRST ATTEMPT\tLAST ATTEMPT")
-		for _, u := range l.l.Users {
+		for _, u := range l.Users {
 			first, last := "", ""
 			if n := len(u.AttemptsAt); n > 0 {
 				first, last = stamp(u.AttemptsAt[0].Time), stamp(u.AttemptsAt[n-1].Time)
@@ -127,8 +126,8 @@ func (p *printer) backtest(bt leasegate.Backtest) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if l.l.NextCursor != "" {
-			fmt.Fprintf(p.w, "more: --cursor %s\n", l.l.NextCursor)
+		if l.NextCursor != "" {
+			fmt.Fprintf(p.w, "more: --cursor %s\n", l.NextCursor)
 		}
 	}
 	return nil
@@ -138,6 +137,9 @@ func policyText(o leasegate.BacktestOutcome) string {
 	s := fmt.Sprintf("max %d", o.MaxAttempts)
 	if o.BanAfterFlags > 0 {
 		s += fmt.Sprintf(", ban after %d for %ds x%g", o.BanAfterFlags, o.BanSeconds, o.Factor)
+	}
+	if o.RollingWindowSeconds > 0 {
+		s += fmt.Sprintf(", rolling %ds", o.RollingWindowSeconds)
 	}
 	if o.Shadow {
 		s += ", shadow"
