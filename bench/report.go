@@ -27,22 +27,15 @@ type Report struct {
 	Gateway Phase   `json:"gateway"`
 	Ratio   float64 `json:"ratio"`
 	Rounds  []Round `json:"rounds"`
-	// Phases are the medians of the rounds' Phases (-handoff,
-	// -primitives), matched by name.
+	// Phases are the medians of the rounds' Phases (the more phases of
+	// the maintainers' tooling, tools/bench), matched by name.
 	Phases []Phase `json:"phases,omitempty"`
-	// Waiters is the -waiters measurement, which runs instead of rounds.
-	Waiters *WaitersReport `json:"waiters,omitempty"`
-	// Capacity is the -capacity measurement, which runs instead of
-	// rounds; its JSON is the capacity model's input (capacitymodel.go).
-	Capacity *CapacityReport `json:"capacity,omitempty"`
 
 	// Scripts: the Redis commands (as INFO commandstats counts them,
 	// commands inside a script included) of each half of one cycle, done
 	// alone: "floor acquire", "gateway release", ...
 	Scripts map[string]map[string]int64 `json:"scripts"`
-	// Etcd is the etcd side (-etcd), nil when it did not run.
-	Etcd  *EtcdResult `json:"etcd,omitempty"`
-	Notes []string    `json:"notes,omitempty"`
+	Notes   []string                    `json:"notes,omitempty"`
 }
 
 // Round is one floor phase and the gateway phase right after it.
@@ -105,15 +98,14 @@ func (r *Report) summarize() {
 	}
 	r.Floor = pick(func(rd Round) Phase { return rd.Floor })
 	r.Gateway = pick(func(rd Round) Phase { return rd.Gateway })
-	r.Ratio = medianBy(r.Rounds, func(rd Round) float64 { return rd.Ratio })
-	r.Etcd.summarize()
+	r.Ratio = MedianBy(r.Rounds, func(rd Round) float64 { return rd.Ratio })
 	r.Phases = medianPhases(r.Rounds)
 }
 
 // medianPhase: every number is the median of that number over ps; errors
 // and cycles are summed, the calls are the last round's (they do not vary).
 func medianPhase(ps []Phase) Phase {
-	m := func(f func(Phase) float64) float64 { return medianBy(ps, f) }
+	m := func(f func(Phase) float64) float64 { return MedianBy(ps, f) }
 	last := ps[len(ps)-1]
 	out := Phase{
 		Name:           last.Name,
@@ -145,14 +137,6 @@ func medianPhase(ps []Phase) Phase {
 
 // Print writes the report as text tables.
 func (r *Report) Print(w io.Writer) {
-	if r.Waiters != nil {
-		r.printWaiters(w)
-		return
-	}
-	if r.Capacity != nil {
-		r.Capacity.Print(w)
-		return
-	}
 	fmt.Fprintf(w, "leasegate bench: %d clients, %v per phase, %d round(s), median shown\n", r.Concurrency, r.Duration, len(r.Rounds))
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %d CPUs, redis-server %s\n\n", r.GoVersion, r.GOMAXPROCS, r.NumCPU, r.RedisVersion)
 	tw := newTable(w)
@@ -178,7 +162,6 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
 	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
-	printPhases(w, r)
 
 	if len(r.Rounds) > 1 {
 		fmt.Fprintln(w, "\nrounds (cycles/s floor / gateway = ratio):")
@@ -204,7 +187,6 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s: first error: %s\n", p.Name, p.FirstError)
 		}
 	}
-	r.Etcd.print(w)
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -236,4 +218,25 @@ func formatCalls(calls map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s=%.2f", k, calls[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// medianPhases is the median of the rounds' optional phases, by name, in
+// the order of the first round.
+func medianPhases(rounds []Round) []Phase {
+	if len(rounds) == 0 {
+		return nil
+	}
+	var out []Phase
+	for _, first := range rounds[0].Phases {
+		var ps []Phase
+		for _, rd := range rounds {
+			for _, p := range rd.Phases {
+				if p.Name == first.Name {
+					ps = append(ps, p)
+				}
+			}
+		}
+		out = append(out, medianPhase(ps))
+	}
+	return out
 }

@@ -1,54 +1,46 @@
 package gatewaytest
 
 import (
-	"fmt"
+	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/leasegate/leasegate/internal/launch"
 )
 
 // The gateway binary, built once per test process.
 var binary struct {
 	once sync.Once
 	dir  string
+	path string
 	err  error
 }
 
-// Binary builds cmd/leasegate once per test process and returns its path,
-// for tests that run the gateway as a process (rolling restarts, the PHP
-// fixture). It builds with the race detector when the test binary has it,
-// so that under the README's test command the build reuses the packages
-// that command compiled and only links. RemoveBinary, from TestMain,
-// deletes it. Without go on PATH the test is skipped (failed under
-// CI=true).
+// Binary builds cmd/leasegate once per test process (launch.BuildGateway)
+// and returns its path, for tests that run the gateway as a process
+// (rolling restarts, the PHP fixture). It builds with the race detector
+// when the test binary has it, so that under the README's test command
+// the build reuses the packages that command compiled and only links.
+// RemoveBinary, from TestMain, deletes it. Without go on PATH the test is
+// skipped (failed under CI=true).
 func Binary(t testing.TB) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go not found on PATH (CI=true: this is a failure): %v", err)
-		}
-		t.Skipf("go not on PATH: %v", err)
-	}
 	binary.once.Do(func() {
-		if binary.dir, binary.err = os.MkdirTemp("", "leasegate-bin-"); binary.err != nil {
-			return
-		}
-		args := []string{"build", "-o", filepath.Join(binary.dir, "leasegate")}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command(goBin, append(args, "github.com/leasegate/leasegate/cmd/leasegate")...).CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build ./cmd/leasegate: %v\n%s", err, out)
+		if binary.dir, binary.err = os.MkdirTemp("", "leasegate-bin-"); binary.err == nil {
+			binary.path, binary.err = launch.BuildGateway(binary.dir, raceEnabled)
 		}
 	})
 	if binary.err != nil {
+		if errors.Is(binary.err, launch.ErrNoGo) {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%v (CI=true: this is a failure)", binary.err)
+			}
+			t.Skip(binary.err)
+		}
 		t.Fatalf("build the gateway: %v", binary.err)
 	}
-	return filepath.Join(binary.dir, "leasegate")
+	return binary.path
 }
 
 // RemoveBinary deletes what Binary built; call it from TestMain.
