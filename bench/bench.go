@@ -10,13 +10,15 @@
 //
 // A cycle is "take a lock on a free resource, then release it". The floor
 // does it directly with go-redis (SET key owner NX PX ttl, then EVALSHA of
-// a compare-and-delete script); the gateway phase does it as two HTTP
-// requests (POST /locks/{r}, DELETE /locks/{r}) to a gateway built by
-// server.New in this process, listening on 127.0.0.1:0 and driven over
-// real loopback TCP with a keep-alive client. Each round runs the floor,
-// then the gateway, for the same duration; the report gives the median of
-// the rounds and the gateway/floor ratio of each round's own pair, so a
-// noisy machine slows both sides of a ratio alike.
+// a compare-and-delete script); the bare HTTP gateway (bare.go) does the
+// same two steps behind POST and DELETE /locks/{r} and nothing else; the
+// gateway phase sends the same two requests to a gateway built by
+// server.New in this process. Both HTTP phases listen on 127.0.0.1:0 and
+// are driven over real loopback TCP with one keep-alive client. Each
+// round runs the floor, the bare gateway, then the gateway, for the same
+// duration; the report gives the median of the rounds and the ratios of
+// each round's own phases, so a noisy machine slows both sides of a ratio
+// alike.
 //
 // `leasegate bench` and `leasegate load` (cmd/leasegate) parse flags into
 // a Config or LoadConfig and call Run or Load. The maintainers' tooling
@@ -146,8 +148,9 @@ type Rig struct {
 	Options *redis.Options
 	Stats   *redis.Client
 	Gateway *Gateway
-	// Floor and Locks are the lock cycle's two phases.
-	Floor, Locks Cycler
+	// Floor, Bare and Locks are the lock cycle's three phases: go-redis,
+	// the bare HTTP gateway and the gateway.
+	Floor, Bare, Locks Cycler
 
 	closers []func()
 }
@@ -180,11 +183,20 @@ func Open(ctx context.Context, cfg Config, runID string) (_ *Rig, err error) {
 	floor := newFloor(r.Options, cfg, runID)
 	r.closers = append(r.closers, floor.close)
 	r.Floor = floor
+	bare, err := startBare(r.Options)
+	if err != nil {
+		return nil, fmt.Errorf("bench: bare gateway: %w", err)
+	}
+	r.closers = append(r.closers, bare.close)
 	if r.Gateway, err = StartGateway(r.RedisURL, cfg, nil); err != nil {
 		return nil, err
 	}
 	r.closers = append(r.closers, r.Gateway.Close)
 	r.Locks = r.Gateway.Cycle(cfg, "gateway", "/locks/bench-"+runID+"-", false, "")
+	// The same requests, with the same client, to the bare gateway.
+	bc := newHTTPCycle(r.Gateway.Client(), bare.url()+"/locks/bench-"+runID+"-bare-", cfg, "bare http", false, "")
+	bc.Commands = []string{"set", "evalsha", "eval"}
+	r.Bare = bc
 	return r, nil
 }
 
@@ -211,12 +223,15 @@ func (r *Rig) NewReport(ctx context.Context) (*Report, error) {
 	}, nil
 }
 
-// Round runs one round: the floor, then the gateway's lock phase (with a
-// CPU profile to prof, when not nil).
+// Round runs one round: the floor, the bare HTTP gateway, then the
+// gateway's lock phase (with a CPU profile to prof, when not nil).
 func (r *Rig) Round(ctx context.Context, prof io.Writer) (Round, error) {
 	var rd Round
 	var err error
 	if rd.Floor, err = RunPhase(ctx, r.Stats, r.Config, r.Floor, nil); err != nil {
+		return rd, err
+	}
+	if rd.Bare, err = RunPhase(ctx, r.Stats, r.Config, r.Bare, nil); err != nil {
 		return rd, err
 	}
 	if rd.Gateway, err = RunPhase(ctx, r.Stats, r.Config, r.Locks, prof); err != nil {
@@ -224,6 +239,10 @@ func (r *Rig) Round(ctx context.Context, prof io.Writer) (Round, error) {
 	}
 	if rd.Floor.CyclesPerSec > 0 {
 		rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
+		rd.BareRatio = rd.Bare.CyclesPerSec / rd.Floor.CyclesPerSec
+	}
+	if rd.Bare.CyclesPerSec > 0 {
+		rd.OverBare = rd.Gateway.CyclesPerSec / rd.Bare.CyclesPerSec
 	}
 	return rd, nil
 }
@@ -241,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rep.Scripts, err = ScriptCommands(ctx, rig.Stats, rig.Floor, rig.Locks); err != nil {
+	if rep.Scripts, err = ScriptCommands(ctx, rig.Stats, rig.Floor, rig.Bare, rig.Locks); err != nil {
 		return nil, err
 	}
 	if err := rig.Rounds(ctx, rep, rig.Round); err != nil {

@@ -32,7 +32,7 @@ func TestRunSmoke(t *testing.T) {
 	if got, want := len(rep.Rounds), 1; got != want {
 		t.Fatalf("rounds: got %d, want %d", got, want)
 	}
-	for _, p := range []bench.Phase{rep.Floor, rep.Gateway} {
+	for _, p := range []bench.Phase{rep.Floor, rep.Bare, rep.Gateway} {
 		if p.Cycles <= 0 {
 			t.Errorf("%s: got %d cycles, want some", p.Name, p.Cycles)
 		}
@@ -46,8 +46,14 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("%s: got %.2f EVALSHA per cycle, want at least 1 (calls: %v)", p.Name, p.RedisCalls["evalsha"], p.RedisCalls)
 		}
 	}
-	if rep.Ratio <= 0 {
-		t.Errorf("ratio: got %v, want > 0", rep.Ratio)
+	if rep.Ratio <= 0 || rep.BareRatio <= 0 || rep.OverBare <= 0 {
+		t.Errorf("ratios: got %v to the floor, bare %v to the floor, %v over bare; want all > 0", rep.Ratio, rep.BareRatio, rep.OverBare)
+	}
+	if got := rep.Scripts["bare http acquire"]; got["set"] != 1 || got["evalsha"] != 0 {
+		t.Errorf("bare http acquire alone: got %v, want one SET and no script", got)
+	}
+	if got := rep.Bare.RedisCalls["set"]; got < 0.99 || got > 1.01 {
+		t.Errorf("bare http: got %.2f SET per cycle, want 1", got)
 	}
 	if got := rep.Floor.RedisCalls["set"]; got < 0.99 || got > 1.01 {
 		t.Errorf("floor: got %.2f SET per cycle, want 1", got)
@@ -61,7 +67,7 @@ func TestRunSmoke(t *testing.T) {
 
 	var text bytes.Buffer
 	rep.Print(&text)
-	for _, want := range []string{"floor", "gateway", "cycles/s"} {
+	for _, want := range []string{"floor", "bare http", "gateway", "cycles/s", "leasegate ÷ bare HTTP"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, text.String())
 		}

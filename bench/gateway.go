@@ -57,21 +57,27 @@ func (g *Gateway) Client() *http.Client { return g.hc }
 // HTTPCycle is a cycle of two requests to a gateway, for worker i: POST
 // URLs[i] with Acquires[i], which must be granted, then DELETE URLs[i]
 // with Releases[i]. OnGrant and OnRelease, when set, are called after
-// each granted acquire and each release (a hand-off's clock).
+// each granted acquire and each release (a hand-off's clock). Commands
+// are those the gateway sends to Redis (nil: a script each way).
 type HTTPCycle struct {
 	Client             *http.Client
 	Label              string
 	URLs               []string
 	Acquires, Releases [][]byte
 	OnGrant, OnRelease func(i int)
+	Commands           []string
 }
 
 // Cycle returns the phase named label: worker i's requests go to path+i,
 // or all to path when shared; extra is more JSON fields of the acquire
 // (",..." or "").
 func (g *Gateway) Cycle(cfg Config, label, path string, shared bool, extra string) *HTTPCycle {
-	c := &HTTPCycle{Client: g.hc, Label: label}
-	base := g.URL() + path
+	return newHTTPCycle(g.hc, g.URL()+path, cfg, label, shared, extra)
+}
+
+// newHTTPCycle is Cycle on the gateway at base (its URL and path) with hc.
+func newHTTPCycle(hc *http.Client, base string, cfg Config, label string, shared bool, extra string) *HTTPCycle {
+	c := &HTTPCycle{Client: hc, Label: label}
 	for i := range cfg.Concurrency {
 		if shared {
 			c.URLs = append(c.URLs, base)
@@ -85,8 +91,13 @@ func (g *Gateway) Cycle(cfg Config, label, path string, shared bool, extra strin
 
 func (c *HTTPCycle) Name() string { return c.Label }
 
-// Sends: each half of the cycle is one script.
-func (c *HTTPCycle) Sends() []string { return []string{"evalsha", "eval"} }
+// Sends are Commands, by default a script each way.
+func (c *HTTPCycle) Sends() []string {
+	if c.Commands != nil {
+		return c.Commands
+	}
+	return []string{"evalsha", "eval"}
+}
 
 func (c *HTTPCycle) Acquire(ctx context.Context, i int) error {
 	got, err := DoJSON(ctx, c.Client, http.MethodPost, c.URLs[i], c.Acquires[i], http.StatusOK)

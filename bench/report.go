@@ -21,12 +21,16 @@ type Report struct {
 	NumCPU       int           `json:"num_cpu"`
 	RedisVersion string        `json:"redis_version"`
 
-	// Floor and Gateway are the medians over the rounds, field by field;
-	// Ratio is the median of each round's gateway/floor cycles/s.
-	Floor   Phase   `json:"floor"`
-	Gateway Phase   `json:"gateway"`
-	Ratio   float64 `json:"ratio"`
-	Rounds  []Round `json:"rounds"`
+	// Floor, Bare and Gateway are the medians over the rounds, field by
+	// field; Ratio is the median of each round's gateway/floor cycles/s,
+	// BareRatio of bare/floor, OverBare of gateway/bare.
+	Floor     Phase   `json:"floor"`
+	Bare      Phase   `json:"bare"`
+	Gateway   Phase   `json:"gateway"`
+	Ratio     float64 `json:"ratio"`
+	BareRatio float64 `json:"bare_ratio"`
+	OverBare  float64 `json:"gateway_over_bare"`
+	Rounds    []Round `json:"rounds"`
 	// Phases are the medians of the rounds' Phases (the more phases of
 	// the maintainers' tooling, tools/bench), matched by name.
 	Phases []Phase `json:"phases,omitempty"`
@@ -38,11 +42,14 @@ type Report struct {
 	Notes   []string                    `json:"notes,omitempty"`
 }
 
-// Round is one floor phase and the gateway phase right after it.
+// Round is one floor phase and the bare and gateway phases right after it.
 type Round struct {
-	Floor   Phase   `json:"floor"`
-	Gateway Phase   `json:"gateway"`
-	Ratio   float64 `json:"ratio"`
+	Floor     Phase   `json:"floor"`
+	Bare      Phase   `json:"bare"`
+	Gateway   Phase   `json:"gateway"`
+	Ratio     float64 `json:"ratio"`
+	BareRatio float64 `json:"bare_ratio"`
+	OverBare  float64 `json:"gateway_over_bare"`
 	// Phases are the optional phases that ran after them, in order.
 	Phases []Phase `json:"phases,omitempty"`
 }
@@ -97,8 +104,11 @@ func (r *Report) summarize() {
 		return medianPhase(ps)
 	}
 	r.Floor = pick(func(rd Round) Phase { return rd.Floor })
+	r.Bare = pick(func(rd Round) Phase { return rd.Bare })
 	r.Gateway = pick(func(rd Round) Phase { return rd.Gateway })
 	r.Ratio = MedianBy(r.Rounds, func(rd Round) float64 { return rd.Ratio })
+	r.BareRatio = MedianBy(r.Rounds, func(rd Round) float64 { return rd.BareRatio })
+	r.OverBare = MedianBy(r.Rounds, func(rd Round) float64 { return rd.OverBare })
 	r.Phases = medianPhases(r.Rounds)
 }
 
@@ -150,6 +160,7 @@ func (r *Report) Print(w io.Writer) {
 			p.Name, p.CyclesPerSec, p.P50ms, p.P99ms, ratio, p.RedisCPUus, p.RedisCmdUs, calls, p.ProcessCPUus, p.AllocsPerCycle, p.BytesPerCycle, p.Errors)
 	}
 	row(r.Floor, 1)
+	row(r.Bare, r.BareRatio)
 	row(r.Gateway, r.Ratio)
 	for _, p := range r.Phases {
 		row(p, p.Ratio)
@@ -160,19 +171,21 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "\n%s: proc cpu per cycle %.2fx the %s phase's (median of the rounds' ratios)\n", p.Name, p.CPURatio, p.ComparedTo)
 		}
 	}
-	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
+	fmt.Fprintf(w, "\nleasegate ÷ bare HTTP gateway: %.2f (cycles/s, median of the rounds' ratios; ratio column: to the floor)\n", r.OverBare)
+	fmt.Fprintln(w, "bare http: POST/DELETE /locks/{r} on net/http + encoding/json, SET NX PX and EVALSHA compare-and-delete, nothing else")
+	fmt.Fprintln(w, "per cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
 	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
 
 	if len(r.Rounds) > 1 {
-		fmt.Fprintln(w, "\nrounds (cycles/s floor / gateway = ratio):")
+		fmt.Fprintln(w, "\nrounds (cycles/s floor, bare http, gateway; gateway ÷ bare):")
 		for i, rd := range r.Rounds {
-			fmt.Fprintf(w, "  %d: %.0f / %.0f = %.3f\n", i+1, rd.Floor.CyclesPerSec, rd.Gateway.CyclesPerSec, rd.Ratio)
+			fmt.Fprintf(w, "  %d: %.0f, %.0f, %.0f; %.3f\n", i+1, rd.Floor.CyclesPerSec, rd.Bare.CyclesPerSec, rd.Gateway.CyclesPerSec, rd.OverBare)
 		}
 	}
 	fmt.Fprintln(w, "\nredis commands per cycle (commandstats calls; then usec, a script's including its commands'):")
-	for _, p := range append([]Phase{r.Floor, r.Gateway}, r.Phases...) {
-		fmt.Fprintf(w, "  %-8s %s\n", p.Name, formatCalls(p.RedisCalls))
-		fmt.Fprintf(w, "  %-8s %s\n", "", formatCalls(p.RedisUsec))
+	for _, p := range append([]Phase{r.Floor, r.Bare, r.Gateway}, r.Phases...) {
+		fmt.Fprintf(w, "  %-9s %s\n", p.Name, formatCalls(p.RedisCalls))
+		fmt.Fprintf(w, "  %-9s %s\n", "", formatCalls(p.RedisUsec))
 	}
 	fmt.Fprintln(w, "redis commands of one half-cycle, done alone:")
 	for _, k := range slices.Sorted(maps.Keys(r.Scripts)) {
@@ -182,7 +195,7 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %s\n", k, formatCalls(calls))
 	}
-	for _, p := range append([]Phase{r.Floor, r.Gateway}, r.Phases...) {
+	for _, p := range append([]Phase{r.Floor, r.Bare, r.Gateway}, r.Phases...) {
 		if p.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", p.Name, p.FirstError)
 		}

@@ -16,15 +16,19 @@ const benchUsage = `Usage: leasegate bench [flags]
 Measures a lock cycle (acquire a free resource, release it) side by side,
 in one run, at the same concurrency and for the same time per round:
 
-  floor    the two steps done directly with go-redis:
-           SET key owner NX PX ttl, then EVALSHA compare-and-delete
-  gateway  POST /locks/{r} + DELETE /locks/{r} over loopback HTTP (keep-alive)
-           to a gateway started in this process on 127.0.0.1:0
+  floor      the two steps done directly with go-redis:
+             SET key owner NX PX ttl, then EVALSHA compare-and-delete
+  bare http  the same two steps behind POST and DELETE /locks/{r} of a bare
+             HTTP gateway (net/http, encoding/json, go-redis; nothing else):
+             what an HTTP exchange costs on this machine
+  gateway    POST /locks/{r} + DELETE /locks/{r} over loopback HTTP (keep-alive)
+             to a gateway started in this process on 127.0.0.1:0
 
 against one redis-server started on a free loopback port with --save ""
 --appendonly no (or the loopback --redis-url, which must be otherwise
 idle: its INFO counters are read). Prints, per phase, the median over the
-rounds of cycles/s, p50/p99 latency, the gateway/floor ratio, Redis CPU
+rounds of cycles/s, p50/p99 latency, the ratio to the floor and
+leasegate ÷ bare HTTP, Redis CPU
 and commands per cycle (INFO cpu, INFO commandstats), and this process's
 CPU and allocations per cycle (the load driver runs in this process: the
 floor phase shows what the driver alone costs; see docs/benchmarks.md).
@@ -85,7 +89,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return err
 	}
-	if n := rep.Floor.Errors + rep.Gateway.Errors; n > 0 {
+	if n := rep.Floor.Errors + rep.Bare.Errors + rep.Gateway.Errors; n > 0 {
 		return exitError{code: 1, msg: fmt.Sprintf("%d cycles failed", n)}
 	}
 	return nil

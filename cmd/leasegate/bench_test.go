@@ -28,9 +28,9 @@ func TestBenchCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("stdout %q: not a JSON report: %v", r.stdout, err)
 	}
-	if rep.Concurrency != 2 || rep.Floor.Cycles == 0 || rep.Gateway.Cycles == 0 || rep.Ratio <= 0 {
-		t.Errorf("got concurrency %d, cycles %d/%d, ratio %v; want 2, both > 0, ratio > 0",
-			rep.Concurrency, rep.Floor.Cycles, rep.Gateway.Cycles, rep.Ratio)
+	if rep.Concurrency != 2 || rep.Floor.Cycles == 0 || rep.Bare.Cycles == 0 || rep.Gateway.Cycles == 0 || rep.OverBare <= 0 {
+		t.Errorf("got concurrency %d, cycles %d/%d/%d, gateway over bare %v; want 2, all > 0, ratio > 0",
+			rep.Concurrency, rep.Floor.Cycles, rep.Bare.Cycles, rep.Gateway.Cycles, rep.OverBare)
 	}
 	for _, p := range []string{cpu, mem} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {

@@ -196,7 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // failures is an error when a cycle, an etcd operation or a waiter failed.
 func (r *Report) failures() error {
-	n := r.Floor.Errors + r.Gateway.Errors
+	n := r.Floor.Errors + r.Bare.Errors + r.Gateway.Errors
 	for _, p := range r.Phases {
 		n += p.Errors
 	}
@@ -272,7 +272,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer extras.close()
-	if rep.Scripts, err = bench.ScriptCommands(ctx, rig.Stats, append([]bench.Cycler{rig.Floor, rig.Locks}, extras.cyclers()...)...); err != nil {
+	if rep.Scripts, err = bench.ScriptCommands(ctx, rig.Stats, append([]bench.Cycler{rig.Floor, rig.Bare, rig.Locks}, extras.cyclers()...)...); err != nil {
 		return nil, err
 	}
 	err = rig.Rounds(ctx, &rep.Report, func(ctx context.Context, prof io.Writer) (bench.Round, error) {
