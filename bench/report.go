@@ -21,19 +21,10 @@ type Report struct {
 	NumCPU       int           `json:"num_cpu"`
 	RedisVersion string        `json:"redis_version"`
 
-	// Floor, Bare and Gateway are the medians over the rounds, field by
-	// field; Ratio is the median of each round's gateway/floor cycles/s,
-	// BareRatio of bare/floor, OverBare of gateway/bare.
-	Floor     Phase   `json:"floor"`
-	Bare      Phase   `json:"bare"`
-	Gateway   Phase   `json:"gateway"`
-	Ratio     float64 `json:"ratio"`
-	BareRatio float64 `json:"bare_ratio"`
-	OverBare  float64 `json:"gateway_over_bare"`
-	Rounds    []Round `json:"rounds"`
-	// Phases are the medians of the rounds' Phases (the more phases of
-	// the maintainers' tooling, tools/bench), matched by name.
-	Phases []Phase `json:"phases,omitempty"`
+	// Round is the medians over the rounds, field by field (a ratio is
+	// the median of the rounds' own ratios; Phases are matched by name).
+	Round
+	Rounds []Round `json:"rounds"`
 
 	// Scripts: the Redis commands (as INFO commandstats counts them,
 	// commands inside a script included) of each half of one cycle, done
@@ -42,7 +33,9 @@ type Report struct {
 	Notes   []string                    `json:"notes,omitempty"`
 }
 
-// Round is one floor phase and the bare and gateway phases right after it.
+// Round is one floor phase and the bare and gateway phases right after
+// it. Ratio is gateway/floor cycles/s, BareRatio bare/floor, OverBare
+// gateway/bare.
 type Round struct {
 	Floor     Phase   `json:"floor"`
 	Bare      Phase   `json:"bare"`
@@ -50,7 +43,8 @@ type Round struct {
 	Ratio     float64 `json:"ratio"`
 	BareRatio float64 `json:"bare_ratio"`
 	OverBare  float64 `json:"gateway_over_bare"`
-	// Phases are the optional phases that ran after them, in order.
+	// Phases are the more phases that ran after them (the maintainers'
+	// tooling, tools/bench), in order.
 	Phases []Phase `json:"phases,omitempty"`
 }
 
