@@ -28,7 +28,7 @@ func projectImports(t *testing.T) map[string][]string {
 		if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
 			return filepath.SkipDir
 		}
-		// A directory with a go.mod of its own (bench/etcd) is another
+		// A directory with a go.mod of its own (tools/bench) is another
 		// module: not ours to check, as go build ./... does not build it.
 		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
 			return filepath.SkipDir

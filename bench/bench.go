@@ -10,26 +10,30 @@
 //
 // A cycle is "take a lock on a free resource, then release it". The floor
 // does it directly with go-redis (SET key owner NX PX ttl, then EVALSHA of
-// a compare-and-delete script); the gateway phase does it as two HTTP
-// requests (POST /locks/{r}, DELETE /locks/{r}) to a gateway built by
-// server.New in this process, listening on 127.0.0.1:0 and driven over
-// real loopback TCP with a keep-alive client. Each round runs the floor,
-// then the gateway, for the same duration; the report gives the median of
-// the rounds and the gateway/floor ratio of each round's own pair, so a
-// noisy machine slows both sides of a ratio alike.
+// a compare-and-delete script); the bare HTTP gateway (bare.go) does the
+// same two steps behind POST and DELETE /locks/{r} and nothing else; the
+// gateway phase sends the same two requests to a gateway built by
+// server.New in this process. Both HTTP phases listen on 127.0.0.1:0 and
+// are driven over real loopback TCP with one keep-alive client. Each
+// round runs the floor, the bare gateway, then the gateway, for the same
+// duration; the report gives the median of the rounds and the ratios of
+// each round's own phases, so a noisy machine slows both sides of a ratio
+// alike.
 //
 // `leasegate bench` and `leasegate load` (cmd/leasegate) parse flags into
-// a Config or LoadConfig and call Run or Load. docs/benchmarks.md records
-// their figures.
+// a Config or LoadConfig and call Run or Load. The maintainers' tooling
+// (the tools/bench module: capacity model, etcd comparison, waiter
+// memory, more phases) builds on Open, RunPhase and Drive. docs/benchmarks.md
+// records their figures.
 package bench
 
 import (
 	"context"
 	_ "embed"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -81,42 +85,6 @@ type Config struct {
 	GatewayLogLevel string
 	GatewayLog      io.Writer
 
-	// Etcd asks for the etcd phases (bench/etcd.go): etcd's
-	// concurrency.Mutex measured by the program of EtcdBench, a module
-	// directory (built with go build) or a built binary; empty looks for
-	// DefaultEtcdBench under the working directory, and skips with a note
-	// when there is none. EtcdEndpoints, when set, is an etcd to use
-	// instead of the program's embedded server.
-	Etcd          bool
-	EtcdBench     string
-	EtcdEndpoints string
-
-	// Handoff adds, to every round, the waiting hand-off of one resource
-	// between all clients and its raw-Redis floor (handoff.go);
-	// Primitives the semaphore and claim cycles (primitives.go).
-	// Tracing also runs the lock cycle on two more gateways with tracing
-	// on, sampling 100 % and 1 % of requests, exporting over OTLP/HTTP to
-	// a local sink that discards (tracing.go, docs/benchmarks.md).
-	Tracing    bool
-	Handoff    bool
-	Primitives bool
-	// LockSets adds the lock-set cycle (a set of 8, locksets.go),
-	// compared with the gateway's single-lock cycle of the same round.
-	LockSets bool
-	// Waiters, when above 0, makes the run a measurement of its own
-	// instead of the rounds: the RSS of a `leasegate serve` process
-	// (GatewayCommand, with GatewayEnv added to the environment) holding
-	// that many waiting acquires (waiters.go).
-	Waiters int
-	// Capacity, when true, makes the run the capacity measurement
-	// (capacity.go) instead of the rounds: gateway processes started with
-	// GatewayCommand, on Redis nodes it starts with RedisServer, for each
-	// of CapacityTopologies (names of Topologies; empty: all).
-	Capacity           bool
-	CapacityTopologies []string
-	GatewayCommand     string
-	GatewayEnv         []string
-
 	// CPUProfile, when not nil, receives a pprof CPU profile of the
 	// gateway phase of the last round. Driver goroutines carry the label
 	// role=driver, so `go tool pprof -tagignore role=driver` is the
@@ -166,113 +134,138 @@ func (c Config) Validate() error {
 	} else if c.RedisServer == "" {
 		errs = append(errs, errors.New("redis-server binary or redis-url needed"))
 	}
-	if c.EtcdBench != "" {
-		if _, err := os.Stat(c.EtcdBench); err != nil {
-			errs = append(errs, fmt.Errorf("etcd-bench: %w", err))
-		}
-	}
-	errs = append(errs, c.validatePhases()...)
 	return errors.Join(errs...)
+}
+
+// Rig is what the rounds of a run measure: the Redis (started, or
+// cfg.RedisURL), a stats client of its own apart from every phase, the
+// floor and the gateway. Open builds it, Round runs one round, Close
+// stops what Open started.
+type Rig struct {
+	Config   Config
+	RedisURL string
+	// Options are the Redis's, for a phase's own client.
+	Options *redis.Options
+	Stats   *redis.Client
+	Gateway *Gateway
+	// Floor, Bare and Locks are the lock cycle's three phases: go-redis,
+	// the bare HTTP gateway and the gateway.
+	Floor, Bare, Locks Cycler
+
+	closers []func()
+}
+
+// Open validates cfg, starts a redis-server unless cfg.RedisURL names
+// one, and starts the gateway. runID makes the run's keys its own.
+func Open(ctx context.Context, cfg Config, runID string) (_ *Rig, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	r := &Rig{Config: cfg, RedisURL: cfg.RedisURL}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if r.RedisURL == "" {
+		p, stop, err := startRedis(cfg.RedisServer)
+		if err != nil {
+			return nil, err
+		}
+		r.closers = append(r.closers, stop)
+		r.RedisURL = "redis://" + p.Addr()
+	}
+	if r.Options, err = redis.ParseURL(r.RedisURL); err != nil {
+		return nil, fmt.Errorf("bench: redis-url: %w", err)
+	}
+	r.Stats = redis.NewClient(r.Options)
+	r.closers = append(r.closers, func() { _ = r.Stats.Close() })
+	floor := newFloor(r.Options, cfg, runID)
+	r.closers = append(r.closers, floor.close)
+	r.Floor = floor
+	bare, err := startBare(r.Options)
+	if err != nil {
+		return nil, fmt.Errorf("bench: bare gateway: %w", err)
+	}
+	r.closers = append(r.closers, bare.close)
+	if r.Gateway, err = StartGateway(r.RedisURL, cfg, nil); err != nil {
+		return nil, err
+	}
+	r.closers = append(r.closers, r.Gateway.Close)
+	r.Locks = r.Gateway.Cycle(cfg, "gateway", "/locks/bench-"+runID+"-", false, "")
+	// The same requests, with the same client, to the bare gateway.
+	bc := newHTTPCycle(r.Gateway.Client(), bare.url()+"/locks/bench-"+runID+"-bare-", cfg, "bare http", false, "")
+	bc.Commands = []string{"set", "evalsha", "eval"}
+	r.Bare = bc
+	return r, nil
+}
+
+// Close stops what Open started, in reverse order.
+func (r *Rig) Close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// NewReport is a report of this rig's run with its conditions filled in.
+func (r *Rig) NewReport(ctx context.Context) (*Report, error) {
+	version, err := RedisVersion(ctx, r.Stats)
+	if err != nil {
+		return nil, err
+	}
+	return &Report{
+		Concurrency:  r.Config.Concurrency,
+		Duration:     r.Config.Duration,
+		GoVersion:    runtime.Version(),
+		GOMAXPROCS:   runtime.GOMAXPROCS(0),
+		NumCPU:       runtime.NumCPU(),
+		RedisVersion: version,
+	}, nil
+}
+
+// Round runs one round: the floor, the bare HTTP gateway, then the
+// gateway's lock phase (with a CPU profile to prof, when not nil).
+func (r *Rig) Round(ctx context.Context, prof io.Writer) (Round, error) {
+	var rd Round
+	var err error
+	if rd.Floor, err = RunPhase(ctx, r.Stats, r.Config, r.Floor, nil); err != nil {
+		return rd, err
+	}
+	if rd.Bare, err = RunPhase(ctx, r.Stats, r.Config, r.Bare, nil); err != nil {
+		return rd, err
+	}
+	if rd.Gateway, err = RunPhase(ctx, r.Stats, r.Config, r.Locks, prof); err != nil {
+		return rd, err
+	}
+	if rd.Floor.CyclesPerSec > 0 {
+		rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
+		rd.BareRatio = rd.Bare.CyclesPerSec / rd.Floor.CyclesPerSec
+	}
+	if rd.Bare.CyclesPerSec > 0 {
+		rd.OverBare = rd.Gateway.CyclesPerSec / rd.Bare.CyclesPerSec
+	}
+	return rd, nil
 }
 
 // Run runs every round and returns the report. It stops early, with the
 // rounds done so far, when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
 	runID := fmt.Sprintf("%x", time.Now().UnixNano())
-	if cfg.Capacity {
-		capRep, err := runCapacity(ctx, cfg, runID)
-		if err != nil {
-			return nil, err
-		}
-		return &Report{Capacity: capRep}, nil
-	}
-	redisURL := cfg.RedisURL
-	if redisURL == "" {
-		p, err := startRedis(ctx, cfg.RedisServer)
-		if err != nil {
-			return nil, err
-		}
-		defer p.stop()
-		redisURL = p.url()
-	}
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		return nil, fmt.Errorf("bench: redis-url: %w", err)
-	}
-	// The stats client is the benchmark's own, apart from both phases.
-	stats := redis.NewClient(opt)
-	defer stats.Close()
-	version, err := redisVersion(ctx, stats)
+	rig, err := Open(ctx, cfg, runID)
 	if err != nil {
 		return nil, err
 	}
-
-	rep := &Report{
-		Concurrency:  cfg.Concurrency,
-		Duration:     cfg.Duration,
-		GoVersion:    runtime.Version(),
-		GOMAXPROCS:   runtime.GOMAXPROCS(0),
-		NumCPU:       runtime.NumCPU(),
-		RedisVersion: version,
-	}
-	if cfg.Waiters > 0 {
-		rep.Waiters, err = runWaiters(ctx, cfg, redisURL, runID)
-		if err != nil {
-			return nil, err
-		}
-		return rep, nil
-	}
-	var etcd *etcdRunner // nil: no etcd phases
-	if cfg.Etcd {
-		if etcd, err = startEtcd(ctx, cfg, rep); err != nil {
-			return nil, err
-		}
-		defer etcd.close()
-	}
-
-	floor := newFloor(opt, cfg, runID)
-	defer floor.close()
-	gw, err := startGateway(redisURL, cfg)
+	defer rig.Close()
+	rep, err := rig.NewReport(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer gw.close()
-	locks := gw.cycle(cfg, "gateway", "/locks/bench-"+runID+"-", false, "")
-
-	extras, err := newExtras(ctx, opt, cfg, runID, gw)
-	if err != nil {
+	if rep.Scripts, err = ScriptCommands(ctx, rig.Stats, rig.Floor, rig.Bare, rig.Locks); err != nil {
 		return nil, err
 	}
-	defer extras.close()
-
-	if rep.Scripts, err = scriptCommands(ctx, stats, append([]cycler{floor, locks}, extras.cyclers()...)...); err != nil {
+	if err := rig.Rounds(ctx, rep, rig.Round); err != nil {
 		return nil, err
 	}
-
-	for r := 0; r < cfg.Rounds && ctx.Err() == nil; r++ {
-		var prof io.Writer
-		if r == cfg.Rounds-1 {
-			prof = cfg.CPUProfile
-		}
-		rd, err := runRound(ctx, stats, cfg, floor, locks, extras, etcd, prof)
-		if err != nil {
-			if ctx.Err() != nil {
-				break // interrupted: report the rounds done
-			}
-			return nil, err
-		}
-		rep.Rounds = append(rep.Rounds, rd)
-	}
-	if len(rep.Rounds) == 0 {
-		return nil, fmt.Errorf("bench: no round finished: %w", ctx.Err())
-	}
-	if len(rep.Rounds) < cfg.Rounds {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("interrupted: %d of %d rounds done", len(rep.Rounds), cfg.Rounds))
-	}
-	rep.summarize()
 	if cfg.MemProfile != nil {
 		runtime.GC()
 		if err := pprof.Lookup("allocs").WriteTo(cfg.MemProfile, 0); err != nil {
@@ -282,33 +275,50 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// runRound runs one round: the floor, the gateway's lock phase (with a
-// CPU profile to prof, when not nil), the optional phases and etcd's.
-func runRound(ctx context.Context, stats *redis.Client, cfg Config, floor, locks cycler, extras *extras, etcd *etcdRunner, prof io.Writer) (Round, error) {
-	var rd Round
-	var err error
-	if rd.Floor, err = runPhase(ctx, stats, cfg, floor, nil); err != nil {
-		return rd, err
-	}
-	if rd.Gateway, err = runPhase(ctx, stats, cfg, locks, prof); err != nil {
-		return rd, err
-	}
-	if rd.Floor.CyclesPerSec > 0 {
-		rd.Ratio = rd.Gateway.CyclesPerSec / rd.Floor.CyclesPerSec
-	}
-	if rd.Phases, err = extras.run(ctx, stats, cfg, rd.Floor, rd.Gateway); err != nil {
-		return rd, err
-	}
-	var handoffs float64
-	for _, p := range rd.Phases {
-		if p.Name == "handoff" {
-			handoffs = p.CyclesPerSec
+// Rounds runs round cfg.Rounds times into rep (the last one with
+// cfg.CPUProfile) and summarizes them. When ctx ends it stops, with the
+// rounds done so far and a note; an error when no round finished.
+func (r *Rig) Rounds(ctx context.Context, rep *Report, round func(ctx context.Context, prof io.Writer) (Round, error)) error {
+	n := r.Config.Rounds
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		var prof io.Writer
+		if i == n-1 {
+			prof = r.Config.CPUProfile
 		}
+		rd, err := round(ctx, prof)
+		if err != nil {
+			if ctx.Err() != nil {
+				break // interrupted: report the rounds done
+			}
+			return err
+		}
+		rep.Rounds = append(rep.Rounds, rd)
 	}
-	return rd, etcd.round(rd.Gateway.CyclesPerSec, handoffs)
+	if len(rep.Rounds) == 0 {
+		return fmt.Errorf("bench: no round finished: %w", ctx.Err())
+	}
+	if len(rep.Rounds) < n {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("interrupted: %d of %d rounds done", len(rep.Rounds), n))
+	}
+	rep.summarize()
+	return nil
 }
 
-func redisVersion(ctx context.Context, rdb *redis.Client) (string, error) {
+// Flags binds the flags of a run's settings in fs: those of `leasegate
+// bench` but the report's and the profiles'.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.IntVar(&c.Concurrency, "c", c.Concurrency, "concurrent clients, in every phase")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "measured time of each phase of each round, at most "+MaxDuration.String())
+	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "unmeasured time before each phase")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds of every phase; the median is reported")
+	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease of every lock, whole seconds")
+	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "use this loopback Redis instead of starting redis-server")
+	fs.StringVar(&c.RedisServer, "redis-server", c.RedisServer, "redis-server binary to start")
+	fs.StringVar(&c.GatewayLogLevel, "log-level", c.GatewayLogLevel, "the gateway's log level (its lines are encoded, then discarded)")
+}
+
+// RedisVersion is the redis_version of INFO server.
+func RedisVersion(ctx context.Context, rdb *redis.Client) (string, error) {
 	txt, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
 		return "", fmt.Errorf("bench: redis: %w", err)
@@ -335,8 +345,8 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// medianBy is the median of f over xs.
-func medianBy[T any](xs []T, f func(T) float64) float64 {
+// MedianBy is the median of f over xs.
+func MedianBy[T any](xs []T, f func(T) float64) float64 {
 	var vs []float64
 	for _, x := range xs {
 		vs = append(vs, f(x))

@@ -27,18 +27,18 @@ func newFloor(opt *redis.Options, cfg Config, runID string) *floor {
 	// Workers 0..C-1, plus worker 0 again for the per-script counts.
 	for i := range cfg.Concurrency {
 		f.keys = append(f.keys, "bench:{"+runID+"-"+strconv.Itoa(i)+"}:floor")
-		f.owners = append(f.owners, benchOwner(i))
+		f.owners = append(f.owners, Owner(i))
 	}
 	return f
 }
 
-func (f *floor) name() string { return "floor" }
+func (f *floor) Name() string { return "floor" }
 func (f *floor) close()       { _ = f.rdb.Close() }
-func (f *floor) sends() []string {
+func (f *floor) Sends() []string {
 	return []string{"set", "evalsha", "eval"}
 }
 
-func (f *floor) acquire(ctx context.Context, i int) error {
+func (f *floor) Acquire(ctx context.Context, i int) error {
 	ok, err := f.rdb.SetNX(ctx, f.keys[i], f.owners[i], time.Duration(f.ttl)*time.Millisecond).Result()
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func (f *floor) acquire(ctx context.Context, i int) error {
 	return nil
 }
 
-func (f *floor) release(ctx context.Context, i int) error {
+func (f *floor) Release(ctx context.Context, i int) error {
 	n, err := unlock.Run(ctx, f.rdb, []string{f.keys[i]}, f.owners[i]).Int64()
 	if err != nil {
 		return err

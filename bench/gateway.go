@@ -17,21 +17,17 @@ import (
 	"github.com/leasegate/leasegate/server"
 )
 
-// gateway is a gateway built by server.New in this process on
+// Gateway is a gateway built by server.New in this process on
 // 127.0.0.1:0, driven over loopback HTTP with a keep-alive client.
-type gateway struct {
+type Gateway struct {
 	srv    *server.Server
 	served chan error
 	hc     *http.Client
 }
 
-func startGateway(redisURL string, cfg Config) (*gateway, error) {
-	return startTracedGateway(redisURL, cfg, nil)
-}
-
-// startTracedGateway is startGateway with tp as the gateway's tracing
-// (nil: off).
-func startTracedGateway(redisURL string, cfg Config, tp trace.TracerProvider) (*gateway, error) {
+// StartGateway starts a gateway on the Redis at redisURL, with tp as its
+// tracing (nil: off).
+func StartGateway(redisURL string, cfg Config, tp trace.TracerProvider) (*Gateway, error) {
 	log, err := gatewayLogger(cfg.GatewayLogLevel, cfg.GatewayLog)
 	if err != nil {
 		return nil, err
@@ -45,82 +41,94 @@ func startTracedGateway(redisURL string, cfg Config, tp trace.TracerProvider) (*
 	if err != nil {
 		return nil, fmt.Errorf("bench: gateway: %w", err)
 	}
-	g := &gateway{srv: s, served: make(chan error, 1)}
+	g := &Gateway{srv: s, served: make(chan error, 1)}
 	go func() { g.served <- s.Serve() }()
 
 	g.hc = keepAliveClient(cfg.Concurrency, time.Minute)
 	return g, nil
 }
 
-// httpCycle is a cycle of two requests to the gateway, for worker i: POST
-// urls[i] with acquires[i], which must be granted, then DELETE urls[i]
-// with releases[i]. The gateway's lock phase, sem and handoff are such
-// cycles; clock, handoff's alone, notes each grant and release.
-type httpCycle struct {
-	hc       *http.Client
-	label    string
-	urls     []string
-	acquires [][]byte
-	releases [][]byte
-	clock    *handoffClock
+// URL is the gateway's base URL.
+func (g *Gateway) URL() string { return "http://" + g.srv.Addr() }
+
+// Client is the keep-alive client the gateway's phases send with.
+func (g *Gateway) Client() *http.Client { return g.hc }
+
+// HTTPCycle is a cycle of two requests to a gateway, for worker i: POST
+// URLs[i] with Acquires[i], which must be granted, then DELETE URLs[i]
+// with Releases[i]. OnGrant and OnRelease, when set, are called after
+// each granted acquire and each release (a hand-off's clock). Commands
+// are those the gateway sends to Redis (nil: a script each way).
+type HTTPCycle struct {
+	Client             *http.Client
+	Label              string
+	URLs               []string
+	Acquires, Releases [][]byte
+	OnGrant, OnRelease func(i int)
+	Commands           []string
 }
 
-// cycle returns the phase named label: worker i's requests go to path+i,
+// Cycle returns the phase named label: worker i's requests go to path+i,
 // or all to path when shared; extra is more JSON fields of the acquire
 // (",..." or "").
-func (g *gateway) cycle(cfg Config, label, path string, shared bool, extra string) *httpCycle {
-	c := &httpCycle{hc: g.hc, label: label}
-	base := "http://" + g.srv.Addr() + path
+func (g *Gateway) Cycle(cfg Config, label, path string, shared bool, extra string) *HTTPCycle {
+	return newHTTPCycle(g.hc, g.URL()+path, cfg, label, shared, extra)
+}
+
+// newHTTPCycle is Cycle on the gateway at base (its URL and path) with hc.
+func newHTTPCycle(hc *http.Client, base string, cfg Config, label string, shared bool, extra string) *HTTPCycle {
+	c := &HTTPCycle{Client: hc, Label: label}
 	for i := range cfg.Concurrency {
 		if shared {
-			c.urls = append(c.urls, base)
+			c.URLs = append(c.URLs, base)
 		} else {
-			c.urls = append(c.urls, base+strconv.Itoa(i))
+			c.URLs = append(c.URLs, base+strconv.Itoa(i))
 		}
 	}
-	c.acquires, c.releases = ownerBodies(cfg, extra)
+	c.Acquires, c.Releases = OwnerBodies(cfg, extra)
 	return c
 }
 
-func (c *httpCycle) name() string { return c.label }
+func (c *HTTPCycle) Name() string { return c.Label }
 
-// sends: each half of the cycle is one script.
-func (c *httpCycle) sends() []string { return []string{"evalsha", "eval"} }
+// Sends are Commands, by default a script each way.
+func (c *HTTPCycle) Sends() []string {
+	if c.Commands != nil {
+		return c.Commands
+	}
+	return []string{"evalsha", "eval"}
+}
 
-func (c *httpCycle) acquire(ctx context.Context, i int) error {
-	got, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i], c.acquires[i], http.StatusOK)
+func (c *HTTPCycle) Acquire(ctx context.Context, i int) error {
+	got, err := DoJSON(ctx, c.Client, http.MethodPost, c.URLs[i], c.Acquires[i], http.StatusOK)
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(got, granted) {
-		return fmt.Errorf("%s acquire: not granted: %s", c.label, got)
+	if !Granted(got) {
+		return fmt.Errorf("%s acquire: not granted: %s", c.Label, got)
 	}
-	if c.clock != nil {
-		c.clock.granted(i)
+	if c.OnGrant != nil {
+		c.OnGrant(i)
 	}
 	return nil
 }
 
-func (c *httpCycle) release(ctx context.Context, i int) error {
-	if _, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], c.releases[i], http.StatusNoContent); err != nil {
+func (c *HTTPCycle) Release(ctx context.Context, i int) error {
+	if _, err := DoJSON(ctx, c.Client, http.MethodDelete, c.URLs[i], c.Releases[i], http.StatusNoContent); err != nil {
 		return err
 	}
-	if c.clock != nil {
-		c.clock.released(i)
+	if c.OnRelease != nil {
+		c.OnRelease(i)
 	}
 	return nil
 }
-
-// takeLatencies: a hand-off's latency is its clock's, nil for the others.
-func (c *httpCycle) takeLatencies() *histogram { return c.clock.takeLatencies() }
 
 // keepAliveClient is the HTTP client of the drivers, Run's gateway phases
 // and Load's workers alike: no proxy, one kept-alive connection per
 // worker and gateway, each request bounded by timeout. The idle bound is
 // per host only: a total bound of workers, with several gateways behind
-// one client (-capacity's fleets), made the transport close idle
-// connections that requests were about to reuse ("putIdleConn: too many
-// idle connections").
+// one client, made the transport close idle connections that requests
+// were about to reuse ("putIdleConn: too many idle connections").
 func keepAliveClient(workers int, timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
@@ -132,16 +140,16 @@ func keepAliveClient(workers int, timeout time.Duration) *http.Client {
 	}
 }
 
-// benchOwner is worker i's owner.
-func benchOwner(i int) string { return "bench-owner-" + strconv.Itoa(i) }
+// Owner is worker i's owner.
+func Owner(i int) string { return "bench-owner-" + strconv.Itoa(i) }
 
-// ownerBodies are each worker's acquire body, {"owner":...,"ttl_seconds":
+// OwnerBodies are each worker's acquire body, {"owner":...,"ttl_seconds":
 // cfg.TTL} with the JSON fields of extra (",..." or ""), and release
 // body, {"owner":...}.
-func ownerBodies(cfg Config, extra string) (acquires, releases [][]byte) {
+func OwnerBodies(cfg Config, extra string) (acquires, releases [][]byte) {
 	ttl := strconv.FormatInt(int64(cfg.TTL/time.Second), 10)
 	for i := range cfg.Concurrency {
-		owner := benchOwner(i)
+		owner := Owner(i)
 		acquires = append(acquires, []byte(`{"owner":"`+owner+`","ttl_seconds":`+ttl+extra+`}`))
 		releases = append(releases, []byte(`{"owner":"`+owner+`"}`))
 	}
@@ -161,7 +169,8 @@ func gatewayLogger(level string, w io.Writer) (*zap.Logger, error) {
 	return log, nil
 }
 
-func (g *gateway) close() {
+// Close stops the gateway.
+func (g *Gateway) Close() {
 	g.hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -171,9 +180,12 @@ func (g *gateway) close() {
 
 var granted = []byte(`"acquired":true`)
 
-// doJSON sends one JSON request with hc and returns the answer's body
+// Granted reports whether an acquire's answer says it was granted.
+func Granted(body []byte) bool { return bytes.Contains(body, granted) }
+
+// DoJSON sends one JSON request with hc and returns the answer's body
 // (up to 1 MiB); an answer other than want is an error.
-func doJSON(ctx context.Context, hc *http.Client, method, url string, body []byte, want int) ([]byte, error) {
+func DoJSON(ctx context.Context, hc *http.Client, method, url string, body []byte, want int) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err

@@ -21,36 +21,30 @@ type Report struct {
 	NumCPU       int           `json:"num_cpu"`
 	RedisVersion string        `json:"redis_version"`
 
-	// Floor and Gateway are the medians over the rounds, field by field;
-	// Ratio is the median of each round's gateway/floor cycles/s.
-	Floor   Phase   `json:"floor"`
-	Gateway Phase   `json:"gateway"`
-	Ratio   float64 `json:"ratio"`
-	Rounds  []Round `json:"rounds"`
-	// Phases are the medians of the rounds' Phases (-handoff,
-	// -primitives), matched by name.
-	Phases []Phase `json:"phases,omitempty"`
-	// Waiters is the -waiters measurement, which runs instead of rounds.
-	Waiters *WaitersReport `json:"waiters,omitempty"`
-	// Capacity is the -capacity measurement, which runs instead of
-	// rounds; its JSON is the capacity model's input (capacitymodel.go).
-	Capacity *CapacityReport `json:"capacity,omitempty"`
+	// Round is the medians over the rounds, field by field (a ratio is
+	// the median of the rounds' own ratios; Phases are matched by name).
+	Round
+	Rounds []Round `json:"rounds"`
 
 	// Scripts: the Redis commands (as INFO commandstats counts them,
 	// commands inside a script included) of each half of one cycle, done
 	// alone: "floor acquire", "gateway release", ...
 	Scripts map[string]map[string]int64 `json:"scripts"`
-	// Etcd is the etcd side (-etcd), nil when it did not run.
-	Etcd  *EtcdResult `json:"etcd,omitempty"`
-	Notes []string    `json:"notes,omitempty"`
+	Notes   []string                    `json:"notes,omitempty"`
 }
 
-// Round is one floor phase and the gateway phase right after it.
+// Round is one floor phase and the bare and gateway phases right after
+// it. Ratio is gateway/floor cycles/s, BareRatio bare/floor, OverBare
+// gateway/bare.
 type Round struct {
-	Floor   Phase   `json:"floor"`
-	Gateway Phase   `json:"gateway"`
-	Ratio   float64 `json:"ratio"`
-	// Phases are the optional phases that ran after them, in order.
+	Floor     Phase   `json:"floor"`
+	Bare      Phase   `json:"bare"`
+	Gateway   Phase   `json:"gateway"`
+	Ratio     float64 `json:"ratio"`
+	BareRatio float64 `json:"bare_ratio"`
+	OverBare  float64 `json:"gateway_over_bare"`
+	// Phases are the more phases that ran after them (the maintainers'
+	// tooling, tools/bench), in order.
 	Phases []Phase `json:"phases,omitempty"`
 }
 
@@ -104,16 +98,18 @@ func (r *Report) summarize() {
 		return medianPhase(ps)
 	}
 	r.Floor = pick(func(rd Round) Phase { return rd.Floor })
+	r.Bare = pick(func(rd Round) Phase { return rd.Bare })
 	r.Gateway = pick(func(rd Round) Phase { return rd.Gateway })
-	r.Ratio = medianBy(r.Rounds, func(rd Round) float64 { return rd.Ratio })
-	r.Etcd.summarize()
+	r.Ratio = MedianBy(r.Rounds, func(rd Round) float64 { return rd.Ratio })
+	r.BareRatio = MedianBy(r.Rounds, func(rd Round) float64 { return rd.BareRatio })
+	r.OverBare = MedianBy(r.Rounds, func(rd Round) float64 { return rd.OverBare })
 	r.Phases = medianPhases(r.Rounds)
 }
 
 // medianPhase: every number is the median of that number over ps; errors
 // and cycles are summed, the calls are the last round's (they do not vary).
 func medianPhase(ps []Phase) Phase {
-	m := func(f func(Phase) float64) float64 { return medianBy(ps, f) }
+	m := func(f func(Phase) float64) float64 { return MedianBy(ps, f) }
 	last := ps[len(ps)-1]
 	out := Phase{
 		Name:           last.Name,
@@ -145,14 +141,6 @@ func medianPhase(ps []Phase) Phase {
 
 // Print writes the report as text tables.
 func (r *Report) Print(w io.Writer) {
-	if r.Waiters != nil {
-		r.printWaiters(w)
-		return
-	}
-	if r.Capacity != nil {
-		r.Capacity.Print(w)
-		return
-	}
 	fmt.Fprintf(w, "leasegate bench: %d clients, %v per phase, %d round(s), median shown\n", r.Concurrency, r.Duration, len(r.Rounds))
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %d CPUs, redis-server %s\n\n", r.GoVersion, r.GOMAXPROCS, r.NumCPU, r.RedisVersion)
 	tw := newTable(w)
@@ -166,6 +154,7 @@ func (r *Report) Print(w io.Writer) {
 			p.Name, p.CyclesPerSec, p.P50ms, p.P99ms, ratio, p.RedisCPUus, p.RedisCmdUs, calls, p.ProcessCPUus, p.AllocsPerCycle, p.BytesPerCycle, p.Errors)
 	}
 	row(r.Floor, 1)
+	row(r.Bare, r.BareRatio)
 	row(r.Gateway, r.Ratio)
 	for _, p := range r.Phases {
 		row(p, p.Ratio)
@@ -176,20 +165,21 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "\n%s: proc cpu per cycle %.2fx the %s phase's (median of the rounds' ratios)\n", p.Name, p.CPURatio, p.ComparedTo)
 		}
 	}
-	fmt.Fprintln(w, "\nper cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
+	fmt.Fprintf(w, "\nleasegate ÷ bare HTTP gateway: %.2f (cycles/s, median of the rounds' ratios; ratio column: to the floor)\n", r.OverBare)
+	fmt.Fprintln(w, "bare http: POST/DELETE /locks/{r} on net/http + encoding/json, SET NX PX and EVALSHA compare-and-delete, nothing else")
+	fmt.Fprintln(w, "per cycle: redis cpu = INFO used_cpu_sys+user; redis cmd = commandstats usec of the commands sent;")
 	fmt.Fprintln(w, "proc cpu/allocs/bytes = this process (floor: the go-redis driver; gateway: HTTP driver + gateway)")
-	printPhases(w, r)
 
 	if len(r.Rounds) > 1 {
-		fmt.Fprintln(w, "\nrounds (cycles/s floor / gateway = ratio):")
+		fmt.Fprintln(w, "\nrounds (cycles/s floor, bare http, gateway; gateway ÷ bare):")
 		for i, rd := range r.Rounds {
-			fmt.Fprintf(w, "  %d: %.0f / %.0f = %.3f\n", i+1, rd.Floor.CyclesPerSec, rd.Gateway.CyclesPerSec, rd.Ratio)
+			fmt.Fprintf(w, "  %d: %.0f, %.0f, %.0f; %.3f\n", i+1, rd.Floor.CyclesPerSec, rd.Bare.CyclesPerSec, rd.Gateway.CyclesPerSec, rd.OverBare)
 		}
 	}
 	fmt.Fprintln(w, "\nredis commands per cycle (commandstats calls; then usec, a script's including its commands'):")
-	for _, p := range append([]Phase{r.Floor, r.Gateway}, r.Phases...) {
-		fmt.Fprintf(w, "  %-8s %s\n", p.Name, formatCalls(p.RedisCalls))
-		fmt.Fprintf(w, "  %-8s %s\n", "", formatCalls(p.RedisUsec))
+	for _, p := range append([]Phase{r.Floor, r.Bare, r.Gateway}, r.Phases...) {
+		fmt.Fprintf(w, "  %-9s %s\n", p.Name, formatCalls(p.RedisCalls))
+		fmt.Fprintf(w, "  %-9s %s\n", "", formatCalls(p.RedisUsec))
 	}
 	fmt.Fprintln(w, "redis commands of one half-cycle, done alone:")
 	for _, k := range slices.Sorted(maps.Keys(r.Scripts)) {
@@ -199,12 +189,11 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %s\n", k, formatCalls(calls))
 	}
-	for _, p := range append([]Phase{r.Floor, r.Gateway}, r.Phases...) {
+	for _, p := range append([]Phase{r.Floor, r.Bare, r.Gateway}, r.Phases...) {
 		if p.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", p.Name, p.FirstError)
 		}
 	}
-	r.Etcd.print(w)
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -236,4 +225,25 @@ func formatCalls(calls map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s=%.2f", k, calls[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// medianPhases is the median of the rounds' optional phases, by name, in
+// the order of the first round.
+func medianPhases(rounds []Round) []Phase {
+	if len(rounds) == 0 {
+		return nil
+	}
+	var out []Phase
+	for _, first := range rounds[0].Phases {
+		var ps []Phase
+		for _, rd := range rounds {
+			for _, p := range rd.Phases {
+				if p.Name == first.Name {
+					ps = append(ps, p)
+				}
+			}
+		}
+		out = append(out, medianPhase(ps))
+	}
+	return out
 }

@@ -19,14 +19,12 @@ import (
 )
 
 // TestMain lets the test binary act as the leasegate binary, so the
-// signal handling in main itself can be tested in a child process, and
-// `bench -waiters` can start it as its gateway.
+// signal handling in main itself can be tested in a child process.
 func TestMain(m *testing.M) {
 	if os.Getenv("LEASEGATE_TEST_RUN_MAIN") == "1" {
 		main()
 		return
 	}
-	benchGatewayEnv = []string{"LEASEGATE_TEST_RUN_MAIN=1"}
 	os.Exit(redistest.Run(m))
 }
 

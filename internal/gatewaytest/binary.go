@@ -1,13 +1,12 @@
 package gatewaytest
 
 import (
-	"fmt"
+	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/leasegate/leasegate/internal/launch"
 	"github.com/leasegate/leasegate/internal/tooltest"
 )
 
@@ -15,36 +14,31 @@ import (
 var binary struct {
 	once sync.Once
 	dir  string
+	path string
 	err  error
 }
 
-// Binary builds cmd/leasegate once per test process and returns its path,
-// for tests that run the gateway as a process (rolling restarts, the PHP
-// fixture). It builds with the race detector when the test binary has it,
-// so that under the README's test command the build reuses the packages
-// that command compiled and only links. RemoveBinary, from TestMain,
-// deletes it. Without go on PATH the test is skipped (failed under
-// CI=true).
+// Binary builds cmd/leasegate once per test process (launch.BuildGateway)
+// and returns its path, for tests that run the gateway as a process
+// (rolling restarts, the PHP fixture). It builds with the race detector
+// when the test binary has it, so that under the README's test command
+// the build reuses the packages that command compiled and only links.
+// RemoveBinary, from TestMain, deletes it. Without go on PATH the test is
+// skipped (failed under CI=true).
 func Binary(t testing.TB) string {
 	t.Helper()
-	goBin := tooltest.Look(t, "the Go toolchain", "go")
 	binary.once.Do(func() {
-		if binary.dir, binary.err = os.MkdirTemp("", "leasegate-bin-"); binary.err != nil {
-			return
-		}
-		args := []string{"build", "-o", filepath.Join(binary.dir, "leasegate")}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command(goBin, append(args, "github.com/leasegate/leasegate/cmd/leasegate")...).CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build ./cmd/leasegate: %v\n%s", err, out)
+		if binary.dir, binary.err = os.MkdirTemp("", "leasegate-bin-"); binary.err == nil {
+			binary.path, binary.err = launch.BuildGateway(binary.dir, raceEnabled)
 		}
 	})
 	if binary.err != nil {
+		if errors.Is(binary.err, launch.ErrNoGo) {
+			tooltest.Missing(t, "%v (the Go toolchain)", binary.err)
+		}
 		t.Fatalf("build the gateway: %v", binary.err)
 	}
-	return filepath.Join(binary.dir, "leasegate")
+	return binary.path
 }
 
 // RemoveBinary deletes what Binary built; call it from TestMain.

@@ -1,28 +1,23 @@
 package gatewaytest
 
 import (
-	"bytes"
-	"net/http"
+	"context"
+	"errors"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/redistest"
+	"github.com/leasegate/leasegate/internal/launch"
 )
 
-// Process is `leasegate serve` run as a process of its own on Addr, so
-// that a test can signal it (a rolling restart) and start it again.
+// Process is `leasegate serve` run as a process of its own on Addr
+// (launch.Gateway), so that a test can signal it (a rolling restart) and
+// start it again.
 type Process struct {
 	Addr string
 	t    testing.TB
-	bin  string
-	args []string
-
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // the exit, once exited is closed
-	stderr bytes.Buffer
+	g    *launch.Gateway
 }
 
 // StartProcess runs `leasegate serve --addr` (a free loopback port) with
@@ -30,62 +25,33 @@ type Process struct {
 // it still runs.
 func StartProcess(t testing.TB, args ...string) *Process {
 	t.Helper()
-	p := &Process{Addr: redistest.FreeAddr(t), t: t, bin: Binary(t), args: args}
-	t.Cleanup(func() {
-		if p.cmd != nil {
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	p.Start()
-	return p
+	g, err := launch.StartGateway(context.Background(), launch.GatewaySpec{Bin: Binary(t), Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Kill)
+	return &Process{Addr: g.Spec.Addr, t: t, g: g}
 }
 
 // Start runs the process again on the same address (after Stop) and
 // waits until it is ready.
 func (p *Process) Start() {
-	t := p.t
-	t.Helper()
-	cmd := exec.Command(p.bin, append([]string{"serve", "--addr", p.Addr}, p.args...)...)
-	p.stderr.Reset()
-	cmd.Stderr = &p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start leasegate serve: %v", err)
+	p.t.Helper()
+	if err := p.g.Start(context.Background()); err != nil {
+		p.t.Fatal(err)
 	}
-	p.cmd, p.exited = cmd, make(chan struct{})
-	go func(done chan struct{}) { p.err = cmd.Wait(); close(done) }(p.exited)
-	hc := &http.Client{Timeout: time.Second}
-	redistest.Eventually(t, 20*time.Second, "leasegate on "+p.Addr+" answers /readyz", func() bool {
-		select {
-		case <-p.exited:
-			t.Fatalf("leasegate on %s exited before it was ready (%v): %s", p.Addr, p.err, p.stderr.String())
-		default:
-		}
-		res, err := hc.Get("http://" + p.Addr + "/readyz")
-		if err != nil {
-			time.Sleep(10 * time.Millisecond) // not a busy loop while it starts
-			return false
-		}
-		_ = res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
 }
 
 // Stop sends sig (SIGTERM: a graceful stop) and waits up to within for
 // the exit, which must be status 0.
 func (p *Process) Stop(sig syscall.Signal, within time.Duration) {
-	t := p.t
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal leasegate on %s: %v", p.Addr, err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(within):
-		t.Fatalf("leasegate on %s still running %v after %v", p.Addr, within, sig)
-	}
-	p.cmd = nil
-	if p.err != nil {
-		t.Errorf("leasegate on %s: exit %v, want 0: %s", p.Addr, p.err, p.stderr.String())
+	p.t.Helper()
+	err := p.g.Stop(sig, within)
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		p.t.Error(err)
+	case err != nil:
+		p.t.Fatal(err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/launch"
 )
 
 // Cluster is a Redis Cluster, each node a Server owned by the test, made
@@ -145,12 +147,7 @@ func (s *Server) WaitMaster(t testing.TB, within time.Duration) time.Time {
 func (c *Cluster) startNode(t testing.TB) *Server {
 	t.Helper()
 	bus := FreePort(t)
-	s := Start(t, append([]string{
-		"--cluster-enabled", "yes",
-		"--cluster-config-file", "nodes.conf",
-		"--cluster-port", strconv.Itoa(bus),
-		"--repl-diskless-sync-delay", "0",
-	}, c.args...)...)
+	s := Start(t, append(append(launch.ClusterArgs(bus), "--repl-diskless-sync-delay", "0"), c.args...)...)
 	c.bus[s] = bus
 	return s
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/internal/launch"
 )
 
 // Sentinel is a primary, one replica and three Sentinels watching them,
@@ -42,7 +44,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 			t.Fatalf("write %s: %v", conf, err)
 		}
-		sn := &Server{t: t, bin: bin, dir: dir, lead: []string{conf, "--sentinel"}, readyLine: "+monitor master"}
+		sn := newServer(t, launch.RedisSpec{Bin: bin, Dir: dir, Lead: []string{conf, "--sentinel"}, ReadyLine: "+monitor master"})
 		sn.startOnFreePort()
 		t.Cleanup(sn.Stop)
 		s.Sentinels = append(s.Sentinels, sn)

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/leasegate/leasegate/internal/launch"
 )
 
 // CA is a throwaway certificate authority made for one test: an ECDSA
@@ -120,7 +122,7 @@ func StartTLS(t testing.TB, ca *CA, kp KeyPair, args ...string) *Server {
 		"--tls-ca-cert-file", ca.CertFile,
 		"--tls-auth-clients", "optional",
 	}
-	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), args: append(all, args...), tls: true}
+	s := newServer(t, launch.RedisSpec{Bin: Binary(t), Dir: t.TempDir(), Args: append(all, args...), TLS: true})
 	s.startOnFreePort()
 	t.Cleanup(s.Stop)
 	return s

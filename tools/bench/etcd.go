@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bufio"
@@ -10,9 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/leasegate/leasegate/bench"
+	"github.com/leasegate/leasegate/internal/launch"
 )
 
 // The etcd phase (-etcd) measures etcd's own lock recipe,
@@ -27,9 +28,9 @@ import (
 //   - handoff: every client takes turns on one mutex (hand-offs/s and
 //     release-to-next-holder latency).
 
-// DefaultEtcdBench is where `leasegate bench -etcd` looks for the etcd
-// program's module, relative to the working directory.
-const DefaultEtcdBench = "bench/etcd"
+// DefaultEtcdBench is where -etcd looks for the etcd
+// program's module, relative to the working directory (this module's).
+const DefaultEtcdBench = "etcd"
 
 // EtcdResult is the etcd side of a run. Latencies are in milliseconds.
 type EtcdResult struct {
@@ -98,7 +99,7 @@ type etcdRunner struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Scanner
-	stderr *tail
+	stderr *launch.Tail
 	tmp    string
 	res    *EtcdResult
 }
@@ -115,7 +116,7 @@ func locateEtcdBench(given string) (dir, bin, note string) {
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil && given == "":
-		return "", "", "etcd phase skipped: no " + DefaultEtcdBench + " module under the working directory (run from the repository's root, or pass -etcd-bench DIR or BINARY)"
+		return "", "", "etcd phase skipped: no " + DefaultEtcdBench + " module under the working directory (run from tools/bench, or pass -etcd-bench DIR or BINARY)"
 	case err != nil:
 		return "", "", fmt.Sprintf("etcd phase skipped: -etcd-bench: %v", err)
 	case !fi.IsDir():
@@ -139,7 +140,7 @@ func startEtcd(ctx context.Context, cfg Config, rep *Report) (_ *etcdRunner, err
 		rep.Notes = append(rep.Notes, note)
 		return nil, nil
 	}
-	r := &etcdRunner{stderr: &tail{max: 4096}}
+	r := &etcdRunner{stderr: &launch.Tail{Max: 4096}}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -272,7 +273,12 @@ func (r *etcdRunner) close() {
 		}
 		done := make(chan struct{})
 		go func() { _ = r.cmd.Wait(); close(done) }()
-		waitOrKill(r.cmd.Process, done, 30*time.Second)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = r.cmd.Process.Kill()
+			<-done
+		}
 	}
 	if r.tmp != "" {
 		_ = os.RemoveAll(r.tmp)
@@ -289,14 +295,14 @@ func (e *EtcdResult) summarize() {
 		locks, handoffs = append(locks, rd.Lock), append(handoffs, rd.Handoff)
 	}
 	e.Lock, e.Handoff = medianEtcdPhase(locks), medianEtcdPhase(handoffs)
-	e.LockRatio = medianBy(e.Rounds, func(rd EtcdRound) float64 { return rd.LockRatio })
-	e.HandoffRatio = medianBy(e.Rounds, func(rd EtcdRound) float64 { return rd.HandoffRatio })
+	e.LockRatio = bench.MedianBy(e.Rounds, func(rd EtcdRound) float64 { return rd.LockRatio })
+	e.HandoffRatio = bench.MedianBy(e.Rounds, func(rd EtcdRound) float64 { return rd.HandoffRatio })
 }
 
 // medianEtcdPhase: rates, latencies and CPU are medians over ps; counts
 // are summed.
 func medianEtcdPhase(ps []EtcdPhase) EtcdPhase {
-	m := func(f func(EtcdPhase) float64) float64 { return medianBy(ps, f) }
+	m := func(f func(EtcdPhase) float64) float64 { return bench.MedianBy(ps, f) }
 	out := EtcdPhase{
 		Phase:        ps[0].Phase,
 		Clients:      ps[0].Clients,
@@ -385,32 +391,4 @@ func (e *EtcdResult) print(w io.Writer) {
 			fmt.Fprintf(w, "etcd %s: %d times two clients held the mutex at once\n", p.Phase, p.Violations)
 		}
 	}
-}
-
-// tail keeps the last max bytes written to it (a child's stderr: the
-// etcd program's, the -waiters gateway's).
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = t.buf[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.buf))
-	if s == "" {
-		return "(empty)"
-	}
-	return s
 }

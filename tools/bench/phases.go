@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/leasegate/leasegate/bench"
 )
 
-// The optional phases of a round (-handoff, -primitives): each one runs
+// The more phases of a round (-handoff, -primitives, -locksets,
+// -tracing): each one runs
 // after the floor and gateway phases, for the same time, at the same
 // concurrency, and is compared with a floor measured in the same round.
 
@@ -29,16 +30,10 @@ func (c Config) validatePhases() []error {
 		if c.Handoff || c.Primitives || c.LockSets || c.Etcd {
 			errs = append(errs, errors.New("waiters is a measurement of its own: not with handoff, primitives, locksets or etcd"))
 		}
-		if c.GatewayCommand == "" {
-			errs = append(errs, errors.New("waiters needs the leasegate binary to start `leasegate serve` with"))
-		}
 	}
 	if c.Capacity {
 		if c.Waiters > 0 || c.Handoff || c.Primitives || c.LockSets || c.Etcd || c.Tracing || c.RedisURL != "" {
 			errs = append(errs, errors.New("capacity is a measurement of its own: not with waiters, handoff, primitives, locksets, tracing, etcd or redis-url"))
-		}
-		if c.GatewayCommand == "" {
-			errs = append(errs, errors.New("capacity needs the leasegate binary to start `leasegate serve` with"))
 		}
 		for _, n := range c.CapacityTopologies {
 			if !slices.ContainsFunc(Topologies, func(t Topology) bool { return t.Name == n }) {
@@ -55,7 +50,7 @@ func (c Config) validatePhases() []error {
 // extra is one optional phase: what it runs, and the name of the phase
 // of the same round whose cycles/s its ratio divides by ("" for a floor).
 type extra struct {
-	c          cycler
+	c          bench.Cycler
 	comparedTo string
 }
 
@@ -64,15 +59,16 @@ type extras struct {
 	closers []func() // the traced gateways, -handoff's blpop floor
 }
 
-// newExtras builds the optional phases cfg asks for; gw is the gateway
-// of the lock phase, whose HTTP client and server they share.
-func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string, gw *gateway) (*extras, error) {
+// newExtras builds the optional phases cfg asks for; they share the
+// rig's gateway (its HTTP client and server) and Redis.
+func newExtras(ctx context.Context, rig *bench.Rig, cfg Config, runID string) (*extras, error) {
+	gw, opt := rig.Gateway, rig.Options
 	x := &extras{}
 	// The primitives first, right after the lock phases: on a shared
 	// machine the closer a phase runs to its floor, the less the load
 	// moves between them. The hand-off runs right after its own floor.
 	if cfg.LockSets {
-		x.list = append(x.list, extra{c: newLockSetCycle(gw.hc, []string{"http://" + gw.srv.Addr()}, cfg, runID), comparedTo: "gateway"})
+		x.list = append(x.list, extra{c: newLockSetCycle(gw.Client(), []string{gw.URL()}, cfg, runID), comparedTo: "gateway"})
 	}
 	if cfg.Primitives {
 		x.list = append(x.list,
@@ -93,18 +89,19 @@ func newExtras(ctx context.Context, opt *redis.Options, cfg Config, runID string
 	if cfg.Handoff {
 		tf, err := newTokenFloor(ctx, opt, cfg, runID)
 		if err != nil {
+			x.close()
 			return nil, err
 		}
 		x.closers = append(x.closers, tf.close)
 		x.list = append(x.list,
 			extra{c: tf},
-			extra{c: newHandoff(gw, cfg, runID), comparedTo: tf.name()})
+			extra{c: newHandoff(gw, cfg, runID), comparedTo: tf.Name()})
 	}
 	return x, nil
 }
 
-func (x *extras) cyclers() []cycler {
-	var cs []cycler
+func (x *extras) cyclers() []bench.Cycler {
+	var cs []bench.Cycler
 	for _, e := range x.list {
 		cs = append(cs, e.c)
 	}
@@ -119,11 +116,11 @@ func (x *extras) close() {
 
 // run runs every optional phase once; floor and gw are this round's lock
 // floor and gateway phases.
-func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor, gw Phase) ([]Phase, error) {
-	var out []Phase
-	byName := map[string]Phase{floor.Name: floor, gw.Name: gw}
+func (x *extras) run(ctx context.Context, rig *bench.Rig, cfg Config, floor, gw bench.Phase) ([]bench.Phase, error) {
+	var out []bench.Phase
+	byName := map[string]bench.Phase{floor.Name: floor, gw.Name: gw}
 	for _, e := range x.list {
-		p, err := runPhase(ctx, stats, cfg, e.c, nil)
+		p, err := bench.RunPhase(ctx, rig.Stats, cfg.Config, e.c, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -143,35 +140,14 @@ func (x *extras) run(ctx context.Context, stats *redis.Client, cfg Config, floor
 	return out, nil
 }
 
-// medianPhases is the median of the rounds' optional phases, by name, in
-// the order of the first round.
-func medianPhases(rounds []Round) []Phase {
-	if len(rounds) == 0 {
-		return nil
-	}
-	var out []Phase
-	for _, first := range rounds[0].Phases {
-		var ps []Phase
-		for _, rd := range rounds {
-			for _, p := range rd.Phases {
-				if p.Name == first.Name {
-					ps = append(ps, p)
-				}
-			}
-		}
-		out = append(out, medianPhase(ps))
-	}
-	return out
-}
-
 // printPhases says what the optional phases' rows mean and gives their
 // cycles/s and ratio in each round.
-func printPhases(w io.Writer, r *Report) {
+func printPhases(w io.Writer, r *bench.Report) {
 	if len(r.Phases) == 0 {
 		return
 	}
 	has := func(n string) bool {
-		return slices.ContainsFunc(r.Phases, func(p Phase) bool { return p.Name == n })
+		return slices.ContainsFunc(r.Phases, func(p bench.Phase) bool { return p.Name == n })
 	}
 	if has("handoff") {
 		fmt.Fprintln(w, "handoff: every client waits (wait_ms) on ONE resource over HTTP and releases it as soon as it is granted;")

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/bench"
 )
 
 // The hand-off phases (-handoff): every client wants ONE resource; the
@@ -71,20 +73,16 @@ func (h *handoffClock) released(i int) {
 	h.releases[k] = t
 }
 
-// takeLatencies returns the release-to-next-grant times noted
-// since the last call, and forgets them. A next grant seen before the
-// release's own answer (both answers can leave in the same instant)
-// counts as 0. A nil clock has none: nil.
-func (h *handoffClock) takeLatencies() *histogram {
-	if h == nil {
-		return nil
-	}
+// TakeLatencies returns the release-to-next-grant times noted since the
+// last call, and forgets them. A next grant seen before the release's
+// own answer (both answers can leave in the same instant) counts as 0.
+func (h *handoffClock) TakeLatencies() []time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := &histogram{}
+	out := []time.Duration{}
 	for k := 1; k < len(h.grants); k++ {
 		if k-1 < len(h.releases) && !h.releases[k-1].IsZero() {
-			out.record(h.grants[k].Sub(h.releases[k-1])) // record counts a negative as 0
+			out = append(out, max(0, h.grants[k].Sub(h.releases[k-1])))
 		}
 	}
 	h.grants, h.releases = nil, nil
@@ -114,15 +112,15 @@ func newTokenFloor(ctx context.Context, opt *redis.Options, cfg Config, runID st
 	return f, nil
 }
 
-func (f *tokenFloor) name() string    { return "blpop" }
-func (f *tokenFloor) sends() []string { return []string{"blpop", "lpush"} }
+func (f *tokenFloor) Name() string    { return "blpop" }
+func (f *tokenFloor) Sends() []string { return []string{"blpop", "lpush"} }
 
 func (f *tokenFloor) close() {
 	_ = f.rdb.Del(context.Background(), f.key).Err()
 	_ = f.rdb.Close()
 }
 
-func (f *tokenFloor) acquire(ctx context.Context, i int) error {
+func (f *tokenFloor) Acquire(ctx context.Context, i int) error {
 	if _, err := f.rdb.BLPop(ctx, handoffWait, f.key).Result(); err != nil {
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("BLPOP %s: no token within %v", f.key, handoffWait)
@@ -133,7 +131,7 @@ func (f *tokenFloor) acquire(ctx context.Context, i int) error {
 	return nil
 }
 
-func (f *tokenFloor) release(ctx context.Context, i int) error {
+func (f *tokenFloor) Release(ctx context.Context, i int) error {
 	if err := f.rdb.LPush(ctx, f.key, "token").Err(); err != nil {
 		return err
 	}
@@ -141,9 +139,21 @@ func (f *tokenFloor) release(ctx context.Context, i int) error {
 	return nil
 }
 
+// httpHandoff is a hand-off over HTTP: a cycle whose clock notes each
+// grant and release.
+type httpHandoff struct {
+	*bench.HTTPCycle
+	*handoffClock
+}
+
+// clocked gives c a hand-off clock.
+func clocked(c *bench.HTTPCycle, workers int) httpHandoff {
+	h := httpHandoff{HTTPCycle: c, handoffClock: newHandoffClock(workers)}
+	c.OnGrant, c.OnRelease = h.granted, h.released
+	return h
+}
+
 // newHandoff is the gateway's hand-off phase, on the lock phase's gateway.
-func newHandoff(g *gateway, cfg Config, runID string) *httpCycle {
-	c := g.cycle(cfg, "handoff", "/locks/bench-"+runID+"-handoff", true, `,"wait_ms":`+strconv.FormatInt(handoffWait.Milliseconds(), 10))
-	c.clock = newHandoffClock(cfg.Concurrency)
-	return c
+func newHandoff(g *bench.Gateway, cfg Config, runID string) httpHandoff {
+	return clocked(g.Cycle(cfg.Config, "handoff", "/locks/bench-"+runID+"-handoff", true, `,"wait_ms":`+strconv.FormatInt(handoffWait.Milliseconds(), 10)), cfg.Concurrency)
 }

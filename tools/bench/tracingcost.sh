@@ -11,17 +11,17 @@
 # Per cycle = (Ir at 1500 cycles - Ir at 300 cycles) / 1200, so the start
 # (Redis, gateway, test binary) cancels out. ROUNDS pairs, alternating.
 #
-#   bash bench/tracingcost.sh            # ROUNDS=5
+#   bash tools/bench/tracingcost.sh            # ROUNDS=5
 #
 # Needs valgrind and redis-server. Takes about 5 minutes.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 rounds="${ROUNDS:-5}"
 work="$(mktemp -d)"
 trap 'git worktree remove --force "$work/without" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 git worktree add -q --detach "$work/without" HEAD
-git -C "$work/without" apply "$PWD/bench/testdata/without-tracing.patch"
+git -C "$work/without" apply "$PWD/tools/bench/testdata/without-tracing.patch"
 go test -c -o "$work/with.test" ./server/
 (cd "$work/without" && go test -c -o "$work/without.test" ./server/)
 

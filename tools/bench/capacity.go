@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,6 +18,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leasegate/leasegate/bench"
+	"github.com/leasegate/leasegate/internal/launch"
 )
 
 // The capacity measurement (-capacity): what one cycle of each kind costs
@@ -137,10 +141,10 @@ type MemoryCost struct {
 
 // fleet is a topology's running processes.
 type fleet struct {
-	nodes    []*redisProcess
+	nodes    []*launch.Redis
+	dirs     []string        // each node's directory
 	stats    []*redis.Client // one per node
-	gateways []*gatewayProcess
-	bus      []int    // each node's cluster bus port
+	gateways []*launch.Gateway
 	bases    []string // http://host:port of each gateway
 	hc       *http.Client
 	httpIO   atomic.Int64 // bytes through the load generator's sockets
@@ -179,7 +183,7 @@ func measureTopology(ctx context.Context, cfg Config, t Topology, runID string) 
 		return nil, "", err
 	}
 	defer f.stop()
-	version, err := redisVersion(ctx, f.stats[0])
+	version, err := bench.RedisVersion(ctx, f.stats[0])
 	if err != nil {
 		return nil, "", err
 	}
@@ -213,31 +217,41 @@ func startFleet(ctx context.Context, cfg Config, t Topology) (_ *fleet, err erro
 			f.stop()
 		}
 	}()
+	bin, err := exec.LookPath(cfg.RedisServer)
+	if err != nil {
+		return nil, err
+	}
+	var cluster []launch.ClusterNode
 	for range t.Masters {
 		var args []string
+		var bus int
 		if t.Cluster {
-			bus, err := freePort()
-			if err != nil {
+			if bus, err = launch.FreePort(); err != nil {
 				return nil, err
 			}
-			args = []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", strconv.Itoa(bus)}
-			f.bus = append(f.bus, bus)
+			args = append(args, launch.ClusterArgs(bus)...)
 		}
-		p, err := startRedis(ctx, cfg.RedisServer, args...)
+		dir, err := os.MkdirTemp("", "leasegate-bench-redis-")
+		if err != nil {
+			return nil, err
+		}
+		f.dirs = append(f.dirs, dir)
+		p, err := launch.StartRedis(launch.RedisSpec{Bin: bin, Dir: dir, Args: args})
 		if err != nil {
 			return nil, err
 		}
 		f.nodes = append(f.nodes, p)
-		f.stats = append(f.stats, redis.NewClient(&redis.Options{Addr: p.addr}))
+		f.stats = append(f.stats, redis.NewClient(&redis.Options{Addr: p.Addr()}))
+		cluster = append(cluster, launch.ClusterNode{Addr: p.Addr(), Bus: bus})
 	}
-	redisArgs := []string{"--redis-url", f.nodes[0].url()}
+	redisArgs := []string{"--redis-url", "redis://" + f.nodes[0].Addr()}
 	if t.Cluster {
-		if err := f.formCluster(ctx); err != nil {
+		if err := launch.FormCluster(ctx, cluster); err != nil {
 			return nil, err
 		}
 		var addrs []string
 		for _, n := range f.nodes {
-			addrs = append(addrs, n.addr)
+			addrs = append(addrs, n.Addr())
 		}
 		redisArgs = []string{"--redis-cluster-addrs", strings.Join(addrs, ",")}
 	}
@@ -246,56 +260,27 @@ func startFleet(ctx context.Context, cfg Config, t Topology) (_ *fleet, err erro
 	}
 	_, waiters, _ := memoryCounts(cfg.Concurrency)
 	for range t.Gateways {
-		gp, err := startGatewayProcess(ctx, cfg, redisArgs, waiters)
+		gp, err := startGateway(ctx, cfg, redisArgs, waiters)
 		if err != nil {
 			return nil, err
 		}
 		f.gateways = append(f.gateways, gp)
-		f.bases = append(f.bases, gp.base)
+		f.bases = append(f.bases, gp.URL())
 	}
-	f.hc = keepAliveClient(cfg.Concurrency, time.Minute)
-	tr := f.hc.Transport.(*http.Transport)
-	dial := tr.DialContext
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &countingConn{Conn: c, n: &f.httpIO}, nil
-	}
-	return f, nil
-}
-
-// formCluster gives each node an equal range of the 16384 slots and
-// joins them (CLUSTER ADDSLOTSRANGE, CLUSTER MEET), then waits until
-// every node says cluster_state:ok. Unlike `redis-cli --cluster create`
-// it makes clusters of one and two masters too.
-func (f *fleet) formCluster(ctx context.Context) error {
-	n := len(f.nodes)
-	for i, s := range f.stats {
-		lo, hi := i*16384/n, (i+1)*16384/n-1
-		if err := s.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
-			return fmt.Errorf("CLUSTER ADDSLOTSRANGE: %w", err)
-		}
-		if i > 0 {
-			host, port, _ := net.SplitHostPort(f.nodes[i].addr)
-			if err := f.stats[0].Do(ctx, "CLUSTER", "MEET", host, port, f.bus[i]).Err(); err != nil {
-				return fmt.Errorf("CLUSTER MEET: %w", err)
-			}
-		}
-	}
-	return pollReady(ctx, nil, 30*time.Second, func() error {
-		for _, s := range f.stats {
-			info, err := s.ClusterInfo(ctx).Result()
+	// The product bench's keep-alive client, each connection counted.
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	f.hc = &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		MaxIdleConnsPerHost: cfg.Concurrency,
+		IdleConnTimeout:     time.Minute,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) {
-				return errors.New("cluster not ok yet")
-			}
-		}
-		return nil
-	})
+			return &countingConn{Conn: c, n: &f.httpIO}, nil
+		},
+	}}
+	return f, nil
 }
 
 func (f *fleet) stop() {
@@ -303,18 +288,21 @@ func (f *fleet) stop() {
 		f.hc.CloseIdleConnections()
 	}
 	for _, gp := range f.gateways {
-		gp.stop()
+		stopGateway(gp)
 	}
 	for _, s := range f.stats {
 		_ = s.Close()
 	}
 	for _, p := range f.nodes {
-		p.stop()
+		p.Kill()
+	}
+	for _, d := range f.dirs {
+		_ = os.RemoveAll(d)
 	}
 }
 
 // cyclers are the capacity phases; worker i talks to gateway i%len.
-func (f *fleet) cyclers(cfg Config, id string) []cycler {
+func (f *fleet) cyclers(cfg Config, id string) []bench.Cycler {
 	urls := func(path string, shared bool) []string {
 		var us []string
 		for i := range cfg.Concurrency {
@@ -326,20 +314,19 @@ func (f *fleet) cyclers(cfg Config, id string) []cycler {
 		}
 		return us
 	}
-	cycle := func(label string, urls []string, extra string) *httpCycle {
-		c := &httpCycle{hc: f.hc, label: label, urls: urls}
-		c.acquires, c.releases = ownerBodies(cfg, extra)
+	cycle := func(label string, urls []string, extra string) *bench.HTTPCycle {
+		c := &bench.HTTPCycle{Client: f.hc, Label: label, URLs: urls}
+		c.Acquires, c.Releases = bench.OwnerBodies(cfg.Config, extra)
 		return c
 	}
-	handoff := cycle("handoff", urls("/locks/cap-"+id+"-hot", true), `,"wait_ms":`+strconv.FormatInt(handoffWait.Milliseconds(), 10))
-	handoff.clock = newHandoffClock(cfg.Concurrency)
+	handoff := clocked(cycle("handoff", urls("/locks/cap-"+id+"-hot", true), `,"wait_ms":`+strconv.FormatInt(handoffWait.Milliseconds(), 10)), cfg.Concurrency)
 	ttl := strconv.Itoa(int(cfg.TTL / time.Second))
-	userlock := &httpCycle{hc: f.hc, label: "userlock", urls: urls("/user-locks/cap-"+id+"/u", false)}
+	userlock := &bench.HTTPCycle{Client: f.hc, Label: "userlock", URLs: urls("/user-locks/cap-"+id+"/u", false)}
 	for range cfg.Concurrency {
-		userlock.acquires = append(userlock.acquires, []byte(`{"ttl_seconds":`+ttl+`}`))
-		userlock.releases = append(userlock.releases, nil)
+		userlock.Acquires = append(userlock.Acquires, []byte(`{"ttl_seconds":`+ttl+`}`))
+		userlock.Releases = append(userlock.Releases, nil)
 	}
-	return []cycler{
+	return []bench.Cycler{
 		cycle("lock", urls("/locks/cap-"+id+"-", false), ""),
 		handoff,
 		cycle("sem", urls("/semaphores/cap-"+id+"-", false), `,"limit":`+strconv.Itoa(semaphoreLimit)),
@@ -353,7 +340,7 @@ func (f *fleet) cyclers(cfg Config, id string) []cycler {
 type processStats struct {
 	at       time.Time
 	gateways []time.Duration
-	nodes    []redisStats
+	nodes    []bench.RedisStats
 	driver   time.Duration
 	machine  time.Duration // busy CPU of the whole machine (/proc/stat)
 	httpIO   int64
@@ -362,38 +349,34 @@ type processStats struct {
 func (f *fleet) read(ctx context.Context) (processStats, error) {
 	st := processStats{at: time.Now(), httpIO: f.httpIO.Load()}
 	for _, gp := range f.gateways {
-		cpu, err := pidCPU(gp.cmd.Process.Pid)
+		cpu, err := pidCPU(gp.Pid())
 		if err != nil {
 			return st, err
 		}
 		st.gateways = append(st.gateways, cpu)
 	}
 	for _, s := range f.stats {
-		rs, err := readRedisStats(ctx, s, "stats", "memory", "errorstats")
+		rs, err := bench.ReadRedisStats(ctx, s, "stats", "memory", "errorstats")
 		if err != nil {
 			return st, err
 		}
 		st.nodes = append(st.nodes, rs)
 	}
-	st.driver, _ = processCPU()
+	st.driver, _ = bench.ProcessCPU()
 	st.machine = machineBusy()
 	return st, nil
 }
 
 // measure runs one phase of c and returns its costs per cycle.
-func (f *fleet) measure(ctx context.Context, cfg Config, c cycler) (CostPhase, error) {
+func (f *fleet) measure(ctx context.Context, cfg Config, c bench.Cycler) (CostPhase, error) {
 	if cfg.Warmup > 0 {
-		drive(ctx, cfg.Concurrency, cfg.Warmup, c)
-	}
-	own, hasOwn := c.(ownLatencies)
-	if hasOwn {
-		own.takeLatencies()
+		bench.Drive(ctx, cfg.Concurrency, cfg.Warmup, c)
 	}
 	before, err := f.read(ctx)
 	if err != nil {
 		return CostPhase{}, err
 	}
-	res := drive(ctx, cfg.Concurrency, cfg.Duration, c)
+	res := bench.Drive(ctx, cfg.Concurrency, cfg.Duration, c)
 	after, err := f.read(ctx)
 	if err != nil {
 		return CostPhase{}, err
@@ -401,21 +384,16 @@ func (f *fleet) measure(ctx context.Context, cfg Config, c cycler) (CostPhase, e
 	if ctx.Err() != nil {
 		return CostPhase{}, ctx.Err()
 	}
-	if hasOwn {
-		if l := own.takeLatencies(); l != nil {
-			res.latencies = l
-		}
-	}
-	p := CostPhase{Name: c.name(), Cycles: res.cycles, Errors: res.errors, FirstError: res.firstError, RedisCalls: map[string]float64{}}
-	if res.cycles == 0 {
+	p := CostPhase{Name: c.Name(), Cycles: res.Cycles, Errors: res.Errors, FirstError: res.FirstError, RedisCalls: map[string]float64{}}
+	if res.Cycles == 0 {
 		return p, nil
 	}
-	n := float64(res.cycles)
+	n := float64(res.Cycles)
 	secs := after.at.Sub(before.at).Seconds()
-	p.CyclesPerSec = n / res.elapsed.Seconds()
+	p.CyclesPerSec = n / res.Elapsed.Seconds()
 	p.RoundsPerSec = []float64{p.CyclesPerSec}
-	p.P50ms = ms(res.latencies.quantile(0.50))
-	p.P99ms = ms(res.latencies.quantile(0.99))
+	p.P50ms = ms(res.Quantile(0.50))
+	p.P99ms = ms(res.Quantile(0.99))
 	ours := after.driver - before.driver
 	for i := range after.gateways {
 		d := after.gateways[i] - before.gateways[i]
@@ -423,17 +401,17 @@ func (f *fleet) measure(ctx context.Context, cfg Config, c cycler) (CostPhase, e
 		ours += d
 	}
 	for i := range after.nodes {
-		d := after.nodes[i].sub(before.nodes[i])
-		cpu := us(d.cpu) / n
+		d := after.nodes[i].Sub(before.nodes[i])
+		cpu := us(d.CPU) / n
 		p.RedisCPUus += cpu
 		p.RedisMaxCPUus = max(p.RedisMaxCPUus, cpu)
-		p.RedisBytes += float64(d.netIn+d.netOut) / n
-		p.RedisReads += float64(d.reads) / n
-		p.Moved += float64(d.moved) / n
-		for k, calls := range d.calls {
+		p.RedisBytes += float64(d.NetIn+d.NetOut) / n
+		p.RedisReads += float64(d.Reads) / n
+		p.Moved += float64(d.Moved) / n
+		for k, calls := range d.Calls {
 			p.RedisCalls[k] += float64(calls) / n
 		}
-		ours += d.cpu
+		ours += d.CPU
 	}
 	p.DriverCPUus = us(after.driver-before.driver) / n
 	p.HTTPBytes = float64(after.httpIO-before.httpIO) / n
@@ -446,7 +424,7 @@ func (f *fleet) measure(ctx context.Context, cfg Config, c cycler) (CostPhase, e
 // medianCost is the median of each figure over the rounds; cycles and
 // errors are summed, the commands are the last round's.
 func medianCost(ps []CostPhase) CostPhase {
-	m := func(f func(CostPhase) float64) float64 { return medianBy(ps, f) }
+	m := func(f func(CostPhase) float64) float64 { return bench.MedianBy(ps, f) }
 	last := ps[len(ps)-1]
 	out := CostPhase{
 		Name:          last.Name,
@@ -485,16 +463,16 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 	used := func() (int64, error) {
 		var sum int64
 		for _, s := range f.stats {
-			rs, err := readRedisStats(ctx, s, "memory")
+			rs, err := bench.ReadRedisStats(ctx, s, "memory")
 			if err != nil {
 				return 0, err
 			}
-			sum += rs.usedMemory
+			sum += rs.UsedMemory
 		}
 		return sum, nil
 	}
 	do := func(method, url, body string, want int) error {
-		_, err := doJSON(ctx, f.hc, method, url, []byte(body), want)
+		_, err := bench.DoJSON(ctx, f.hc, method, url, []byte(body), want)
 		return err
 	}
 	lockURL := func(i int) string { return fmt.Sprintf("%s/locks/cap-%s-held-%d", f.bases[i%len(f.bases)], id, i) }
@@ -526,7 +504,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 	rss := func() (int64, error) {
 		var sum int64
 		for _, gp := range f.gateways {
-			m, err := gp.memory()
+			m, err := procMemory(gp)
 			if err != nil {
 				return 0, err
 			}
@@ -554,7 +532,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 		if i == 0 {
 			n += waiters % len(f.gateways)
 		}
-		ws := &waiterSet{addr: gp.addr, path: path, n: n, from: from}
+		ws := &waiterSet{addr: gp.Spec.Addr, path: path, n: n, from: from}
 		from += n
 		ws.open(ctx)
 		sets = append(sets, ws)
@@ -564,10 +542,10 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 			ws.abort()
 		}
 	}
-	if err := pollReady(ctx, nil, time.Minute, func() error {
+	if err := launch.Poll(ctx, nil, time.Minute, 20*time.Millisecond, func() error {
 		var n float64
 		for _, gp := range f.gateways {
-			body, err := doJSON(ctx, f.hc, http.MethodGet, gp.base+"/metrics", nil, http.StatusOK)
+			body, err := bench.DoJSON(ctx, f.hc, http.MethodGet, gp.URL()+"/metrics", nil, http.StatusOK)
 			if err != nil {
 				return err
 			}
@@ -616,7 +594,7 @@ func (f *fleet) memory(ctx context.Context, id string, clients int) (MemoryCost,
 		}
 	}()
 	for i := range streams {
-		c, err := openStream(f.gateways[i%len(f.gateways)].addr, fmt.Sprintf("/locks/cap-%s-watched-%d/events", id, i))
+		c, err := openStream(f.gateways[i%len(f.gateways)].Spec.Addr, fmt.Sprintf("/locks/cap-%s-watched-%d/events", id, i))
 		if err != nil {
 			return mc, fmt.Errorf("event streams: %w", err)
 		}

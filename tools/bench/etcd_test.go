@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bytes"
@@ -17,16 +17,16 @@ import (
 
 // Not parallel: its cases change the working directory.
 func TestLocateEtcdBench(t *testing.T) {
-	t.Run("no bench/etcd under the working directory is a skip with a note", func(t *testing.T) {
+	t.Run("no etcd module under the working directory is a skip with a note", func(t *testing.T) {
 		t.Chdir(t.TempDir())
 		dir, bin, note := locateEtcdBench("")
 		if dir != "" || bin != "" || !strings.Contains(note, "skipped") || !strings.Contains(note, "-etcd-bench") {
 			t.Errorf("got dir %q, bin %q, note %q; want a skip note naming -etcd-bench", dir, bin, note)
 		}
 	})
-	t.Run("bench/etcd under the working directory is the module to build", func(t *testing.T) {
+	t.Run("etcd under the working directory is the module to build", func(t *testing.T) {
 		root := t.TempDir()
-		writeFile(t, filepath.Join(root, "bench", "etcd", "go.mod"), "module x\n", 0o644)
+		writeFile(t, filepath.Join(root, "etcd", "go.mod"), "module x\n", 0o644)
 		t.Chdir(root)
 		if dir, bin, note := locateEtcdBench(""); dir != DefaultEtcdBench || bin != "" || note != "" {
 			t.Errorf("got dir %q, bin %q, note %q; want dir %q", dir, bin, note, DefaultEtcdBench)
@@ -235,7 +235,7 @@ func TestEtcdRunnerFailures(t *testing.T) {
 }
 
 // TestEtcdPhaseMatchesTheProgram: EtcdPhase and etcdHello decode what the
-// program of bench/etcd writes (its types Result and Hello, in a module of
+// program of tools/bench/etcd writes (its types Result and Hello, in a module of
 // its own that this one does not import), so their JSON names must agree.
 func TestEtcdPhaseMatchesTheProgram(t *testing.T) {
 	t.Parallel()

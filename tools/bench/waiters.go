@@ -1,8 +1,7 @@
-package bench
+package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leasegate/leasegate/bench"
+	"github.com/leasegate/leasegate/internal/launch"
 	"github.com/leasegate/leasegate/server"
 )
 
@@ -91,20 +92,20 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 		return nil, err
 	}
 	rep := &WaitersReport{Waiters: n, NoFile: nofile}
-	gp, err := startGatewayProcess(ctx, cfg, []string{"--redis-url", redisURL}, n)
+	gp, err := startGateway(ctx, cfg, []string{"--redis-url", redisURL}, n)
 	if err != nil {
 		return nil, err
 	}
-	defer gp.stop()
-	rep.GatewayArgs = gp.args
-	rep.GatewayNoFile = gp.noFileLimit()
+	defer stopGateway(gp)
+	rep.GatewayArgs = append([]string{"serve", "--addr", gp.Spec.Addr}, gp.Spec.Args...)
+	rep.GatewayNoFile = noFileLimit(gp)
 
 	resource := "bench-" + runID + "-waiters"
-	lockURL := gp.base + "/locks/" + resource
+	lockURL := gp.URL() + "/locks/" + resource
 	hc := &http.Client{Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
 	call := func(method, url string, body []byte, want int) ([]byte, error) {
-		data, err := doJSON(ctx, hc, method, url, body, want)
+		data, err := bench.DoJSON(ctx, hc, method, url, body, want)
 		if err != nil {
 			return nil, fmt.Errorf("bench: waiters: %w", err)
 		}
@@ -112,7 +113,7 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 	}
 	// metrics reads the gateway's /metrics gauges into m.
 	metrics := func(m *GatewayMemory) error {
-		body, err := call(http.MethodGet, gp.base+"/metrics", nil, http.StatusOK)
+		body, err := call(http.MethodGet, gp.URL()+"/metrics", nil, http.StatusOK)
 		if err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 		return nil
 	}
 	read := func() (GatewayMemory, error) {
-		m, err := gp.memory()
+		m, err := procMemory(gp)
 		if err != nil {
 			return m, err
 		}
@@ -131,7 +132,7 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 	holder := []byte(`{"owner":"bench-holder","ttl_seconds":` + strconv.Itoa(int(waitersDrain/time.Second)) + `}`)
 	if body, err := call(http.MethodPost, lockURL, holder, http.StatusOK); err != nil {
 		return nil, err
-	} else if !bytes.Contains(body, granted) {
+	} else if !bench.Granted(body) {
 		return nil, fmt.Errorf("bench: waiters: the holder's acquire was not granted: %s", body)
 	}
 	if rep.Before, err = read(); err != nil {
@@ -139,7 +140,7 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 	}
 
 	// The waiters, each on a connection of its own.
-	ws := &waiterSet{addr: gp.addr, path: "/locks/" + resource, n: n}
+	ws := &waiterSet{addr: gp.Spec.Addr, path: "/locks/" + resource, n: n}
 	defer func() {
 		if err != nil {
 			ws.abort()
@@ -169,7 +170,7 @@ func runWaiters(ctx context.Context, cfg Config, redisURL, runID string) (_ *Wai
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			why := "time is up"
-			if err := errors.Join(ctx.Err(), gp.exited()); err != nil {
+			if err := errors.Join(ctx.Err(), gp.Exited()); err != nil {
 				why = err.Error()
 			}
 			return nil, fmt.Errorf("bench: waiters: %d of %d waiting after %v: %s", got, n, time.Since(start).Round(time.Millisecond), why)
@@ -287,7 +288,7 @@ func (ws *waiterSet) run(conn net.Conn, owner string) {
 	case status != http.StatusOK:
 		ws.fail(fmt.Errorf("waiting acquire: got %d %s", status, body))
 		return
-	case !bytes.Contains(body, granted):
+	case !bench.Granted(body):
 		ws.timedOut.Add(1)
 		return
 	}
@@ -360,100 +361,31 @@ func (ws *waiterSet) abort() {
 	ws.wg.Wait()
 }
 
-// gatewayProcess is a `leasegate serve` started for the measurement.
-type gatewayProcess struct {
-	cmd    *exec.Cmd
-	args   []string
-	addr   string
-	base   string
-	stderr *tail
-	done   chan struct{}
-	err    error // the exit, once done is closed
-}
-
-// startGatewayProcess starts `leasegate serve` on a free loopback port,
-// on the Redis that redisArgs name (its --redis-* flags), able to hold n
-// waiters, and waits until it is ready.
-func startGatewayProcess(ctx context.Context, cfg Config, redisArgs []string, n int) (*gatewayProcess, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+// startGateway starts `leasegate serve` (cfg.GatewayCommand) on a free
+// loopback port, on the Redis that redisArgs name (its --redis-* flags),
+// able to hold n waiters, and waits until it is ready.
+func startGateway(ctx context.Context, cfg Config, redisArgs []string, n int) (*launch.Gateway, error) {
 	// No drain: nothing balances over these gateways.
-	args := append([]string{"serve", "--addr", addr}, redisArgs...)
-	args = append(args, "--log-level", cfg.GatewayLogLevel, "--drain-delay", "0",
+	args := append(slices.Clone(redisArgs), "--log-level", cfg.GatewayLogLevel, "--drain-delay", "0",
 		"--max-wait", waitersWait.String(), "--write-timeout", (waitersWait + time.Minute).String())
 	if n > server.DefaultMaxWaiters {
 		args = append(args, "--max-waiters", strconv.Itoa(n))
 	}
-	gp := &gatewayProcess{args: args, addr: addr, base: "http://" + addr, stderr: &tail{max: 16 << 10}, done: make(chan struct{})}
-	gp.cmd = exec.Command(cfg.GatewayCommand, args...)
-	// Its own settings only: no LEASEGATE_* of this environment (API
-	// keys, say) changes the gateway measured.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LEASEGATE_") {
-			gp.cmd.Env = append(gp.cmd.Env, kv)
-		}
+	gp, err := launch.StartGateway(ctx, launch.GatewaySpec{Bin: cfg.GatewayCommand, Args: args, Env: cfg.GatewayEnv, Stdout: cfg.GatewayLog})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
-	gp.cmd.Env = append(gp.cmd.Env, cfg.GatewayEnv...)
-	gp.cmd.Stdout = cfg.GatewayLog
-	if gp.cmd.Stdout == nil {
-		gp.cmd.Stdout = io.Discard
-	}
-	gp.cmd.Stderr = gp.stderr
-	if err := gp.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: start %s serve: %w", cfg.GatewayCommand, err)
-	}
-	go func() { gp.err = gp.cmd.Wait(); close(gp.done) }()
-
-	hc := &http.Client{Timeout: time.Second}
-	err = pollReady(ctx, gp.done, 20*time.Second, func() error {
-		resp, err := hc.Get(gp.base + "/readyz")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New("/readyz: " + resp.Status)
-		}
-		return nil
-	})
-	switch {
-	case err == nil:
-		return gp, nil
-	case errors.Is(err, errExited):
-		return nil, fmt.Errorf("bench: leasegate serve exited at start: %w", gp.exited())
-	}
-	gp.stop()
-	if ctx.Err() == nil {
-		err = fmt.Errorf("bench: leasegate serve on %s: %w", addr, err)
-	}
-	return nil, err
+	return gp, nil
 }
 
-// exited describes the process's end, nil while it runs.
-func (gp *gatewayProcess) exited() error {
-	select {
-	case <-gp.done:
-		return fmt.Errorf("leasegate serve exited (%v): %s", gp.err, gp.stderr.String())
-	default:
-		return nil
-	}
-}
+// stopGateway ends the gateway with SIGTERM (a graceful stop), SIGKILL
+// after 30 s.
+func stopGateway(gp *launch.Gateway) { _ = gp.Stop(syscall.SIGTERM, 30*time.Second) }
 
-// stop ends the gateway with SIGTERM (a graceful stop), then SIGKILL.
-func (gp *gatewayProcess) stop() {
-	if err := gp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		_ = gp.cmd.Process.Kill()
-	}
-	waitOrKill(gp.cmd.Process, gp.done, 30*time.Second)
-}
-
-// memory reads VmRSS and VmHWM from /proc/PID/status.
-func (gp *gatewayProcess) memory() (GatewayMemory, error) {
+// procMemory reads VmRSS and VmHWM from /proc/PID/status.
+func procMemory(gp *launch.Gateway) (GatewayMemory, error) {
 	var m GatewayMemory
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(gp.cmd.Process.Pid) + "/status")
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(gp.Pid()) + "/status")
 	if err != nil {
 		return m, fmt.Errorf("bench: waiters: the gateway's RSS (Linux /proc only): %w", err)
 	}
@@ -476,8 +408,8 @@ func (gp *gatewayProcess) memory() (GatewayMemory, error) {
 }
 
 // noFileLimit is the gateway's "Max open files" soft limit.
-func (gp *gatewayProcess) noFileLimit() string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(gp.cmd.Process.Pid) + "/limits")
+func noFileLimit(gp *launch.Gateway) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(gp.Pid()) + "/limits")
 	if err != nil {
 		return "unknown"
 	}
@@ -489,6 +421,26 @@ func (gp *gatewayProcess) noFileLimit() string {
 		}
 	}
 	return "unknown"
+}
+
+// raiseNoFile raises this process's open-files soft limit to its hard
+// limit (the Go runtime usually has already) and returns it; an error
+// when it stays below need.
+func raiseNoFile(need uint64) (uint64, error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, fmt.Errorf("bench: RLIMIT_NOFILE: %w", err)
+	}
+	if rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+			return 0, fmt.Errorf("bench: raise RLIMIT_NOFILE to %d: %w", rl.Max, err)
+		}
+	}
+	if rl.Cur < need {
+		return rl.Cur, fmt.Errorf("bench: waiters: %d open files needed, the limit is %d (raise the hard limit: ulimit -Hn)", need, rl.Cur)
+	}
+	return rl.Cur, nil
 }
 
 // fromMetrics reads the Go runtime gauges and the waiters gauge from a
@@ -520,7 +472,7 @@ func (m *GatewayMemory) fromMetrics(body []byte) {
 func (r *Report) printWaiters(w io.Writer) {
 	wr := r.Waiters
 	mib := func(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
-	fmt.Fprintf(w, "leasegate bench -waiters %d: a `leasegate serve` process holding %d waiting acquires of one held resource\n", wr.Waiters, wr.Waiters)
+	fmt.Fprintf(w, "bench -waiters %d: a `leasegate serve` process holding %d waiting acquires of one held resource\n", wr.Waiters, wr.Waiters)
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %d CPUs, redis-server %s; open files: driver %d, gateway %s\n",
 		r.GoVersion, r.GOMAXPROCS, r.NumCPU, r.RedisVersion, wr.NoFile, wr.GatewayNoFile)
 	fmt.Fprintf(w, "gateway: leasegate %s\n\n", strings.Join(wr.GatewayArgs, " "))

@@ -11,10 +11,10 @@ apart wherever it appears in a stack. For a CPU profile, drop the load driver
 first with -tagignore role=driver:
 
   go tool pprof -traces -tagignore role=driver leasegate cpu.pprof > gw.traces
-  python3 bench/areas.py gw.traces --cycles N   # N: cycles of that phase (-json)
+  python3 tools/bench/areas.py gw.traces --cycles N   # N: cycles of that phase (-json)
 
   go tool pprof -traces -sample_index=alloc_space leasegate mem.pprof > mem.traces
-  python3 bench/areas.py mem.traces --allocs
+  python3 tools/bench/areas.py mem.traces --allocs
 
 CPU values are milliseconds (so per cycle: µs); alloc values are objects
 or bytes.

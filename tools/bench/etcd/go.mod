@@ -1,4 +1,4 @@
-module github.com/leasegate/leasegate/bench/etcd
+module github.com/leasegate/leasegate/tools/bench/etcd
 
 go 1.26.8
 

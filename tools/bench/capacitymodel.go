@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"encoding/json"
@@ -47,7 +47,7 @@ const (
 	tombstoneBytes = 181.3
 )
 
-// ReadCapacity reads a `leasegate bench -capacity -json` report.
+// ReadCapacity reads a `-capacity -json` report of this tooling.
 func ReadCapacity(path string) (*CapacityReport, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/leasegate/leasegate/bench"
 )
 
 // The primitives phases (-primitives), over HTTP to the lock phase's
@@ -29,12 +31,12 @@ import (
 // semaphoreLimit is the limit of every benchmark semaphore.
 const semaphoreLimit = 10
 
-func newSemaphoreCycle(g *gateway, cfg Config, runID string) *httpCycle {
-	return g.cycle(cfg, "sem", "/semaphores/bench-"+runID+"-", false, `,"limit":`+strconv.Itoa(semaphoreLimit))
+func newSemaphoreCycle(g *bench.Gateway, cfg Config, runID string) *bench.HTTPCycle {
+	return g.Cycle(cfg.Config, "sem", "/semaphores/bench-"+runID+"-", false, `,"limit":`+strconv.Itoa(semaphoreLimit))
 }
 
 type claimCycle struct {
-	g      *gateway
+	hc     *http.Client
 	base   []string // per worker: .../claims/{scope}/w{i}-
 	owners []string
 	claims [][]byte
@@ -44,30 +46,30 @@ type claimCycle struct {
 	tokens []int64
 }
 
-func newClaimCycle(g *gateway, cfg Config, runID string) *claimCycle {
+func newClaimCycle(g *bench.Gateway, cfg Config, runID string) *claimCycle {
 	c := &claimCycle{
-		g:      g,
+		hc:     g.Client(),
 		seq:    make([]int, cfg.Concurrency),
 		tokens: make([]int64, cfg.Concurrency),
 	}
-	base := "http://" + g.srv.Addr() + "/claims/bench-" + runID + "/w"
+	base := g.URL() + "/claims/bench-" + runID + "/w"
 	for i := range cfg.Concurrency {
 		c.base = append(c.base, base+strconv.Itoa(i)+"-")
-		c.owners = append(c.owners, benchOwner(i))
+		c.owners = append(c.owners, bench.Owner(i))
 	}
-	c.claims, _ = ownerBodies(cfg, "")
+	c.claims, _ = bench.OwnerBodies(cfg.Config, "")
 	return c
 }
 
-func (c *claimCycle) name() string    { return "claim" }
-func (c *claimCycle) sends() []string { return []string{"evalsha", "eval"} }
+func (c *claimCycle) Name() string    { return "claim" }
+func (c *claimCycle) Sends() []string { return []string{"evalsha", "eval"} }
 
 func (c *claimCycle) url(i int) string { return c.base[i] + strconv.Itoa(c.seq[i]) }
 
 // acquire claims a new key: 201, state pending.
-func (c *claimCycle) acquire(ctx context.Context, i int) error {
+func (c *claimCycle) Acquire(ctx context.Context, i int) error {
 	c.seq[i]++
-	body, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url(i), c.claims[i], http.StatusCreated)
+	body, err := bench.DoJSON(ctx, c.hc, http.MethodPost, c.url(i), c.claims[i], http.StatusCreated)
 	if err != nil {
 		return err
 	}
@@ -98,9 +100,9 @@ func intField(body []byte, name string) (int64, error) {
 var claimDone = []byte(`"state":"done"`)
 
 // release completes the claim acquire took.
-func (c *claimCycle) release(ctx context.Context, i int) error {
+func (c *claimCycle) Release(ctx context.Context, i int) error {
 	body := []byte(`{"owner":"` + c.owners[i] + `","token":` + strconv.FormatInt(c.tokens[i], 10) + `,"result":{"ok":true},"keep_seconds":1}`)
-	got, err := doJSON(ctx, c.g.hc, http.MethodPost, c.url(i)+"/complete", body, http.StatusOK)
+	got, err := bench.DoJSON(ctx, c.hc, http.MethodPost, c.url(i)+"/complete", body, http.StatusOK)
 	if err != nil {
 		return err
 	}
@@ -125,19 +127,19 @@ func newElectionCycle(hc *http.Client, urls []string, cfg Config) *electionCycle
 	c := &electionCycle{hc: hc, urls: urls, terms: make([]int64, len(urls))}
 	ttl := strconv.Itoa(int(cfg.TTL / time.Second))
 	for i := range urls {
-		c.owners = append(c.owners, benchOwner(i))
-		c.campaign = append(c.campaign, []byte(`{"candidate":"`+benchOwner(i)+`","ttl_seconds":`+ttl+`}`))
+		c.owners = append(c.owners, bench.Owner(i))
+		c.campaign = append(c.campaign, []byte(`{"candidate":"`+bench.Owner(i)+`","ttl_seconds":`+ttl+`}`))
 	}
 	return c
 }
 
-func (c *electionCycle) name() string    { return "election" }
-func (c *electionCycle) sends() []string { return []string{"evalsha", "eval"} }
+func (c *electionCycle) Name() string    { return "election" }
+func (c *electionCycle) Sends() []string { return []string{"evalsha", "eval"} }
 
 var elected = []byte(`"leader":true`)
 
-func (c *electionCycle) acquire(ctx context.Context, i int) error {
-	body, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i]+"/campaign", c.campaign[i], http.StatusOK)
+func (c *electionCycle) Acquire(ctx context.Context, i int) error {
+	body, err := bench.DoJSON(ctx, c.hc, http.MethodPost, c.urls[i]+"/campaign", c.campaign[i], http.StatusOK)
 	if err != nil {
 		return err
 	}
@@ -148,8 +150,8 @@ func (c *electionCycle) acquire(ctx context.Context, i int) error {
 	return err
 }
 
-func (c *electionCycle) release(ctx context.Context, i int) error {
+func (c *electionCycle) Release(ctx context.Context, i int) error {
 	body := `{"candidate":"` + c.owners[i] + `","term":` + strconv.FormatInt(c.terms[i], 10) + `}`
-	_, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], []byte(body), http.StatusNoContent)
+	_, err := bench.DoJSON(ctx, c.hc, http.MethodDelete, c.urls[i], []byte(body), http.StatusNoContent)
 	return err
 }

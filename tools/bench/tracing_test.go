@@ -1,11 +1,10 @@
-package bench_test
+package main
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
 
@@ -13,7 +12,7 @@ import (
 // round's gateway phase (tracing off). It asserts no speed.
 func TestTracingPhasesRun(t *testing.T) {
 	t.Parallel()
-	cfg := bench.DefaultConfig()
+	cfg := DefaultConfig()
 	cfg.RedisURL = redistest.Start(t).URL()
 	cfg.Concurrency = 2
 	cfg.Duration = 300 * time.Millisecond
@@ -22,7 +21,7 @@ func TestTracingPhasesRun(t *testing.T) {
 	cfg.Tracing = true
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rep, err := bench.Run(ctx, cfg)
+	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/tracing"
 )
 
@@ -21,7 +22,7 @@ import (
 // parentbased_traceidratio: the OTLP/HTTP exporter and batch processor
 // of the SDK, sending to a sink on loopback that reads and discards each
 // export. close stops the gateway, flushes the spans and stops the sink.
-func newTracedGateway(ctx context.Context, opt *redis.Options, cfg Config, runID string, ratio float64) (cycler, func(), error) {
+func newTracedGateway(ctx context.Context, opt *redis.Options, cfg Config, runID string, ratio float64) (bench.Cycler, func(), error) {
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
@@ -44,14 +45,14 @@ func newTracedGateway(ctx context.Context, opt *redis.Options, cfg Config, runID
 	)
 	label := fmt.Sprintf("gateway, traced %g%%", ratio*100)
 	suffix := strings.NewReplacer(" ", "", ",", "", "%", "", ".", "_").Replace(label)
-	g, err := startTracedGateway("redis://"+opt.Addr, cfg, tp)
+	g, err := bench.StartGateway("redis://"+opt.Addr, cfg.Config, tp)
 	if err != nil {
 		_ = tp.Shutdown(ctx)
 		sink.Close()
 		return nil, nil, err
 	}
-	return g.cycle(cfg, label, "/locks/bench-"+runID+"-"+suffix+"-", false, ""), func() {
-		g.close()
+	return g.Cycle(cfg.Config, label, "/locks/bench-"+runID+"-"+suffix+"-", false, ""), func() {
+		g.Close()
 		_ = tp.Shutdown(context.Background())
 		sink.Close()
 	}, nil

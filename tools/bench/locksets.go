@@ -1,12 +1,13 @@
-package bench
+package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/leasegate/leasegate/bench"
 )
 
 // The lock-set phase (-locksets): each client takes a set of
@@ -38,7 +39,7 @@ func newLockSetCycle(hc *http.Client, bases []string, cfg Config, runID string) 
 			names[j] = `"set-` + runID + "-" + strconv.Itoa(i) + "-" + strconv.Itoa(j) + `"`
 		}
 		list := "[" + strings.Join(names, ",") + "]"
-		owner := benchOwner(i)
+		owner := bench.Owner(i)
 		c.acquires = append(c.acquires, []byte(`{"resources":`+list+`,"owner":"`+owner+`","ttl_seconds":`+ttl+`}`))
 		c.releases = append(c.releases, []byte(`{"resources":`+list+`,"owner":"`+owner+`"}`))
 		c.urls = append(c.urls, bases[i%len(bases)]+"/locks")
@@ -46,21 +47,21 @@ func newLockSetCycle(hc *http.Client, bases []string, cfg Config, runID string) 
 	return c
 }
 
-func (c *lockSetCycle) name() string    { return "set" + strconv.Itoa(lockSetSize) }
-func (c *lockSetCycle) sends() []string { return []string{"evalsha", "eval"} }
+func (c *lockSetCycle) Name() string    { return "set" + strconv.Itoa(lockSetSize) }
+func (c *lockSetCycle) Sends() []string { return []string{"evalsha", "eval"} }
 
-func (c *lockSetCycle) acquire(ctx context.Context, i int) error {
-	got, err := doJSON(ctx, c.hc, http.MethodPost, c.urls[i], c.acquires[i], http.StatusOK)
+func (c *lockSetCycle) Acquire(ctx context.Context, i int) error {
+	got, err := bench.DoJSON(ctx, c.hc, http.MethodPost, c.urls[i], c.acquires[i], http.StatusOK)
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(got, granted) {
+	if !bench.Granted(got) {
 		return fmt.Errorf("lock set acquire: not granted: %s", got)
 	}
 	return nil
 }
 
-func (c *lockSetCycle) release(ctx context.Context, i int) error {
-	_, err := doJSON(ctx, c.hc, http.MethodDelete, c.urls[i], c.releases[i], http.StatusOK)
+func (c *lockSetCycle) Release(ctx context.Context, i int) error {
+	_, err := bench.DoJSON(ctx, c.hc, http.MethodDelete, c.urls[i], c.releases[i], http.StatusOK)
 	return err
 }

@@ -1,11 +1,11 @@
-// Command etcd-bench is the etcd side of `leasegate bench -etcd`: it
+// Command etcd-bench is the etcd side of the tooling's -etcd (tools/bench): it
 // measures etcd's own lock recipe (client/v3/concurrency.Mutex) the way
 // package bench measures the gateway, on the same machine, so the two can
 // be put side by side.
 //
-// It is a module of its own (bench/etcd/go.mod) so that the gateway's
-// module does not depend on etcd, gRPC and their dependencies: the main
-// module's go build/vet/test ./... do not descend into it.
+// It is a module of its own (tools/bench/etcd/go.mod) so that neither the
+// gateway's module nor the tooling's depends on etcd, gRPC and their
+// dependencies: their go build/vet/test ./... do not descend into it.
 //
 // It starts an embedded etcd server (go.etcd.io/etcd/server/v3/embed, one
 // member, data in a temporary directory, client and peer URLs on free

@@ -1,4 +1,4 @@
-package bench_test
+package main
 
 import (
 	"os"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"unicode"
-
-	"github.com/leasegate/leasegate/bench"
 )
 
 // The page's tables are generated from the committed measurement: a
@@ -16,11 +14,11 @@ import (
 // regenerated (docs/capacity.md says how).
 func TestCapacityPageMatchesTheCommittedMeasurement(t *testing.T) {
 	t.Parallel()
-	rep, err := bench.ReadCapacity("testdata/capacity.json")
+	rep, err := ReadCapacity("testdata/capacity.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile("../docs/capacity.md")
+	page, err := os.ReadFile("../../docs/capacity.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +28,7 @@ func TestCapacityPageMatchesTheCommittedMeasurement(t *testing.T) {
 	}
 	if string(page) != want {
 		t.Errorf("docs/capacity.md's tables differ from bench/testdata/capacity.json's; regenerate them:\n" +
-			"  go run ./cmd/leasegate bench -capacity-from bench/testdata/capacity.json -capacity-doc docs/capacity.md")
+			"  go -C tools/bench generate")
 	}
 	for _, p := range rep.Predictions() {
 		if p.Measured <= 0 || p.Predicted <= 0 || p.ModelCPU <= 0 {
@@ -51,7 +49,7 @@ func TestLinksIntoTheBenchmarkPagesResolve(t *testing.T) {
 	t.Parallel()
 	anchors := map[string]map[string]bool{}
 	for _, page := range []string{"benchmarks.md", "capacity.md"} {
-		data, err := os.ReadFile("../docs/" + page)
+		data, err := os.ReadFile("../../docs/" + page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,12 +60,12 @@ func TestLinksIntoTheBenchmarkPagesResolve(t *testing.T) {
 			}
 		}
 	}
-	files, err := filepath.Glob("../docs/*.md")
+	files, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	link := regexp.MustCompile(`\]\(((?:[a-z./]*/)?(benchmarks|capacity)\.md)?#([^)\s]+)\)`)
-	for _, f := range append(files, "../README.md", "../CONTRIBUTING.md") {
+	for _, f := range append(files, "../../README.md", "../../CONTRIBUTING.md") {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
