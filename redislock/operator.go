@@ -317,7 +317,7 @@ func (o *Operator) Sweep(ctx context.Context, tenant string, batch int) (SweepRe
 // audit trail is package audit's.
 func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, reason string, meta leasegate.RequestMeta) (leasegate.Lock, error) {
 	k := o.locks.keys.Resource(tenant, resource)
-	keys := []string{k.Lock(), k.Waiters(), k.Forced()}
+	keys := []string{k.Lock(), k.Waiters(), k.Forced(), k.Queue()}
 	if !o.locks.secondStepIndex {
 		// The index, then the outbox with webhooks (force_release.lua).
 		keys = append(append(keys, o.locks.indexKey(tenant)), o.out.Keys()...)

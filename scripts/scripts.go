@@ -55,7 +55,7 @@ func ByName() map[string]*redis.Script {
 // and falls back to EVAL when the server answers NOSCRIPT.
 var (
 	Acquire = loadInLine("acquire")
-	Release = load("release")
+	Release = loadInLine("release")
 	Renew   = load("renew")
 	Status  = load("status")
 	// Interest takes an event watcher off its resource's waiters.
@@ -65,7 +65,7 @@ var (
 	// AcquireSet and ReleaseSet take and end the leases of a lock set,
 	// all or none (docs/lock-sets.md).
 	AcquireSet = loadInLine("acquire_set")
-	ReleaseSet = load("release_set")
+	ReleaseSet = loadInLine("release_set")
 )
 
 // Scripts for user locks and abuse control (package abuse).
@@ -79,7 +79,7 @@ var (
 // Scripts for counting semaphores (package semaphore).
 var (
 	SemAcquire = loadInLine("sem_acquire")
-	SemRelease = load("sem_release")
+	SemRelease = loadInLine("sem_release")
 	SemRenew   = load("sem_renew")
 	SemStatus  = load("sem_status")
 )
