@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/leasegate/leasegate"
@@ -21,15 +20,16 @@ import (
 // A Waiter holds ONE pub/sub subscription per gateway process on the
 // channel the release script publishes to, and fans each release out to
 // the in-process waiters of that lock key. The ORDER of waiters is not
-// the Waiter's: it is the name's line in Redis (registration.go), the
-// same for every gateway. Per lock key the Waiter keeps its waiters in
-// arrival order only to pick whom a release wakes: the first of them
-// (the local head), which is the first in line of those waiting here.
-// Every waiter also tries every TicketRenew, which renews its ticket.
+// the Waiter's: it is the name's line in Redis (scripts/prelude/line.lua),
+// the same for every gateway. A release names the owners Redis grants
+// next, and the Waiter wakes exactly its waiters of those owners. Per
+// lock key it keeps its waiters in arrival order only to pick who re-tries
+// at the holder's expiry (the local head). Every waiter also tries every
+// TicketRenew, which renews its ticket.
 //
 // No lost wake-up: a waiter joins its local queue BEFORE its first try,
 // which takes its ticket in line. A release published after that try is
-// either delivered on the subscription (which wakes the local head), or
+// either delivered on the subscription (which wakes the waiters it names), or
 // was published while the subscription was not confirmed active; every
 // confirmation of the subscription (the first one and each after a
 // reconnect) wakes every local head to re-check. While the subscription
@@ -138,8 +138,6 @@ type Waiter struct {
 	// shards are the sharded subscriptions (shards.go); nil without
 	// WaiterOptions.Shards.
 	shards *shardState
-	// messages received: classic and sharded.
-	classicMsgs, shardMsgs atomic.Uint64
 
 	// The outage being logged; touched only by the subscription loop.
 	downSince time.Time // zero while the subscription is up (or never failed)
@@ -228,18 +226,7 @@ func (w *Waiter) Close() {
 	}
 }
 
-// Received is how many release messages this Waiter has received on the
-// classic channel and on shard channels.
-func (w *Waiter) Received() (classic, sharded uint64) {
-	return w.classicMsgs.Load(), w.shardMsgs.Load()
-}
-
 func (w *Waiter) received(sharded bool) {
-	if sharded {
-		w.shardMsgs.Add(1)
-	} else {
-		w.classicMsgs.Add(1)
-	}
 	if w.opts.OnMessage != nil {
 		w.opts.OnMessage(sharded)
 	}
@@ -553,7 +540,7 @@ type WaitRequest struct {
 }
 
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
-// req.Wait in the resource's line (registration.go) while another owner
+// req.Wait in the resource's line (scripts/prelude/line.lua) while another owner
 // holds it or others stand ahead. It returns the contended result when
 // the wait times out without the lease, leasegate.ErrShuttingDown when
 // the Waiter closes, and ctx's error as soon as ctx is done (the caller

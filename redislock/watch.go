@@ -255,7 +255,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 // watchInterest enters a new event watcher among the waiters of
 // waitersKey (watch.lua, for ttl), so that releases of the resource are
 // published while it watches. renew enters it again (before ttl runs
-// out); leave takes it out (interest.lua), also after ctx has ended.
+// out); leave takes it out (unwatch.lua), also after ctx has ended.
 // Each call is bounded by opTimeout.
 func watchInterest(ctx context.Context, rdb redis.Scripter, waitersKey string, opTimeout, ttl time.Duration) (renew func() error, leave func(), err error) {
 	id := newWatcherID()
@@ -270,7 +270,7 @@ func watchInterest(ctx context.Context, rdb redis.Scripter, waitersKey string, o
 	leave = func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 		defer cancel()
-		_ = scripts.Interest.Run(c, rdb, []string{waitersKey}, id).Err()
+		_ = scripts.Unwatch.Run(c, rdb, []string{waitersKey}, id).Err()
 	}
 	return renew, leave, nil
 }

@@ -58,8 +58,8 @@ var (
 	Release = loadInLine("release")
 	Renew   = load("renew")
 	Status  = load("status")
-	// Interest takes an event watcher off its resource's waiters.
-	Interest = load("interest")
+	// Unwatch takes an event watcher off its resource's waiters.
+	Unwatch = load("unwatch")
 	// Leave takes a waiter's ticket out of a line (locks and semaphores).
 	Leave = loadInLine("leave")
 	// AcquireSet and ReleaseSet take and end the leases of a lock set,
