@@ -77,8 +77,8 @@ type LoadConfig struct {
 	Scenario    Scenario
 	TTL         time.Duration // lease (or user-lock window), whole seconds
 	AllowRemote bool          // allow a gateway that is not on a loopback address
-	// Wait is the wait_ms of Waiting's acquires, Hold how long each
-	// lease is held before its release.
+	// Wait is the wait_ms of Waiting's acquires, Hold how long Waiting
+	// holds each lease before its release.
 	Wait, Hold time.Duration
 }
 
@@ -322,7 +322,9 @@ func (r *run) lockWorker(w int, st *workerStats) {
 		}
 		st.acquired++
 		r.tracker.grant(res, owner, lease.Token, sent, r.cfg.TTL)
-		time.Sleep(r.cfg.Hold)
+		if r.cfg.Scenario == Waiting {
+			time.Sleep(r.cfg.Hold)
+		}
 		// The holder stops believing it holds the lock before it asks
 		// for the release, as a careful client stops writing first.
 		r.tracker.drop(res, owner)
