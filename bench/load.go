@@ -20,6 +20,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,13 +55,18 @@ const (
 	Contended Scenario = "contended"
 	// UserLock: POST /user-locks attempts over Resources user ids.
 	UserLock Scenario = "user-lock"
+	// Waiting: worker i is one owner that, every cycle, picks one of
+	// Resources at random (sometimes the one it just released), acquires
+	// it waiting up to Wait, holds it Hold and releases it: a worker loop
+	// of waiting acquires (docs/waiting.md).
+	Waiting Scenario = "waiting"
 )
 
 // LoadConfig is one run. Each field is a flag of `leasegate load` (--url,
 // --api-key, ...; docs/configuration.md), and Validate's errors name the
 // fields by those flags, which is how a user meets them.
 type LoadConfig struct {
-	URL         string        // gateway base URL
+	URL         string        // gateway base URL; several, comma-separated: worker i uses the (i mod n)-th
 	APIKey      string        // sent as Authorization: Bearer; empty: none
 	Duration    time.Duration // how long to run, at most MaxDuration
 	Requests    int           // stop after exactly this many requests; 0: run for Duration
@@ -71,6 +77,9 @@ type LoadConfig struct {
 	Scenario    Scenario
 	TTL         time.Duration // lease (or user-lock window), whole seconds
 	AllowRemote bool          // allow a gateway that is not on a loopback address
+	// Wait is the wait_ms of Waiting's acquires, Hold how long Waiting
+	// holds each lease before its release.
+	Wait, Hold time.Duration
 }
 
 // DefaultLoadConfig is the configuration of `leasegate load` without flags.
@@ -81,6 +90,8 @@ func DefaultLoadConfig() LoadConfig {
 		Concurrency: 8,
 		Scenario:    AcquireRelease,
 		TTL:         10 * time.Second,
+		Wait:        3 * time.Second,
+		Hold:        time.Millisecond,
 	}
 }
 
@@ -88,9 +99,12 @@ func DefaultLoadConfig() LoadConfig {
 // is not on a loopback address unless AllowRemote.
 func (c LoadConfig) Validate() error {
 	switch c.Scenario {
-	case AcquireRelease, Contended, UserLock:
+	case AcquireRelease, Contended, UserLock, Waiting:
 	default:
-		return fmt.Errorf("--scenario %q: want acquire-release, contended or user-lock", c.Scenario)
+		return fmt.Errorf("--scenario %q: want acquire-release, contended, user-lock or waiting", c.Scenario)
+	}
+	if c.Wait < 0 || c.Wait%time.Millisecond != 0 || c.Hold < 0 || c.Hold > c.TTL/2 {
+		return fmt.Errorf("--wait-ms %v, --hold %v: want whole milliseconds of wait, and a hold of at most half of --ttl", c.Wait, c.Hold)
 	}
 	if c.Duration <= 0 || c.Duration > MaxDuration {
 		return fmt.Errorf("--duration %v: want more than 0 and at most %v", c.Duration, MaxDuration)
@@ -109,8 +123,10 @@ func (c LoadConfig) Validate() error {
 	}
 	if !c.AllowRemote {
 		// A shared or production gateway is not a test target.
-		if err := checkLoopback("--url", c.URL, "http", "https"); err != nil {
-			return fmt.Errorf("refusing to load: %w; load runs only against a gateway on this machine, pass --allow-remote to load another one on purpose", err)
+		for _, u := range strings.Split(c.URL, ",") {
+			if err := checkLoopback("--url", u, "http", "https"); err != nil {
+				return fmt.Errorf("refusing to load: %w; load runs only against a gateway on this machine, pass --allow-remote to load another one on purpose", err)
+			}
 		}
 	}
 	return nil
@@ -123,6 +139,8 @@ func (c LoadConfig) resources() int {
 		return c.Resources
 	case c.Scenario == Contended:
 		return 1
+	case c.Scenario == Waiting:
+		return 4
 	}
 	return c.Concurrency
 }
@@ -179,7 +197,7 @@ func errorKind(err error) string {
 
 type run struct {
 	cfg     LoadConfig
-	c       *client.Client
+	c       []*client.Client // by URL; worker i uses c[i mod len(c)]
 	runID   string
 	budget  *budget
 	tracker *fenceTracker
@@ -209,7 +227,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadReport, error) {
 	_, _ = rand.Read(id[:])
 	r := &run{
 		cfg:     cfg,
-		c:       client.New(cfg.URL, opts...),
+		c:       clients(cfg.URL, opts),
 		runID:   "load-" + hex.EncodeToString(id[:]),
 		budget:  newBudget(runCtx, cfg.Requests),
 		tracker: newFenceTracker(),
@@ -243,6 +261,14 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadReport, error) {
 	return r.summarize(stats, elapsed, stoppedBy), nil
 }
 
+func clients(urls string, opts []client.Option) []*client.Client {
+	var cs []*client.Client
+	for _, u := range strings.Split(urls, ",") {
+		cs = append(cs, client.New(u, opts...))
+	}
+	return cs
+}
+
 // resource names the i-th resource (or user id) of this run; the run id
 // keeps runs apart, so a rerun never meets an earlier run's leases.
 func (r *run) resource(i int) string { return r.runID + "-" + strconv.Itoa(i) }
@@ -252,20 +278,21 @@ func (r *run) resource(i int) string { return r.runID + "-" + strconv.Itoa(i) }
 // released.
 func (r *run) lockWorker(w int, st *workerStats) {
 	reqCtx := context.Background()
+	c := r.c[w%len(r.c)]
 	for seq := 0; ; seq++ {
 		n := r.budget.take(2)
 		if n == 0 {
 			return
 		}
 		res := r.resource(w % r.cfg.Resources)
-		if r.cfg.Scenario == Contended {
+		if r.cfg.Scenario != AcquireRelease {
 			res = r.resource(mrand.IntN(r.cfg.Resources))
 		}
 		if n == 1 {
 			// One request left and no acquire+release pair fits: spend
 			// it on a status read, which leaves nothing behind.
 			t0 := time.Now()
-			_, err := r.c.Status(reqCtx, res)
+			_, err := c.Status(reqCtx, res)
 			if errors.Is(err, client.ErrNotFound) {
 				err = nil
 			}
@@ -274,8 +301,13 @@ func (r *run) lockWorker(w int, st *workerStats) {
 			continue
 		}
 		owner := r.runID + "-w" + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
+		opts := []client.AcquireOption{client.WithOwner(owner)}
+		if r.cfg.Scenario == Waiting {
+			owner = r.runID + "-w" + strconv.Itoa(w)
+			opts = []client.AcquireOption{client.WithOwner(owner), client.WithWait(r.cfg.Wait)}
+		}
 		sent := time.Now()
-		lease, err := r.c.Acquire(reqCtx, res, r.cfg.TTL, client.WithOwner(owner))
+		lease, err := c.Acquire(reqCtx, res, r.cfg.TTL, opts...)
 		var na *client.NotAcquiredError
 		if errors.As(err, &na) {
 			st.answer(opAcquire, time.Since(sent), nil)
@@ -290,11 +322,14 @@ func (r *run) lockWorker(w int, st *workerStats) {
 		}
 		st.acquired++
 		r.tracker.grant(res, owner, lease.Token, sent, r.cfg.TTL)
+		if r.cfg.Scenario == Waiting {
+			time.Sleep(r.cfg.Hold)
+		}
 		// The holder stops believing it holds the lock before it asks
 		// for the release, as a careful client stops writing first.
 		r.tracker.drop(res, owner)
 		t0 := time.Now()
-		err = r.c.Release(reqCtx, lease)
+		err = c.Release(reqCtx, lease)
 		st.answer(opRelease, time.Since(t0), err)
 		r.budget.done(0)
 	}
@@ -303,6 +338,7 @@ func (r *run) lockWorker(w int, st *workerStats) {
 // userLockWorker sends user-lock attempts, cycling through the user ids.
 func (r *run) userLockWorker(w int, st *workerStats) {
 	reqCtx := context.Background()
+	c := r.c[w%len(r.c)]
 	name := r.runID
 	for seq := 0; ; seq++ {
 		if r.budget.take(1) == 0 {
@@ -310,7 +346,7 @@ func (r *run) userLockWorker(w int, st *workerStats) {
 		}
 		user := "u" + strconv.Itoa((w+seq*r.cfg.Concurrency)%r.cfg.Resources)
 		t0 := time.Now()
-		ul, err := r.c.UserLock(reqCtx, name, user, r.cfg.TTL)
+		ul, err := c.UserLock(reqCtx, name, user, r.cfg.TTL)
 		st.answer(opUserLock, time.Since(t0), err)
 		if err == nil {
 			if ul.Acquired {

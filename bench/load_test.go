@@ -251,3 +251,26 @@ func TestLoadConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// The waiting scenario runs fixed owners that wait for random names over
+// two gateways of one Redis: every acquire is granted (none times out
+// or is contended), every grant is checked, and the cycles are counted.
+func TestLoadWaitingOverTwoGatewaysGrantsEveryAcquire(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	cfg := bench.DefaultLoadConfig()
+	cfg.URL = startGateway(t, srv.URL()) + "," + startGateway(t, srv.URL())
+	cfg.Scenario, cfg.Concurrency, cfg.Requests, cfg.TTL = bench.Waiting, 8, 400, 5*time.Second
+	rep := run(t, cfg)
+	checkSumsAddUp(t, rep)
+	if rep.Requests != 400 || rep.Errors != 0 || rep.Contended != 0 || rep.Acquired != 200 {
+		t.Errorf("got %d requests, %d acquired, %d contended, errors %v; want 400, 200 acquired, none contended, no errors",
+			rep.Requests, rep.Acquired, rep.Contended, rep.ErrorKinds)
+	}
+	if rep.Resources != 4 || rep.CyclesPerSec <= 0 {
+		t.Errorf("got %d resources, %.1f cycles/s; want the default 4 and a rate", rep.Resources, rep.CyclesPerSec)
+	}
+	if rep.Fencing == nil || rep.Fencing.Violations != 0 || rep.Fencing.Grants != rep.Acquired {
+		t.Errorf("got fencing %+v for %d acquired, want every grant checked and no violation", rep.Fencing, rep.Acquired)
+	}
+}

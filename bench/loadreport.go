@@ -33,6 +33,8 @@ type LoadReport struct {
 
 	Acquired  int64 `json:"acquired,omitempty"`
 	Contended int64 `json:"contended,omitempty"`
+	// CyclesPerSec is the acquire+release cycles a second of a lock run.
+	CyclesPerSec float64 `json:"cycles_per_second,omitempty"`
 
 	UserLocks *UserLockStats `json:"user_locks,omitempty"` // UserLock runs only
 	Fencing   *FencingStats  `json:"fencing,omitempty"`    // lock runs only
@@ -90,6 +92,7 @@ func (r *run) summarize(stats []*workerStats, elapsed time.Duration, stoppedBy s
 	s.Requests = s.Successes + s.Errors
 	if elapsed > 0 {
 		s.Throughput = float64(s.Requests) / elapsed.Seconds()
+		s.CyclesPerSec = float64(s.Acquired) / elapsed.Seconds()
 	}
 	for o := operation(0); o < numOps; o++ {
 		h := &hists[o]
@@ -127,7 +130,7 @@ func (s *LoadReport) Print(w io.Writer) {
 	if s.UserLocks != nil {
 		fmt.Fprintf(tw, "user locks\t%d acquired, %d repeated, %d flagged answers\t\n", s.UserLocks.Acquired, s.UserLocks.Repeated, s.UserLocks.Flagged)
 	} else {
-		fmt.Fprintf(tw, "acquired\t%d\t\n", s.Acquired)
+		fmt.Fprintf(tw, "acquired\t%d\t(%.1f cycles/s)\n", s.Acquired, s.CyclesPerSec)
 		fmt.Fprintf(tw, "contended\t%d\t\n", s.Contended)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.ErrorKinds)) {

@@ -51,12 +51,9 @@ type Options struct {
 	OpTimeout time.Duration
 	// WatchPoll is how often a watcher re-reads the leadership (renewals
 	// publish nothing; default 1 s). ExpiryMargin is added to expires_at
-	// before a watcher re-checks (default 50 ms). InterestTTL is how long
-	// a watcher's entry among the waiters lives unless refreshed (default
-	// 30 s).
+	// before a watcher re-checks (default 50 ms).
 	WatchPoll    time.Duration
 	ExpiryMargin time.Duration
-	InterestTTL  time.Duration
 	// OnIndexFailure: as redislock.Options.
 	OnIndexFailure func()
 }
@@ -89,7 +86,6 @@ func New(rdb redis.Cmdable, scripter redis.Scripter, w *redislock.Waiter, opts O
 	opts.OpTimeout = scriptreply.Positive(opts.OpTimeout, redislock.DefaultOpTimeout)
 	opts.WatchPoll = scriptreply.Positive(opts.WatchPoll, time.Second)
 	opts.ExpiryMargin = scriptreply.Positive(opts.ExpiryMargin, 50*time.Millisecond)
-	opts.InterestTTL = scriptreply.Positive(opts.InterestTTL, 30*time.Second)
 	keys := keyspace.Space{Prefix: opts.Prefix}.Elections()
 	locker := redislock.New(scripter, redislock.Options{
 		Prefix:          keys.Prefix,

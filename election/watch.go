@@ -71,7 +71,7 @@ func (s *Service) Observe(ctx context.Context, tenant, name string, events chan<
 	var heldTerm int64
 	var heldUntil time.Time
 	spec := redislock.WatchSpec{Key: k.Lock(), Channel: shard, Waiters: k.Waiters(),
-		OpTimeout: s.opts.OpTimeout, InterestTTL: s.opts.InterestTTL, Poll: s.opts.WatchPoll}
+		OpTimeout: s.opts.OpTimeout, Poll: s.opts.WatchPoll}
 	return s.waiter.Watch(ctx, s.rdb, spec, func(first bool) (time.Duration, bool, error) {
 		cur, proclaimed, err := read()
 		if err != nil {

@@ -57,8 +57,8 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 				t.Fatalf("Release: got %v, %v", got, err)
 			}
 		}
-		if got, want := firstMessage(t, e, ch, release), lockKey(l, "r"); got != want {
-			t.Errorf("one waits: got %q first, want the release %q", got, want)
+		if got, want := firstMessage(t, e, ch, release), lockKey(l, "r")+"\nwaiter"; got != want {
+			t.Errorf("one waits: got %q first, want the release naming the waiter, %q", got, want)
 		}
 		if err := l.Leave(ctx, "r", "waiter"); err != nil {
 			t.Fatalf("Leave: %v", err)

@@ -284,12 +284,12 @@ func (l *Locker) releaseSet(ctx context.Context, tenant, owner string, resources
 		return out, nil
 	}
 	n := len(resources)
-	keys := make([]string, 0, 2*n+1)
+	keys := make([]string, 0, 3*n+1)
 	args := make([]interface{}, 0, 1+3*n)
 	args = append(args, owner)
 	for _, r := range resources {
-		lock, waiters, _ := l.keys.LockKeys(tenant, r)
-		keys = append(keys, lock, waiters)
+		lock, waiters, queue := l.keys.LockKeys(tenant, r)
+		keys = append(keys, lock, waiters, queue)
 		args = append(args, r)
 	}
 	keys = append(keys, l.indexKey(tenant))

@@ -38,9 +38,6 @@ type OperatorOptions struct {
 	// ExpiryMargin is added to expires_at before a watcher re-checks
 	// (default 50 ms), so an expiry is reported well within 1 s.
 	ExpiryMargin time.Duration
-	// InterestTTL is how long a watcher's entry among the waiters lives
-	// unless refreshed (every third of it; default 30 s).
-	InterestTTL time.Duration
 	// ForcedTTL is how long the forced key of a force-released lease
 	// lives, for watchers (default 1 min).
 	ForcedTTL time.Duration
@@ -81,9 +78,6 @@ func NewOperator(rdb redis.Cmdable, l *Locker, w *Waiter, opts OperatorOptions) 
 	}
 	if opts.ExpiryMargin <= 0 {
 		opts.ExpiryMargin = 50 * time.Millisecond
-	}
-	if opts.InterestTTL <= 0 {
-		opts.InterestTTL = 30 * time.Second
 	}
 	if opts.ForcedTTL <= 0 {
 		opts.ForcedTTL = time.Minute
@@ -317,7 +311,7 @@ func (o *Operator) Sweep(ctx context.Context, tenant string, batch int) (SweepRe
 // audit trail is package audit's.
 func (o *Operator) ForceRelease(ctx context.Context, tenant, resource, reason string, meta leasegate.RequestMeta) (leasegate.Lock, error) {
 	k := o.locks.keys.Resource(tenant, resource)
-	keys := []string{k.Lock(), k.Waiters(), k.Forced()}
+	keys := []string{k.Lock(), k.Waiters(), k.Forced(), k.Queue()}
 	if !o.locks.secondStepIndex {
 		// The index, then the outbox with webhooks (force_release.lua).
 		keys = append(append(keys, o.locks.indexKey(tenant)), o.out.Keys()...)

@@ -95,7 +95,7 @@ type Locker struct {
 	tenant string
 	// The script arguments that never change, converted to interface
 	// values once instead of on every call.
-	retentionArg, channelArg interface{}
+	retentionArg interface{}
 	// secondStepIndex: the lock index is written in a second step, not
 	// in the scripts (Redis Cluster, index.go).
 	secondStepIndex bool
@@ -113,8 +113,8 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 		opts.ReplicaTimeout = DefaultReplicaTimeout
 	}
 	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
-		rep:          Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout},
-		retentionArg: opts.FenceRetention.Milliseconds(), channelArg: opts.ReleaseChannel,
+		rep:             Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout},
+		retentionArg:    opts.FenceRetention.Milliseconds(),
 		secondStepIndex: onCluster(rdb), indexCache: &indexKeys{m: map[string]string{}}}
 }
 
@@ -177,7 +177,8 @@ func (l *Locker) acquire(ctx context.Context, tenant, resource, owner string, tt
 	if !l.secondStepIndex {
 		keys = append(keys, l.indexKey(tenant))
 	}
-	v, acked, err := l.rep.Run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, lease.Milliseconds(), resource, delayMS)
+	v, acked, err := l.rep.Run(ctx, scripts.Acquire, keys, owner, ttlMS, l.retentionArg, lease.Milliseconds(), resource, delayMS,
+		l.releaseChannel(tenant, resource))
 	if err != nil {
 		return leasegate.AcquireResult{}, scriptreply.Unavailable(err)
 	}
@@ -320,17 +321,13 @@ func (l *Locker) renew(ctx context.Context, tenant, resource, owner string, toke
 }
 
 func (l *Locker) release(ctx context.Context, tenant, resource, owner string, token int64) (leasegate.ReleaseResult, error) {
-	lock, waiters, _ := l.keys.LockKeys(tenant, resource)
-	keys := append(make([]string, 0, 3), lock, waiters) // room for the index
+	lock, waiters, queue := l.keys.LockKeys(tenant, resource)
+	keys := append(make([]string, 0, 4), lock, waiters, queue) // room for the index
 	if !l.secondStepIndex {
 		keys = append(keys, l.indexKey(tenant))
 	}
-	channel := l.channelArg
-	if l.opts.ShardedReleases {
-		channel = l.releaseChannel(tenant, resource)
-	}
 	v, err := scripts.Release.Run(ctx, l.rdb, keys,
-		owner, scriptreply.TokenArg(token), channel, resource).Result()
+		owner, scriptreply.TokenArg(token), l.releaseChannel(tenant, resource), resource).Result()
 	if err != nil {
 		return 0, scriptreply.Unavailable(err)
 	}

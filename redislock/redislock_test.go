@@ -225,7 +225,9 @@ func TestRelease(t *testing.T) {
 	})
 }
 
-func TestReleasePublishesItsLockKeyOnTheReleaseChannel(t *testing.T) {
+// The message names the lock key and the next in line: the waiter Redis
+// grants next, which the gateway holding it wakes.
+func TestReleasePublishesItsLockKeyAndTheNextInLine(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
@@ -245,7 +247,7 @@ func TestReleasePublishesItsLockKeyOnTheReleaseChannel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ReceiveMessage: %v", err)
 		}
-		if want := l.ReleaseMessage("pub"); msg.Payload != want {
+		if want := l.ReleaseMessage("pub") + "\nwaiter-w1"; msg.Payload != want {
 			t.Errorf("got message %q, want %q", msg.Payload, want)
 		}
 	})

@@ -17,7 +17,30 @@ import (
 
 // shardGateway is one gateway's lock engine on a Redis Cluster: its own
 // cluster client, a Locker and a Waiter, sharded or classic.
+// waiterCounts counts what a Waiter reports through its callbacks: the
+// release messages received and the shard channels confirmed.
+type waiterCounts struct {
+	classic, sharded, shards atomic.Int64
+}
+
+func (c *waiterCounts) hook(o redislock.WaiterOptions) redislock.WaiterOptions {
+	o.OnMessage = func(sharded bool) {
+		if sharded {
+			c.sharded.Add(1)
+		} else {
+			c.classic.Add(1)
+		}
+	}
+	o.OnShardChannels = func(n int) { c.shards.Store(int64(n)) }
+	return o
+}
+
+func (c *waiterCounts) received() (classic, sharded int64) { return c.classic.Load(), c.sharded.Load() }
+
+func (c *waiterCounts) shardChannels() int64 { return c.shards.Load() }
+
 type shardGateway struct {
+	n   *waiterCounts
 	rc  *redis.ClusterClient
 	l   *locker
 	w   *redislock.Waiter
@@ -32,7 +55,10 @@ func newShardGateway(t testing.TB, cl *redistest.Cluster, prefix string, sharded
 	if sharded {
 		opts.Shards = rc
 	}
+	n := &waiterCounts{}
+	opts = n.hook(opts)
 	g := &shardGateway{
+		n:  n,
 		rc: rc,
 		l: wrap(redislock.New(rc, redislock.Options{Prefix: prefix, ReleaseChannel: channel,
 			ShardedReleases: sharded})),
@@ -76,7 +102,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			lock, _ := a.l.Keys(res)
 			masters[masterOf(t, a.rc, lock)] = true
 			mustAcquire(t, a.l, res, "holder", time.Minute)
-			_, before := a.w.Received()
+			_, before := a.n.received()
 			base := tries()
 			out := a.wait(res, "waiter", 30*time.Second)
 			// The confirmation of the SSUBSCRIBE wakes the waiter for one
@@ -84,28 +110,28 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			// release comes after that re-check has answered, so only the
 			// release message can wake the waiter again.
 			redistest.Eventually(t, 10*time.Second, "waiter queued, its shard channel subscribed and re-checked", func() bool {
-				return a.w.QueuedOn(lock) == 1 && a.w.ShardSubscriptions() == 1 && tries()-base == 2
+				return a.w.QueuedOn(lock) == 1 && a.n.shardChannels() == 1 && tries()-base == 2
 			})
 			mustRelease(t, a.l, res, "holder")
 			got := receive(t, out, 5*time.Second)
 			if got.err != nil || !got.res.Acquired || got.res.Lock.Owner != "waiter" {
 				t.Fatalf("%q: got %+v, %v; want acquired by waiter after the release", res, got.res, got.err)
 			}
-			if _, after := a.w.Received(); after != before+1 {
+			if _, after := a.n.received(); after != before+1 {
 				t.Fatalf("%q: sharded messages went from %d to %d, want one more", res, before, after)
 			}
 			redistest.Eventually(t, 10*time.Second, "shard channel unsubscribed once nobody waits", func() bool {
-				return a.w.ShardSubscriptions() == 0
+				return a.n.shardChannels() == 0
 			})
 			mustRelease(t, a.l, res, "waiter")
 		}
 		if len(masters) != 3 {
 			t.Fatalf("resources landed on %d masters, want all 3", len(masters))
 		}
-		if classic, sharded := a.w.Received(); classic != 0 || sharded != 12 {
+		if classic, sharded := a.n.received(); classic != 0 || sharded != 12 {
 			t.Errorf("waiting gateway received %d classic and %d sharded messages, want 0 and 12", classic, sharded)
 		}
-		if classic, sharded := b.w.Received(); classic != 0 || sharded != 0 {
+		if classic, sharded := b.n.received(); classic != 0 || sharded != 0 {
 			t.Errorf("gateway without waiters received %d classic and %d sharded messages, want none", classic, sharded)
 		}
 	})
@@ -126,7 +152,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 				out <- waitOutcome{res: r, err: err, at: time.Now()}
 			}()
 			redistest.Eventually(t, 10*time.Second, "the tenant's waiter queued and subscribed", func() bool {
-				return a.svc.Queued("acme", res) == 1 && a.w.ShardSubscriptions() == 1
+				return a.svc.Queued("acme", res) == 1 && a.n.shardChannels() == 1
 			})
 			if _, err := a.svc.Release(ctx, "acme", res, "holder", held.Lock.Token); err != nil {
 				t.Fatalf("%q: release: %v", res, err)
@@ -138,7 +164,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			if _, err := a.svc.Release(ctx, "acme", res, "waiter", got.res.Lock.Token); err != nil {
 				t.Fatalf("%q: release: %v", res, err)
 			}
-			redistest.Eventually(t, 10*time.Second, "shard channel unsubscribed", func() bool { return a.w.ShardSubscriptions() == 0 })
+			redistest.Eventually(t, 10*time.Second, "shard channel unsubscribed", func() bool { return a.n.shardChannels() == 0 })
 		}
 	})
 
@@ -161,14 +187,14 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 		// one try; the release comes after it has answered, so only the
 		// release message can wake the waiter.
 		redistest.Eventually(t, 10*time.Second, "the watcher's channel subscribed", func() bool {
-			return a.w.ShardSubscriptions() == 1
+			return a.n.shardChannels() == 1
 		})
 		tries := redistest.ScriptsBy(a.rc, "waiter")
 		out := a.wait(res, "waiter", 30*time.Second)
 		redistest.Eventually(t, 10*time.Second, "waiter queued after one try", func() bool {
 			return a.w.QueuedOn(lock) == 1 && tries() == 1
 		})
-		_, before := a.w.Received()
+		_, before := a.n.received()
 		if _, err := o.ForceRelease(ctx, "", res, "test", leasegate.RequestMeta{}); err != nil {
 			t.Fatalf("ForceRelease: %v", err)
 		}
@@ -183,7 +209,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the watcher was not woken by the forced release")
 		}
-		if _, after := a.w.Received(); after != before+1 {
+		if _, after := a.n.received(); after != before+1 {
 			t.Fatalf("sharded messages went from %d to %d, want one more (one per release, however many listen)", before, after)
 		}
 		mustRelease(t, a.l, res, "waiter")
@@ -202,7 +228,7 @@ func TestShardedWakeUpsOnRealCluster(t *testing.T) {
 			t.Fatalf("got %+v, %v; want acquired", got.res, got.err)
 		}
 		redistest.Eventually(t, 10*time.Second, "the idle gateway's message", func() bool {
-			c, _ := cb.w.Received()
+			c, _ := cb.n.received()
 			return c == 1
 		})
 	})
@@ -218,7 +244,8 @@ func TestShardedWaitFollowsItsSlot(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
-	w := redislock.NewWaiter(rc, redislock.WaiterOptions{Shards: rc, PollInterval: noPoll, HealthInterval: time.Second})
+	counts := &waiterCounts{}
+	w := redislock.NewWaiter(rc, counts.hook(redislock.WaiterOptions{Shards: rc, PollInterval: noPoll, HealthInterval: time.Second}))
 	t.Cleanup(w.Close)
 	sem := keyspace.Space{Prefix: uniquePrefix(t)}.Semaphore("", "slot")
 	key, channel := sem.Permits(), sem.Released()
@@ -243,16 +270,16 @@ func TestShardedWaitFollowsItsSlot(t *testing.T) {
 	}()
 	subscribed := func(what string) {
 		t.Helper()
-		redistest.Eventually(t, 20*time.Second, what, func() bool { return w.ShardSubscriptions() == 1 })
+		redistest.Eventually(t, 20*time.Second, what, func() bool { return counts.shardChannels() == 1 })
 	}
 	// wake publishes a release until the Waiter hears one (the cluster
 	// client may need a moment to learn a moved slot).
 	wake := func(what string) {
 		t.Helper()
-		_, before := w.Received()
+		_, before := counts.received()
 		redistest.Eventually(t, 20*time.Second, what, func() bool {
 			_ = rc.SPublish(ctx, channel, key).Err()
-			_, after := w.Received()
+			_, after := counts.received()
 			return after > before
 		})
 	}
@@ -331,7 +358,7 @@ func BenchmarkClusterWakeUpAfterRelease(b *testing.B) {
 				}
 				start := time.Now()
 				out := g.wait(res, "waiter", 10*time.Second)
-				for g.w.QueuedOn(lock) == 0 || (sharded && g.w.ShardSubscriptions() == 0) {
+				for g.w.QueuedOn(lock) == 0 || (sharded && g.n.shardChannels() == 0) {
 					time.Sleep(50 * time.Microsecond)
 				}
 				subscribe += time.Since(start)

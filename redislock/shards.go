@@ -152,17 +152,6 @@ func (w *Waiter) shardListeningLocked(channel string) bool {
 	return sc != nil && sc.confirmed
 }
 
-// ShardSubscriptions is how many shard channels this Waiter is confirmed
-// subscribed to (for tests and /metrics).
-func (w *Waiter) ShardSubscriptions() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.shards == nil {
-		return 0
-	}
-	return w.shards.confirmed
-}
-
 // manageShards routes wanted channels to their masters and unsubscribes
 // unwanted ones until Close.
 func (w *Waiter) manageShards() {

@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/leasegate/leasegate"
@@ -19,15 +20,16 @@ import (
 // A Waiter holds ONE pub/sub subscription per gateway process on the
 // channel the release script publishes to, and fans each release out to
 // the in-process waiters of that lock key. The ORDER of waiters is not
-// the Waiter's: it is the name's line in Redis (registration.go), the
-// same for every gateway. Per lock key the Waiter keeps its waiters in
-// arrival order only to pick whom a release wakes: the first of them
-// (the local head), which is the first in line of those waiting here.
-// Every waiter also tries every TicketRenew, which renews its ticket.
+// the Waiter's: it is the name's line in Redis (scripts/prelude/line.lua),
+// the same for every gateway. A release names the owners Redis grants
+// next, and the Waiter wakes exactly its waiters of those owners. Per
+// lock key it keeps its waiters in arrival order only to pick who re-tries
+// at the holder's expiry (the local head). Every waiter also tries every
+// TicketRenew, which renews its ticket.
 //
 // No lost wake-up: a waiter joins its local queue BEFORE its first try,
 // which takes its ticket in line. A release published after that try is
-// either delivered on the subscription (which wakes the local head), or
+// either delivered on the subscription (which wakes the waiters it names), or
 // was published while the subscription was not confirmed active; every
 // confirmation of the subscription (the first one and each after a
 // reconnect) wakes every local head to re-check. While the subscription
@@ -136,8 +138,6 @@ type Waiter struct {
 	// shards are the sharded subscriptions (shards.go); nil without
 	// WaiterOptions.Shards.
 	shards *shardState
-	// messages received: classic and sharded.
-	classicMsgs, shardMsgs atomic.Uint64
 
 	// The outage being logged; touched only by the subscription loop.
 	downSince time.Time // zero while the subscription is up (or never failed)
@@ -148,12 +148,18 @@ type Waiter struct {
 // queue is the local waiters of one lock key, oldest first.
 type queue struct {
 	l list.List // of *waiter, oldest first
+	// owners are the waiters of each owner (two waits of one owner share
+	// its ticket).
+	owners map[string][]*waiter
 	// channel is the key's shard channel ("" when not sharded).
 	channel string
 }
 
 type waiter struct {
-	key    string
+	key string
+	// owner is the owner whose ticket the waiter holds in the key's line:
+	// a wake-up that names it wakes this waiter.
+	owner  string
 	parked bool          // has made its first check and is waiting
 	wake   chan struct{} // buffered(1): a pending wake is never lost
 	elem   *list.Element
@@ -220,18 +226,7 @@ func (w *Waiter) Close() {
 	}
 }
 
-// Received is how many release messages this Waiter has received on the
-// classic channel and on shard channels.
-func (w *Waiter) Received() (classic, sharded uint64) {
-	return w.classicMsgs.Load(), w.shardMsgs.Load()
-}
-
 func (w *Waiter) received(sharded bool) {
-	if sharded {
-		w.shardMsgs.Add(1)
-	} else {
-		w.classicMsgs.Add(1)
-	}
 	if w.opts.OnMessage != nil {
 		w.opts.OnMessage(sharded)
 	}
@@ -429,11 +424,31 @@ func (w *Waiter) wakeHeadsLocked() {
 	w.wakeWatchersLocked("")
 }
 
-// notify hands a release of key to the head of its queue.
-func (w *Waiter) notify(key string) {
+// notify hands a wake-up message to the waiters it names: the name's
+// release message, then, one a line, the owners of the live tickets Redis
+// grants next (line_wake in scripts/prelude/line.lua). Only the waiters
+// of those owners are woken, whichever of them is first here; a message
+// that names none (nobody in line) wakes only the key's event watchers.
+// A message without the owners' part (a proclaim) wakes the key's local
+// head as well.
+func (w *Waiter) notify(msg string) {
+	key, owners, named := strings.Cut(msg, "\n")
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.wakeKeyLocked(key)
+	if !named {
+		w.wakeKeyLocked(key)
+		return
+	}
+	w.wakeWatchersLocked(key)
+	q := w.queues[key]
+	if q == nil || owners == "" {
+		return
+	}
+	for owner := range strings.SplitSeq(owners, "\n") {
+		for _, wt := range q.owners[owner] {
+			signal(wt.wake)
+		}
+	}
 }
 
 func signal(c chan struct{}) {
@@ -443,10 +458,10 @@ func signal(c chan struct{}) {
 	}
 }
 
-// enqueue adds a waiter for key, whose releases come on shard channel
-// channel ("" or no WaiterOptions.Shards: on the Waiter's channel); ok is
-// false after Close.
-func (w *Waiter) enqueue(key, channel string) (wt *waiter, ok bool, err error) {
+// enqueue adds a waiter of owner for key, whose releases come on shard
+// channel channel ("" or no WaiterOptions.Shards: on the Waiter's
+// channel); ok is false after Close.
+func (w *Waiter) enqueue(key, channel, owner string) (wt *waiter, ok bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -460,14 +475,15 @@ func (w *Waiter) enqueue(key, channel string) (wt *waiter, ok bool, err error) {
 		if w.shards == nil {
 			channel = ""
 		}
-		q = &queue{channel: channel}
+		q = &queue{channel: channel, owners: map[string][]*waiter{}}
 		w.queues[key] = q
 		if channel != "" {
 			w.wantShardLocked(channel, key)
 		}
 	}
-	wt = &waiter{key: key, wake: make(chan struct{}, 1)}
+	wt = &waiter{key: key, owner: owner, wake: make(chan struct{}, 1)}
 	wt.elem = q.l.PushBack(wt)
+	q.owners[owner] = append(q.owners[owner], wt)
 	w.count++
 	return wt, true, nil
 }
@@ -483,6 +499,11 @@ func (w *Waiter) dequeue(wt *waiter) {
 	}
 	wasHead := q.l.Front() == wt.elem
 	q.l.Remove(wt.elem)
+	if ws := slices.DeleteFunc(q.owners[wt.owner], func(x *waiter) bool { return x == wt }); len(ws) > 0 {
+		q.owners[wt.owner] = ws
+	} else {
+		delete(q.owners, wt.owner)
+	}
 	wt.elem = nil
 	w.count--
 	if q.l.Len() == 0 {
@@ -519,7 +540,7 @@ type WaitRequest struct {
 }
 
 // Acquire takes the lease on req.Resource in l's tenant, waiting up to
-// req.Wait in the resource's line (registration.go) while another owner
+// req.Wait in the resource's line (scripts/prelude/line.lua) while another owner
 // holds it or others stand ahead. It returns the contended result when
 // the wait times out without the lease, leasegate.ErrShuttingDown when
 // the Waiter closes, and ctx's error as soon as ctx is done (the caller
@@ -535,7 +556,7 @@ func (w *Waiter) Acquire(ctx context.Context, l *Locker, req WaitRequest) (lease
 	var out, last leasegate.AcquireResult
 	var lastAt time.Time
 	done, waited, err := w.WaitFor(ctx, WaitOptions{
-		Key: l.ReleaseMessage(req.Resource), Channel: l.shardChannel(req.Resource),
+		Key: l.ReleaseMessage(req.Resource), Channel: l.shardChannel(req.Resource), Owner: req.Owner,
 		Wait: req.Wait, OpTimeout: req.OpTimeout,
 		Leave: func(ctx context.Context) error { return l.leave(ctx, req.Resource, req.Owner) },
 	}, func(ctx context.Context, lease time.Duration) (bool, time.Duration, error) {

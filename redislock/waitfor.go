@@ -29,6 +29,8 @@ type WaitOptions struct {
 	// Channel is the key's shard channel when its releases are sharded
 	// (WaiterOptions.Shards), "" when they come on the Waiter's channel.
 	Channel string
+	// Owner is the caller's owner: a wake-up naming it wakes this wait.
+	Owner string
 	// Wait is the longest the caller waits; 0 tries once.
 	Wait time.Duration
 	// OpTimeout bounds each try (default DefaultOpTimeout).
@@ -72,7 +74,7 @@ func (w *Waiter) WaitFor(ctx context.Context, opts WaitOptions, try WaitTry) (do
 	deadline := time.NewTimer(opts.Wait)
 	defer deadline.Stop()
 
-	wt, ok, err := w.enqueue(opts.Key, opts.Channel)
+	wt, ok, err := w.enqueue(opts.Key, opts.Channel, opts.Owner)
 	if err != nil {
 		return false, false, err
 	}

@@ -100,11 +100,14 @@ type WatchSpec struct {
 	// Waiters is the waiters key the watcher is entered in (watch.lua),
 	// so that releases publish while it watches.
 	Waiters string
-	// OpTimeout bounds each Redis call of the watcher's own; the entry
-	// lasts InterestTTL and is renewed every third of it; Poll is how
+	// OpTimeout bounds each Redis call of the watcher's own; Poll is how
 	// often the state is read again with no wake-up.
-	OpTimeout, InterestTTL, Poll time.Duration
+	OpTimeout, Poll time.Duration
 }
+
+// watchEntryTTL is how long a watcher's entry among the waiters lives
+// unless entered again, which it is every third of it.
+const watchEntryTTL = 30 * time.Second
 
 // NoTimer is what a watch step returns when nothing it saw ends by
 // itself (no lease).
@@ -122,7 +125,7 @@ const NoTimer time.Duration = -1
 func (w *Waiter) Watch(ctx context.Context, rdb redis.Scripter, spec WatchSpec, step func(first bool) (next time.Duration, more bool, err error)) error {
 	wake, unwatch := w.watchChan(spec.Key, spec.Channel)
 	defer unwatch()
-	renew, leave, err := watchInterest(ctx, rdb, spec.Waiters, spec.OpTimeout, spec.InterestTTL)
+	renew, leave, err := watchInterest(ctx, rdb, spec.Waiters, spec.OpTimeout, watchEntryTTL)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -133,7 +136,7 @@ func (w *Waiter) Watch(ctx context.Context, rdb redis.Scripter, spec WatchSpec, 
 
 	poll := time.NewTicker(spec.Poll)
 	defer poll.Stop()
-	refresh := time.NewTicker(spec.InterestTTL / 3)
+	refresh := time.NewTicker(watchEntryTTL / 3)
 	defer refresh.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -215,7 +218,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 		return o.opts.WatchPoll
 	}
 	spec := WatchSpec{Key: k.Lock(), Channel: l.shardChannel(resource), Waiters: k.Waiters(),
-		OpTimeout: o.opts.OpTimeout, InterestTTL: o.opts.InterestTTL, Poll: o.opts.WatchPoll}
+		OpTimeout: o.opts.OpTimeout, Poll: o.opts.WatchPoll}
 	return o.waiter.Watch(ctx, o.rdb, spec, func(first bool) (time.Duration, bool, error) {
 		cur, err := read()
 		if err != nil {
@@ -255,7 +258,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 // watchInterest enters a new event watcher among the waiters of
 // waitersKey (watch.lua, for ttl), so that releases of the resource are
 // published while it watches. renew enters it again (before ttl runs
-// out); leave takes it out (interest.lua), also after ctx has ended.
+// out); leave takes it out (unwatch.lua), also after ctx has ended.
 // Each call is bounded by opTimeout.
 func watchInterest(ctx context.Context, rdb redis.Scripter, waitersKey string, opTimeout, ttl time.Duration) (renew func() error, leave func(), err error) {
 	id := newWatcherID()
@@ -270,7 +273,7 @@ func watchInterest(ctx context.Context, rdb redis.Scripter, waitersKey string, o
 	leave = func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 		defer cancel()
-		_ = scripts.Interest.Run(c, rdb, []string{waitersKey}, id).Err()
+		_ = scripts.Unwatch.Run(c, rdb, []string{waitersKey}, id).Err()
 	}
 	return renew, leave, nil
 }

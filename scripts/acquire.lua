@@ -25,6 +25,10 @@
 --         after expires_at (docs/fencing.md, "Lock delay"). Stored as the
 --         field lock_delay only when above 0; a grant without one removes
 --         the field, so a lease without a delay keeps its four fields.
+-- ARGV[7] the resource's release channel ('' = none, release.lua's
+--         ARGV[3]): a waiter already in line whose try finds the resource
+--         free with others ahead (woken at an expiry, or by its renewal)
+--         wakes the first of them (line_wake), wherever it waits.
 --
 -- Reply: one string, '<flag> <token> <acquired_at_ms> <expires_at_ms> <now_ms> <owner>'
 --        flag 1: the caller holds a new lease; 3: the caller held the
@@ -114,6 +118,9 @@ end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local ahead, soonest = line_ahead(KEYS[3], KEYS[2], owner, now_ms, 1)
   if ahead > 0 then
+    if waiter and redis.call('ZSCORE', KEYS[3], owner) then
+      line_wake(ARGV[7] or '', KEYS[1], KEYS[3], KEYS[2], now_ms, 1)
+    end
     register()
     return '4 0 0 0 ' .. nows .. ' ' .. string.format('%.0f', soonest) .. ' '
   end

@@ -3,7 +3,7 @@ package scripts
 // Scripts of the operator tools (docs/operations.md).
 var (
 	// ForceRelease ends whoever's lease and burns its token.
-	ForceRelease = load("force_release")
+	ForceRelease = loadInLine("force_release")
 	// IndexAdd enters a resource in its tenant's lock index where
 	// acquire.lua cannot (Redis Cluster).
 	IndexAdd = load("index_add")

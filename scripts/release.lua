@@ -3,14 +3,17 @@
 -- KEYS[1] lock key
 -- KEYS[2] waiters key (acquire.lua): the release is published only while
 --         it exists, that is while some acquire waits on the resource
--- KEYS[3] the tenant's lock index, on a single Redis and Sentinel (as in
+-- KEYS[3] the resource's line (zset, line.lua): the message names the
+--         next live ticket in it, the waiter Redis grants next
+-- KEYS[4] the tenant's lock index, on a single Redis and Sentinel (as in
 --         acquire.lua); the release takes the resource out of it. On
 --         Redis Cluster listings and sweeps prune it (docs/operations.md).
 -- ARGV[1] owner
 -- ARGV[2] token ("" = any token of this owner)
--- ARGV[3] channel told about the release, with the lock key as message
---         ("" = none). A channel with a hash tag is the resource's shard
---         channel (Redis Cluster >= 7, keyspace.ShardChannel): SPUBLISH.
+-- ARGV[3] channel told about the release ("" = none), with the lock key
+--         and the next live owner in line as message (line_wake). A
+--         channel with a hash tag is the resource's shard channel (Redis
+--         Cluster >= 7, keyspace.ShardChannel): SPUBLISH.
 -- ARGV[4] the resource (the index's member)
 --
 -- The lease ends by becoming a tombstone: the hash keeps only its token
@@ -43,10 +46,10 @@ if ARGV[2] ~= '' and cur[2] ~= ARGV[2] then
   return -1
 end
 redis.call('HDEL', KEYS[1], 'owner', 'acquired_at', 'expires_at', 'lock_delay')
-if KEYS[3] then
-  redis.call('ZREM', KEYS[3], ARGV[4])
+if KEYS[4] then
+  redis.call('ZREM', KEYS[4], ARGV[4])
 end
-if ARGV[3] ~= '' and redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call(string.find(ARGV[3], '{', 1, true) and 'SPUBLISH' or 'PUBLISH', ARGV[3], KEYS[1])
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  line_wake(ARGV[3], KEYS[1], KEYS[3], KEYS[2], now_ms, 1)
 end
 return 1 + math.max(now_ms - (tonumber(cur[4] or '') or now_ms), 0)

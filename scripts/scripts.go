@@ -61,17 +61,17 @@ func ByName() map[string]*redis.Script {
 // and falls back to EVAL when the server answers NOSCRIPT.
 var (
 	Acquire = loadInLine("acquire")
-	Release = load("release")
+	Release = loadInLine("release")
 	Renew   = load("renew")
 	Status  = load("status")
-	// Interest takes an event watcher off its resource's waiters.
-	Interest = load("interest")
+	// Unwatch takes an event watcher off its resource's waiters.
+	Unwatch = load("unwatch")
 	// Leave takes a waiter's ticket out of a line (locks and semaphores).
 	Leave = loadInLine("leave")
 	// AcquireSet and ReleaseSet take and end the leases of a lock set,
 	// all or none (docs/lock-sets.md).
 	AcquireSet = loadInLine("acquire_set")
-	ReleaseSet = load("release_set")
+	ReleaseSet = loadInLine("release_set")
 )
 
 // Scripts for user locks and abuse control (package abuse).
@@ -87,7 +87,7 @@ var (
 // Scripts for counting semaphores (package semaphore).
 var (
 	SemAcquire = loadInLine("sem_acquire")
-	SemRelease = load("sem_release")
+	SemRelease = loadInLine("sem_release")
 	SemRenew   = load("sem_renew")
 	SemStatus  = load("sem_status")
 )

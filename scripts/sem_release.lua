@@ -2,10 +2,14 @@
 --
 -- KEYS[1] permits key (zset: owner -> expires_at_ms)
 -- KEYS[2] holders key (hash: owner -> "token:acquired_at_ms")
+-- KEYS[3] limit key (sem_acquire.lua)
+-- KEYS[4] waiters key, KEYS[5] line (line.lua): the release is published
+--         only while KEYS[4] exists, naming the live tickets at the front
+--         of the line that the free slots go to (line_wake)
 -- ARGV[1] owner
 -- ARGV[2] token ("" = any token of this owner)
--- ARGV[3] pub/sub channel told about the release ("" = none)
--- ARGV[4] message published on that channel (the permits key)
+-- ARGV[3] pub/sub channel told about the release ("" = none; a channel
+--         with a hash tag is the name's shard channel: SPUBLISH)
 --
 -- Reply:  1 released
 --         0 not found (no live permit at all)
@@ -38,9 +42,8 @@ if ARGV[2] ~= '' then
 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
-if ARGV[3] ~= '' then
-  -- A channel with a hash tag is the resource's shard channel (Redis
-  -- Cluster >= 7, keyspace.ShardChannel): SPUBLISH reaches only its slot.
-  redis.call(string.find(ARGV[3], '{', 1, true) and 'SPUBLISH' or 'PUBLISH', ARGV[3], ARGV[4])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  local free = (tonumber(redis.call('GET', KEYS[3]) or '') or 1) - redis.call('ZCARD', KEYS[1])
+  line_wake(ARGV[3], KEYS[1], KEYS[5], KEYS[4], now_ms, math.max(free, 1))
 end
 return 1

@@ -102,7 +102,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 	// last is a try's answer below.
 	var last leasegate.SemaphoreResult
 	done, waited, err := s.waiter.WaitFor(ctx, redislock.WaitOptions{
-		Key: k.Permits(), Channel: s.shardChannel(k), Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
+		Key: k.Permits(), Channel: s.shardChannel(k), Owner: req.Owner, Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
 		Leave: func(ctx context.Context) error {
 			return redislock.Leave(ctx, s.rdb, []string{k.Permits(), k.Waiters(), k.Queue()}, req.Owner, s.channel(k))
 		},
@@ -257,12 +257,8 @@ func (s *Service) Release(ctx context.Context, tenant, name, owner string, token
 }
 
 func (s *Service) release(ctx context.Context, k keyspace.Semaphore, owner string, token int64) (leasegate.ReleaseResult, error) {
-	msg, channel := "", s.channel(k)
-	if channel != "" {
-		msg = k.Permits()
-	}
-	v, err := scripts.SemRelease.Run(ctx, s.rdb, []string{k.Permits(), k.Holders()},
-		owner, scriptreply.TokenArg(token), channel, msg).Result()
+	v, err := scripts.SemRelease.Run(ctx, s.rdb, []string{k.Permits(), k.Holders(), k.Limit(), k.Waiters(), k.Queue()},
+		owner, scriptreply.TokenArg(token), s.channel(k)).Result()
 	if err != nil {
 		return 0, scriptreply.Unavailable(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 
 	"github.com/leasegate/leasegate/bench"
 )
@@ -23,6 +25,9 @@ Scenarios:
   contended        every attempt picks one of --resources at random with a
                    fresh owner: many owners on few resources
   user-lock        POST /user-locks attempts on --resources user ids
+  waiting          each worker is one owner; every cycle it picks one of
+                   --resources at random, acquires it waiting up to --wait-ms,
+                   holds it --hold and releases it
 
 The run stops after --duration, or after exactly --requests requests,
 whichever comes first. Only loopback gateways are loaded unless
@@ -69,9 +74,27 @@ func loadFlagSet(cfg *bench.LoadConfig, jsonOut *bool) *flag.FlagSet {
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "stop after exactly this many requests (0: run for --duration)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "workers sending requests at the same time")
 	fs.IntVar(&cfg.Resources, "resources", cfg.Resources, "distinct resource names (user ids for user-lock); 1: all workers contend on one lock (0: one per worker, 1 for contended)")
-	fs.StringVar((*string)(&cfg.Scenario), "scenario", string(cfg.Scenario), "acquire-release, contended or user-lock")
+	fs.StringVar((*string)(&cfg.Scenario), "scenario", string(cfg.Scenario), "acquire-release, contended, user-lock or waiting")
 	fs.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "lease (or user-lock window) time, whole seconds")
+	fs.Var(millis{&cfg.Wait}, "wait-ms", "waiting: the wait_ms of each acquire")
+	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "waiting: how long each lease is held before its release")
 	fs.BoolVar(jsonOut, "json", *jsonOut, "print the summary as JSON")
 	fs.BoolVar(&cfg.AllowRemote, "allow-remote", cfg.AllowRemote, "allow a gateway that is not on a loopback address")
 	return fs
+}
+
+// millis is a flag of a duration in whole milliseconds (the API's wait_ms).
+type millis struct{ d *time.Duration }
+
+func (m millis) String() string {
+	if m.d == nil {
+		return "0"
+	}
+	return strconv.FormatInt(m.d.Milliseconds(), 10)
+}
+
+func (m millis) Set(s string) error {
+	ms, err := strconv.ParseUint(s, 10, 31)
+	*m.d = time.Duration(ms) * time.Millisecond
+	return err
 }

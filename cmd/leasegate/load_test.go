@@ -62,10 +62,13 @@ func TestLoadFlagsAndEnvironmentFillTheConfig(t *testing.T) {
 			"LEASEGATE_TTL":          "2s",
 			"LEASEGATE_JSON":         "true",
 			"LEASEGATE_ALLOW_REMOTE": "true",
+			"LEASEGATE_WAIT_MS":      "250",
+			"LEASEGATE_HOLD":         "2ms",
 		})
 		want := bench.LoadConfig{
 			URL: "http://127.0.0.1:9", APIKey: "k", Duration: 300 * time.Millisecond, Requests: 40,
 			Concurrency: 2, Resources: 3, Scenario: bench.Contended, TTL: 3 * time.Second, AllowRemote: true,
+			Wait: 250 * time.Millisecond, Hold: 2 * time.Millisecond,
 		}
 		if cfg != want || !jsonOut {
 			t.Errorf("got %+v json %v, want %+v json true", cfg, jsonOut, want)

@@ -1,7 +1,8 @@
 -- line.lua: the line of waiters of one name (docs/waiting.md, "One line
 -- per name"). Not a script of its own: it is put in front of the scripts
--- that grant or leave (acquire.lua, acquire_set.lua, sem_acquire.lua,
--- leave.lua), which call these functions.
+-- that grant, free or leave (acquire.lua, acquire_set.lua,
+-- sem_acquire.lua, release.lua, release_set.lua, force_release.lua,
+-- sem_release.lua, leave.lua), which call these functions.
 --
 -- A line is two keys in the name's slot:
 --   q  a zset: owner -> arrival, microseconds of the Redis clock, made
@@ -59,5 +60,35 @@ end
 local function line_leave(q, w, owner)
   redis.call('ZREM', q, owner)
   redis.call('HDEL', w, 'q:' .. owner)
+end
+
+-- line_wake publishes on channel ('' none; with a hash tag a shard
+-- channel: SPUBLISH) the wake-up of a name: its release message msg, a
+-- newline, then the owners of the first max live tickets in line, one a
+-- line (removing the dead tickets it meets). Those are the waiters Redis
+-- grants next, and each gateway wakes exactly the ones it holds (owners
+-- and messages hold no control characters). With nobody in line the
+-- message names no owner and wakes only event watchers.
+local function line_wake(channel, msg, q, w, now_ms, max)
+  if channel == '' then
+    return
+  end
+  local names, i = {}, 0
+  while #names < max do
+    local m = redis.call('ZRANGE', q, i, i)[1]
+    if not m then
+      break
+    end
+    local d = tonumber(redis.call('HGET', w, 'q:' .. m) or '')
+    if d and d > now_ms then
+      names[#names + 1] = m
+      i = i + 1
+    else
+      redis.call('ZREM', q, m)
+      redis.call('HDEL', w, 'q:' .. m)
+    end
+  end
+  redis.call(string.find(channel, '{', 1, true) and 'SPUBLISH' or 'PUBLISH', channel,
+    msg .. '\n' .. table.concat(names, '\n'))
 end
 

@@ -1,4 +1,4 @@
--- interest.lua: an event watcher leaves the waiters of its resource
+-- unwatch.lua: an event watcher leaves the waiters of its resource
 -- (watch.lua entered it). Waiters in line leave with leave.lua.
 --
 -- KEYS[1] waiters key (hash; release.lua publishes only while it exists)
