@@ -542,11 +542,18 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 		return err
 	}
 	go s.reloadKeysOn(ctx, cfg.ReloadKeys)
-	go s.Maintain(ctx)
+	// Maintain's last Redis calls (its snapshot's removal) end before
+	// Redis is closed, so a stop reads no closed connection as an outage.
+	mctx, stopMaintain := context.WithCancel(ctx)
+	maintained := make(chan struct{})
+	go func() { defer close(maintained); s.Maintain(mctx) }()
+	defer func() { stopMaintain(); <-maintained }()
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
 	if cfg.AddrFile != "" {
 		if err := writeAddrFile(cfg.AddrFile, s.Addr()); err != nil {
+			stopMaintain()
+			<-maintained
 			_ = s.Shutdown(context.Background())
 			return err
 		}
@@ -554,6 +561,8 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	}
 	select {
 	case err := <-errc:
+		stopMaintain()
+		<-maintained
 		s.closeRedis()
 		return err
 	case <-ctx.Done():
@@ -564,6 +573,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 		cfg.DrainDelay = 0
 	}
 	s.drain(cfg.DrainDelay)
+	<-maintained
 	log.Info("shutting down: finishing in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

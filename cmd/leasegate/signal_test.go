@@ -216,6 +216,13 @@ func TestServeOnTheEmbeddedStoreStopsAtOnce(t *testing.T) {
 			if strings.Contains(stdout.String(), "draining") {
 				t.Errorf("got a drain in the logs of a gateway on the embedded store: %s", stdout.String())
 			}
+			// Its store goes with it: nothing logged after the start (the
+			// open-mode and embedded-store warnings) is a warning, such as
+			// a closed connection taken for an outage.
+			_, after, _ := strings.Cut(stdout.String(), "leasegate listening")
+			if strings.Contains(after, `"level":"warn"`) || strings.Contains(after, `"level":"error"`) {
+				t.Errorf("got warnings or errors in the logs of a stop: %s", after)
+			}
 			if _, err := os.Stat(addrFile); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("address file after stop: got %v, want it removed", err)
 			}
