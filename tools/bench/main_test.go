@@ -143,28 +143,30 @@ func TestEtcdProgramSmoke(t *testing.T) {
 	t.Logf("\n%s", text.String())
 }
 
-// TestRunSmokeHandoffAndPrimitives runs the optional phases for a second
-// at low concurrency and checks that the report is sane; no speed is
-// asserted.
-func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
+// runSmoke runs one round of 1 s phases (100 ms warm-up) with clients
+// on a redis-server of its own, the phases set asks for, and returns
+// the report.
+func runSmoke(t *testing.T, clients int, set func(*Config)) *Report {
+	t.Helper()
 	cfg := DefaultConfig()
-	cfg.RedisURL = srv.URL()
-	cfg.Concurrency = 3
-	cfg.Duration = time.Second
-	cfg.Warmup = 100 * time.Millisecond
-	cfg.Rounds = 1
-	cfg.Handoff = true
-	cfg.Primitives = true
-	cfg.LockSets = true
-
+	cfg.RedisURL = redistest.Start(t).URL()
+	cfg.Concurrency, cfg.Duration, cfg.Warmup, cfg.Rounds = clients, time.Second, 100*time.Millisecond, 1
+	set(&cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	return rep
+}
+
+// TestRunSmokeHandoffAndPrimitives runs the optional phases for a second
+// at low concurrency and checks that the report is sane; no speed is
+// asserted.
+func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
+	t.Parallel()
+	rep := runSmoke(t, 3, func(c *Config) { c.Handoff, c.Primitives, c.LockSets = true, true, true })
 	want := []struct{ name, comparedTo string }{{"set8", "gateway"}, {"sem", "floor"}, {"claim", "floor"}, {"blpop", ""}, {"handoff", "blpop"}}
 	if len(rep.Phases) != len(want) {
 		t.Fatalf("phases: got %d, want %d: %+v", len(rep.Phases), len(want), rep.Phases)
@@ -214,21 +216,7 @@ func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
 // names they have just released. No speed is asserted.
 func TestRunSmokeReturning(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	cfg := DefaultConfig()
-	cfg.RedisURL = srv.URL()
-	cfg.Concurrency = 4
-	cfg.Duration = time.Second
-	cfg.Warmup = 100 * time.Millisecond
-	cfg.Rounds = 1
-	cfg.Returning = 2
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rep, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	rep := runSmoke(t, 4, func(c *Config) { c.Returning = 2 })
 	if len(rep.Phases) != 1 || len(rep.Returning) != 1 {
 		t.Fatalf("got phases %+v and %d load reports, want the returning phase and its report", rep.Phases, len(rep.Returning))
 	}
