@@ -3,7 +3,8 @@
 //
 //   - the rounds of `leasegate bench` (the go-redis floor and the
 //     gateway's lock cycle, package bench of the product) with more
-//     phases beside them: -handoff, -primitives, -locksets, -tracing, and
+//     phases beside them: -handoff, -returning, -primitives, -locksets,
+//     -tracing, and
 //     etcd's own lock recipe (-etcd, the program of ./etcd);
 //   - -waiters N: a `leasegate serve` process's memory with N waiting
 //     acquires;
@@ -76,6 +77,10 @@ type Config struct {
 	// cycle on two more gateways with tracing on, sampling 100 % and 1 %
 	// (tracing.go).
 	Handoff, Primitives, LockSets, Tracing bool
+	// Returning, when above 0, adds the returning-clients phase over that
+	// many resources (returning.go): each client waits for a random one
+	// of them each cycle, sometimes the one it has just released.
+	Returning int
 	// Waiters, when above 0, makes the run a measurement of its own
 	// instead of the rounds: the RSS of a `leasegate serve` process
 	// (GatewayCommand, with GatewayEnv added to the environment) holding
@@ -102,6 +107,9 @@ type Report struct {
 	Capacity *CapacityReport `json:"capacity,omitempty"`
 	// Etcd is the etcd side (-etcd), nil when it did not run.
 	Etcd *EtcdResult `json:"etcd,omitempty"`
+	// Returning is the returning phase's load report of each round
+	// (-returning): the acquire's max and the fencing check.
+	Returning []*bench.LoadReport `json:"returning,omitempty"`
 }
 
 // Print writes the report as text tables.
@@ -114,6 +122,7 @@ func (r *Report) Print(w io.Writer) {
 	default:
 		r.Report.Print(w)
 		printPhases(w, &r.Report)
+		printReturning(w, r.Returning)
 		r.Etcd.print(w)
 	}
 }
@@ -136,6 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.EtcdEndpoints, "etcd-endpoints", cfg.EtcdEndpoints, "comma-separated client URLs of an otherwise idle etcd to use instead of the embedded one")
 	fs.BoolVar(&cfg.Tracing, "tracing", cfg.Tracing, "also run the lock cycle with tracing on, sampling 100 % and 1 %, exported over OTLP/HTTP to a local sink")
 	fs.BoolVar(&cfg.Handoff, "handoff", cfg.Handoff, "also run the waiting hand-off phases (one resource, every client waiting)")
+	fs.IntVar(&cfg.Returning, "returning", cfg.Returning, "also run the returning-clients phase over this many resources (each client waits for a random one each cycle, holds it 1 ms; 0: off)")
 	fs.BoolVar(&cfg.Primitives, "primitives", cfg.Primitives, "also run the semaphore and claim cycle phases")
 	fs.BoolVar(&cfg.LockSets, "locksets", cfg.LockSets, "also run the lock-set cycle phase (a set of 8, compared with the single-lock gateway cycle)")
 	fs.IntVar(&cfg.Waiters, "waiters", cfg.Waiters, fmt.Sprintf("instead of the rounds, measure a leasegate serve process's memory with this many waiting acquires (at most %d)", MaxWaiters))
@@ -281,6 +291,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.Returning = extras.returning
 	rep.Etcd.summarize()
 	return rep, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/internal/gatewaytest"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
@@ -49,6 +50,9 @@ func TestConfigValidate(t *testing.T) {
 		{"waiters above the cap are refused", func(c *Config) { c.Waiters = MaxWaiters + 1 }},
 		{"waiters with the hand-off phases are refused", func(c *Config) { c.Waiters, c.Handoff = 10, true }},
 		{"waiters with the primitives phases are refused", func(c *Config) { c.Waiters, c.Primitives = 10, true }},
+		{"waiters with the returning phase are refused", func(c *Config) { c.Waiters, c.Returning = 10, 4 }},
+		{"negative returning resources are refused", func(c *Config) { c.Returning = -1 }},
+		{"returning above the load tool's clients is refused", func(c *Config) { c.Returning, c.Concurrency = 4, bench.MaxLoadConcurrency+1 }},
 		{"an unknown topology is refused", func(c *Config) { c.Capacity, c.CapacityTopologies = true, []string{"g9"} }},
 		{"capacity with a Redis of one's own is refused", func(c *Config) { c.Capacity, c.RedisURL = true, "redis://127.0.0.1:1" }},
 		{"a missing etcd program is refused", func(c *Config) { c.Etcd, c.EtcdBench = true, "/nonexistent/etcd-bench" }},
@@ -68,6 +72,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"the defaults are accepted", func(*Config) {}},
 		{"a hand-off between two clients is accepted", func(c *Config) { c.Handoff, c.Concurrency = true, 2 }},
+		{"returning over 4 resources is accepted", func(c *Config) { c.Returning = 4 }},
 		{"the primitives with one client are accepted", func(c *Config) { c.Primitives, c.Concurrency = true, 1 }},
 		{"waiters up to the cap are accepted", func(c *Config) { c.Waiters = MaxWaiters }},
 	} {
@@ -138,28 +143,30 @@ func TestEtcdProgramSmoke(t *testing.T) {
 	t.Logf("\n%s", text.String())
 }
 
-// TestRunSmokeHandoffAndPrimitives runs the optional phases for a second
-// at low concurrency and checks that the report is sane; no speed is
-// asserted.
-func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
+// runSmoke runs one round of 1 s phases (100 ms warm-up) with clients
+// on a redis-server of its own, the phases set asks for, and returns
+// the report.
+func runSmoke(t *testing.T, clients int, set func(*Config)) *Report {
+	t.Helper()
 	cfg := DefaultConfig()
-	cfg.RedisURL = srv.URL()
-	cfg.Concurrency = 3
-	cfg.Duration = time.Second
-	cfg.Warmup = 100 * time.Millisecond
-	cfg.Rounds = 1
-	cfg.Handoff = true
-	cfg.Primitives = true
-	cfg.LockSets = true
-
+	cfg.RedisURL = redistest.Start(t).URL()
+	cfg.Concurrency, cfg.Duration, cfg.Warmup, cfg.Rounds = clients, time.Second, 100*time.Millisecond, 1
+	set(&cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	return rep
+}
+
+// TestRunSmokeHandoffAndPrimitives runs the optional phases for a second
+// at low concurrency and checks that the report is sane; no speed is
+// asserted.
+func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
+	t.Parallel()
+	rep := runSmoke(t, 3, func(c *Config) { c.Handoff, c.Primitives, c.LockSets = true, true, true })
 	want := []struct{ name, comparedTo string }{{"set8", "gateway"}, {"sem", "floor"}, {"claim", "floor"}, {"blpop", ""}, {"handoff", "blpop"}}
 	if len(rep.Phases) != len(want) {
 		t.Fatalf("phases: got %d, want %d: %+v", len(rep.Phases), len(want), rep.Phases)
@@ -197,6 +204,45 @@ func TestRunSmokeHandoffAndPrimitives(t *testing.T) {
 	var text bytes.Buffer
 	rep.Print(&text)
 	for _, want := range []string{"handoff", "blpop", "sem", "claim", "set8", "proc cpu per cycle", "release to the next holder"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("printed report lacks %q:\n%s", want, text.String())
+		}
+	}
+	t.Logf("\n%s", text.String())
+}
+
+// TestRunSmokeReturning runs the returning-clients phase for a second:
+// 4 clients over 2 resources, so acquires wait and clients come back to
+// names they have just released. No speed is asserted.
+func TestRunSmokeReturning(t *testing.T) {
+	t.Parallel()
+	rep := runSmoke(t, 4, func(c *Config) { c.Returning = 2 })
+	if len(rep.Phases) != 1 || len(rep.Returning) != 1 {
+		t.Fatalf("got phases %+v and %d load reports, want the returning phase and its report", rep.Phases, len(rep.Returning))
+	}
+	p, lr := rep.Phases[0], rep.Returning[0]
+	if p.Name != returningName || p.ComparedTo != "gateway" || p.Ratio <= 0 {
+		t.Errorf("got phase %q compared to %q, ratio %v; want %q compared to gateway, ratio > 0", p.Name, p.ComparedTo, p.Ratio, returningName)
+	}
+	if p.Cycles <= 0 || p.Errors != 0 {
+		t.Errorf("got %d cycles, %d errors (first: %s); want some, none", p.Cycles, p.Errors, p.FirstError)
+	}
+	if lr.Scenario != bench.Waiting || lr.Concurrency != 4 || lr.Resources != 2 {
+		t.Errorf("load run: got scenario %q, %d clients over %d resources; want waiting, 4 over 2", lr.Scenario, lr.Concurrency, lr.Resources)
+	}
+	if lr.Fencing.Grants != p.Cycles || lr.Fencing.Violations != 0 {
+		t.Errorf("fencing: got %d grants checked, %d violations; want %d, 0", lr.Fencing.Grants, lr.Fencing.Violations, p.Cycles)
+	}
+	a := lr.Operations["acquire"]
+	if p.P50ms != a.P50MS || p.P99ms < p.P50ms || a.MaxMS < p.P99ms {
+		t.Errorf("acquire: got phase p50 %.3f p99 %.3f, load p50 %.3f max %.3f ms; want the load's, in order", p.P50ms, p.P99ms, a.P50MS, a.MaxMS)
+	}
+	if p.RedisCalls["publish"] <= 0 {
+		t.Errorf("got %.2f PUBLISH per cycle, want some (a release with waiters wakes one): %v", p.RedisCalls["publish"], p.RedisCalls)
+	}
+	var text bytes.Buffer
+	rep.Print(&text)
+	for _, want := range []string{"returning", "acquire p50", "max", "violations"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, text.String())
 		}

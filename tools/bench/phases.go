@@ -11,8 +11,8 @@ import (
 	"github.com/leasegate/leasegate/bench"
 )
 
-// The more phases of a round (-handoff, -primitives, -locksets,
-// -tracing): each one runs
+// The more phases of a round (-handoff, -returning, -primitives,
+// -locksets, -tracing): each one runs
 // after the floor and gateway phases, for the same time, at the same
 // concurrency, and is compared with a floor measured in the same round.
 
@@ -27,13 +27,13 @@ func (c Config) validatePhases() []error {
 		errs = append(errs, fmt.Errorf("waiters must be 0..%d, got %d", MaxWaiters, c.Waiters))
 	}
 	if c.Waiters > 0 {
-		if c.Handoff || c.Primitives || c.LockSets || c.Etcd {
-			errs = append(errs, errors.New("waiters is a measurement of its own: not with handoff, primitives, locksets or etcd"))
+		if c.Handoff || c.Returning > 0 || c.Primitives || c.LockSets || c.Etcd {
+			errs = append(errs, errors.New("waiters is a measurement of its own: not with handoff, returning, primitives, locksets or etcd"))
 		}
 	}
 	if c.Capacity {
-		if c.Waiters > 0 || c.Handoff || c.Primitives || c.LockSets || c.Etcd || c.Tracing || c.RedisURL != "" {
-			errs = append(errs, errors.New("capacity is a measurement of its own: not with waiters, handoff, primitives, locksets, tracing, etcd or redis-url"))
+		if c.Waiters > 0 || c.Handoff || c.Returning > 0 || c.Primitives || c.LockSets || c.Etcd || c.Tracing || c.RedisURL != "" {
+			errs = append(errs, errors.New("capacity is a measurement of its own: not with waiters, handoff, returning, primitives, locksets, tracing, etcd or redis-url"))
 		}
 		for _, n := range c.CapacityTopologies {
 			if !slices.ContainsFunc(Topologies, func(t Topology) bool { return t.Name == n }) {
@@ -44,11 +44,18 @@ func (c Config) validatePhases() []error {
 	if (c.Handoff || c.Capacity) && c.Concurrency < 2 {
 		errs = append(errs, fmt.Errorf("handoff needs at least 2 clients to hand a lock between, got %d", c.Concurrency))
 	}
+	if c.Returning < 0 || c.Returning > bench.MaxResources {
+		errs = append(errs, fmt.Errorf("returning must be 0..%d resources, got %d", bench.MaxResources, c.Returning))
+	}
+	if c.Returning > 0 && c.Concurrency > bench.MaxLoadConcurrency {
+		errs = append(errs, fmt.Errorf("returning runs at most %d clients (leasegate load's bound), got %d", bench.MaxLoadConcurrency, c.Concurrency))
+	}
 	return errs
 }
 
-// extra is one optional phase: what it runs, and the name of the phase
-// of the same round whose cycles/s its ratio divides by ("" for a floor).
+// extra is one optional phase: the cycles it runs, or for the
+// returning phase none (it drives itself), and the name of the phase of
+// the same round whose cycles/s its ratio divides by ("" for a floor).
 type extra struct {
 	c          bench.Cycler
 	comparedTo string
@@ -57,6 +64,8 @@ type extra struct {
 type extras struct {
 	list    []extra
 	closers []func() // the traced gateways, -handoff's blpop floor
+	// returning is the returning phase's load report of each round.
+	returning []*bench.LoadReport
 }
 
 // newExtras builds the optional phases cfg asks for; they share the
@@ -97,13 +106,18 @@ func newExtras(ctx context.Context, rig *bench.Rig, cfg Config, runID string) (*
 			extra{c: tf},
 			extra{c: newHandoff(gw, cfg, runID), comparedTo: tf.Name()})
 	}
+	if cfg.Returning > 0 {
+		x.list = append(x.list, extra{comparedTo: "gateway"})
+	}
 	return x, nil
 }
 
 func (x *extras) cyclers() []bench.Cycler {
 	var cs []bench.Cycler
 	for _, e := range x.list {
-		cs = append(cs, e.c)
+		if e.c != nil {
+			cs = append(cs, e.c)
+		}
 	}
 	return cs
 }
@@ -115,12 +129,23 @@ func (x *extras) close() {
 }
 
 // run runs every optional phase once; floor and gw are this round's lock
-// floor and gateway phases.
+// floor and gateway phases. The returning phase's load report, when it
+// ran, is kept in x.returning.
 func (x *extras) run(ctx context.Context, rig *bench.Rig, cfg Config, floor, gw bench.Phase) ([]bench.Phase, error) {
 	var out []bench.Phase
 	byName := map[string]bench.Phase{floor.Name: floor, gw.Name: gw}
 	for _, e := range x.list {
-		p, err := bench.RunPhase(ctx, rig.Stats, cfg.Config, e.c, nil)
+		var p bench.Phase
+		var err error
+		if e.c == nil {
+			var lr *bench.LoadReport
+			p, lr, err = runReturning(ctx, rig, cfg)
+			if lr != nil {
+				x.returning = append(x.returning, lr)
+			}
+		} else {
+			p, err = bench.RunPhase(ctx, rig.Stats, cfg.Config, e.c, nil)
+		}
 		if err != nil {
 			return nil, err
 		}
