@@ -184,10 +184,11 @@ if roll_ms > 0 then
     for i = math.max(1, c - max_evidence + 1), c do offs[#offs + 1] = s(kept[i] - w_start) end
     evidence = table.concat(offs, ',')
   end
-  for i = 1, c do kept[i] = s(now - kept[i]) end
+  -- Whole milliseconds below 1e14: Lua writes them as integers.
+  for i = 1, c do kept[i] = now - kept[i] end
   a = ''
-  if f > 0 and now - f < roll_ms then a = s(now - f) end
-  local roll = s(now) .. ';' .. a .. ';' .. table.concat(kept, ',')
+  if f > 0 and now - f < roll_ms then a = now - f end
+  local roll = now .. ';' .. a .. ';' .. table.concat(kept, ',')
   if fresh then
     redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp), 'roll', roll)
   else
