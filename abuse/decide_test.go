@@ -158,3 +158,35 @@ func TestRollingSpanRateLimitAndExpiry(t *testing.T) {
 		t.Errorf("after Clear: got %+v (acquired %v), %v; want 4 left and acquired", res.RateLimit, res.Acquired, err)
 	}
 }
+
+// A lock whose policy changes from fixed windows to a rolling span and
+// back: the rolling span's first window after a flagged fixed one drops
+// the fixed window's flagged mark, so the fixed window after it flags.
+func TestPolicyChangeFromFixedToRollingAndBack(t *testing.T) {
+	t.Parallel()
+	b := miniBackend(t)
+	fixed, rolling := policies(2), policies(5)
+	rolling.Default.Rolling = 10 * time.Second
+	fsvc, _ := newService(t, b, fixed)
+	rsvc, _ := newService(t, b, rolling)
+	attempt := func(svc *Service) leasegate.UserLockResult {
+		t.Helper()
+		res, err := svc.Attempt(context.Background(), "acme", "login", "u", 2*time.Second, leasegate.RequestMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	attempt(fsvc)
+	if !attempt(fsvc).FlaggedNow {
+		t.Fatal("fixed windows: the 2nd attempt did not flag")
+	}
+	attempt(rsvc) // the flagged fixed window goes on
+	b.Advance(t, 3*time.Second)
+	if res := attempt(rsvc); !res.Acquired || res.FlaggedNow {
+		t.Errorf("rolling, a new window: got acquired %v, flagged now %v; want true, false", res.Acquired, res.FlaggedNow)
+	}
+	if res := attempt(fsvc); res.Attempts != 2 || !res.FlaggedNow {
+		t.Errorf("fixed again, the same window: got attempt %d, flagged now %v; want 2, true", res.Attempts, res.FlaggedNow)
+	}
+}
