@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/leasegate/leasegate"
 	"github.com/leasegate/leasegate/internal/redistest"
 )
@@ -107,70 +109,78 @@ func TestCounterAlwaysHasATTL(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		svc, _ := newService(t, b, policies(3))
-		key := svc.keys.User("", "u-pttl").Counter("login")
+		// With a rolling span (shorter than the windows here) the counter
+		// holds the span too: the same repairs, the same expiry.
+		for _, roll := range []time.Duration{0, 20 * time.Second} {
+			t.Run(fmt.Sprintf("rolling %v", roll), func(t *testing.T) {
+				pol := policies(3)
+				pol.Default.Rolling = roll
+				svc := New(b.RDB, Options{Prefix: fmt.Sprintf("lgtest:ttl%d:", roll), Policies: pol, Log: zap.NewNop()})
+				key := svc.keys.User("", "u-pttl").Counter("login")
 
-		t.Run("every attempt leaves the counter with an expiry", func(t *testing.T) {
-			for i := 1; i <= 6; i++ {
-				if _, err := svc.Attempt(ctx, "", "login", "u-pttl", time.Minute, leasegate.RequestMeta{}); err != nil {
-					t.Fatal(err)
-				}
-				pttl, err := b.RDB.PTTL(ctx, key).Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if pttl <= 0 || pttl > time.Minute {
-					t.Fatalf("after attempt %d: got PTTL %v, want in (0, 1m]", i, pttl)
-				}
-			}
-		})
+				t.Run("every attempt leaves the counter with an expiry", func(t *testing.T) {
+					for i := 1; i <= 6; i++ {
+						if _, err := svc.Attempt(ctx, "", "login", "u-pttl", time.Minute, leasegate.RequestMeta{}); err != nil {
+							t.Fatal(err)
+						}
+						pttl, err := b.RDB.PTTL(ctx, key).Result()
+						if err != nil {
+							t.Fatal(err)
+						}
+						if pttl <= 0 || pttl > time.Minute {
+							t.Fatalf("after attempt %d: got PTTL %v, want in (0, 1m]", i, pttl)
+						}
+					}
+				})
 
-		t.Run("a counter left without expiry is repaired and keeps its count", func(t *testing.T) {
-			k := svc.keys.User("", "u-stuck").Counter("login")
-			if err := b.RDB.HSet(ctx, k, "n", "4").Err(); err != nil {
-				t.Fatal(err)
-			}
-			res, err := svc.Attempt(ctx, "", "login", "u-stuck", 30*time.Second, leasegate.RequestMeta{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Attempts != 5 || res.Acquired {
-				t.Errorf("got attempts=%d acquired=%v, want 5 and false", res.Attempts, res.Acquired)
-			}
-			pttl, _ := b.RDB.PTTL(ctx, k).Result()
-			if pttl <= 0 || pttl > 30*time.Second {
-				t.Errorf("got PTTL %v, want in (0, 30s]", pttl)
-			}
-		})
+				t.Run("a counter left without expiry is repaired and keeps its count", func(t *testing.T) {
+					k := svc.keys.User("", "u-stuck").Counter("login")
+					if err := b.RDB.HSet(ctx, k, "n", "4").Err(); err != nil {
+						t.Fatal(err)
+					}
+					res, err := svc.Attempt(ctx, "", "login", "u-stuck", 30*time.Second, leasegate.RequestMeta{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Attempts != 5 || res.Acquired {
+						t.Errorf("got attempts=%d acquired=%v, want 5 and false", res.Attempts, res.Acquired)
+					}
+					pttl, _ := b.RDB.PTTL(ctx, k).Result()
+					if pttl <= 0 || pttl > 30*time.Second {
+						t.Errorf("got PTTL %v, want in (0, 30s]", pttl)
+					}
+				})
 
-		t.Run("a PHP-style INCR counter without expiry is converted and repaired", func(t *testing.T) {
-			k := svc.keys.User("", "u-php").Counter("login")
-			if err := b.RDB.Set(ctx, k, "2", 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-			res, err := svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, leasegate.RequestMeta{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Attempts != 3 {
-				t.Errorf("got attempts %d, want 3 (the PHP count carried over)", res.Attempts)
-			}
-			pttl, _ := b.RDB.PTTL(ctx, k).Result()
-			if pttl <= 0 {
-				t.Errorf("got PTTL %v, want > 0", pttl)
-			}
-			if b.Mini == nil {
-				return // a real 30 s wait is not worth it; the TTL above is the proof
-			}
-			b.Advance(t, 30*time.Second+100*time.Millisecond)
-			res, err = svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, leasegate.RequestMeta{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Acquired {
-				t.Errorf("got acquired false after the repaired window, want true: the user is not locked out")
-			}
-		})
+				t.Run("a PHP-style INCR counter without expiry is converted and repaired", func(t *testing.T) {
+					k := svc.keys.User("", "u-php").Counter("login")
+					if err := b.RDB.Set(ctx, k, "2", 0).Err(); err != nil {
+						t.Fatal(err)
+					}
+					res, err := svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, leasegate.RequestMeta{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Attempts != 3 {
+						t.Errorf("got attempts %d, want 3 (the PHP count carried over)", res.Attempts)
+					}
+					pttl, _ := b.RDB.PTTL(ctx, k).Result()
+					if pttl <= 0 {
+						t.Errorf("got PTTL %v, want > 0", pttl)
+					}
+					if b.Mini == nil {
+						return // a real 30 s wait is not worth it; the TTL above is the proof
+					}
+					b.Advance(t, 30*time.Second+100*time.Millisecond)
+					res, err = svc.Attempt(ctx, "", "login", "u-php", 30*time.Second, leasegate.RequestMeta{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !res.Acquired {
+						t.Errorf("got acquired false after the repaired window, want true: the user is not locked out")
+					}
+				})
+			})
+		}
 	})
 }
 

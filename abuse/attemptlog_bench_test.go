@@ -84,7 +84,7 @@ func sideBySide(b *testing.B, rdb *redis.Client, svcs []*Service, a, c string) {
 // BenchmarkRollingWindowCost is the attempt script's Redis CPU with fixed
 // windows and with a rolling span of 60 s (max_attempts 5, attempt log
 // off), side by side as BenchmarkAttemptLogCost, and the memory of one
-// user who made max_attempts attempts: the counter, and the span's key.
+// user who made max_attempts attempts (the counter, which holds the span).
 //
 //	go test -run '^$' -bench RollingWindowCost -benchtime 20x ./abuse/
 func BenchmarkRollingWindowCost(b *testing.B) {
@@ -105,10 +105,7 @@ func BenchmarkRollingWindowCost(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		k := svc.keys.User("acme", "someone")
-		for _, key := range []string{k.Counter("mem"), rollingKey(k, "mem")} {
-			mem[i] += rdb.MemoryUsage(ctx, key, 0).Val()
-		}
+		mem[i] = rdb.MemoryUsage(ctx, svc.keys.User("acme", "someone").Counter("mem"), 0).Val()
 	}
 	b.ReportMetric(float64(mem[0]), "fixed-bytes/user")
 	b.ReportMetric(float64(mem[1]), "rolling-bytes/user")

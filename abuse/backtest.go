@@ -37,7 +37,7 @@ const logPage = 2000
 // logOn reports whether attempts are logged.
 func (s *Service) logOn() bool { return s.opts.Policies.AttemptLogMaxEntries > 0 }
 
-// attemptKeys are the attempt script's KEYS and its ARGV[17..21]: the
+// attemptKeys are the attempt script's KEYS and its ARGV[17..20]: the
 // attempt log (not in KEYS when off, or on Redis Cluster, where it has a
 // slot of its own: the script returns the entry and logAfter writes it)
 // and the rolling span of pol.
@@ -52,13 +52,8 @@ func (s *Service) attemptKeys(k keyspace.User, tenant, lock string, pol Policy) 
 		keys = append(keys, s.keys.AttemptLog(tenant, lock))
 		logAt = len(keys)
 	}
-	rollAt := 0
-	if pol.Rolling > 0 {
-		keys = append(keys, rollingKey(k, lock))
-		rollAt = len(keys)
-	}
 	return keys, []any{logAt, s.opts.Policies.AttemptLogMaxEntries, s.opts.Policies.AttemptLogRetention.Milliseconds(),
-		rollAt, pol.Rolling.Milliseconds()}
+		pol.Rolling.Milliseconds()}
 }
 
 // logAfter writes the entry d that the attempt script returned (on Redis

@@ -124,7 +124,8 @@ func TestAttemptScriptAndReplayDecideAlike(t *testing.T) {
 
 // With a rolling span, RateLimit tells the span: w the span, r the
 // attempts left before the flag, t until the oldest counted attempt
-// leaves it; the span's key expires a span after the last attempt.
+// leaves it; the counter, which holds the span, expires a span after
+// the last attempt (its window is over before), and Clear clears it.
 func TestRollingSpanRateLimitAndExpiry(t *testing.T) {
 	t.Parallel()
 	b := miniBackend(t)
@@ -144,8 +145,48 @@ func TestRollingSpanRateLimitAndExpiry(t *testing.T) {
 	if res.RateLimit != want || res.Attempts != 1 || res.Flagged {
 		t.Errorf("got %+v (attempts %d, flagged %v), want %+v, 1, false", res.RateLimit, res.Attempts, res.Flagged, want)
 	}
-	key := rollingKey(svc.keys.User("acme", "u"), "checkin")
+	key := svc.keys.User("acme", "u").Counter("checkin")
 	if ttl := b.RDB.PTTL(context.Background(), key).Val(); ttl != time.Minute-10*time.Second {
-		t.Errorf("got the span's key expiring in %v, want a minute after the last attempt (50s from now)", ttl)
+		t.Errorf("got the counter (which holds the span) expiring in %v, want a minute after the last attempt (50s from now)", ttl)
+	}
+	// DELETE clears the span with the window: the next attempt counts 1.
+	if err := svc.Clear(context.Background(), "acme", "checkin", "u"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Attempt(context.Background(), "acme", "checkin", "u", time.Second, leasegate.RequestMeta{})
+	if err != nil || res.RateLimit.Remaining != 4 || !res.Acquired {
+		t.Errorf("after Clear: got %+v (acquired %v), %v; want 4 left and acquired", res.RateLimit, res.Acquired, err)
+	}
+}
+
+// A lock whose policy changes from fixed windows to a rolling span and
+// back: the rolling span's first window after a flagged fixed one drops
+// the fixed window's flagged mark, so the fixed window after it flags.
+func TestPolicyChangeFromFixedToRollingAndBack(t *testing.T) {
+	t.Parallel()
+	b := miniBackend(t)
+	fixed, rolling := policies(2), policies(5)
+	rolling.Default.Rolling = 10 * time.Second
+	fsvc, _ := newService(t, b, fixed)
+	rsvc, _ := newService(t, b, rolling)
+	attempt := func(svc *Service) leasegate.UserLockResult {
+		t.Helper()
+		res, err := svc.Attempt(context.Background(), "acme", "login", "u", 2*time.Second, leasegate.RequestMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	attempt(fsvc)
+	if !attempt(fsvc).FlaggedNow {
+		t.Fatal("fixed windows: the 2nd attempt did not flag")
+	}
+	attempt(rsvc) // the flagged fixed window goes on
+	b.Advance(t, 3*time.Second)
+	if res := attempt(rsvc); !res.Acquired || res.FlaggedNow {
+		t.Errorf("rolling, a new window: got acquired %v, flagged now %v; want true, false", res.Acquired, res.FlaggedNow)
+	}
+	if res := attempt(fsvc); res.Attempts != 2 || !res.FlaggedNow {
+		t.Errorf("fixed again, the same window: got attempt %d, flagged now %v; want 2, true", res.Attempts, res.FlaggedNow)
 	}
 }

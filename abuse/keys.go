@@ -1,7 +1,5 @@
 package abuse
 
-import "github.com/leasegate/leasegate/keyspace"
-
 // Keys: package keyspace lays them out (keyspace.Space.User and
 // FlagIndex; docs/abuse.md). Every key of one (tenant, user) shares that
 // user's hash tag, and each script or MULTI touches only keys of one user.
@@ -11,8 +9,3 @@ import "github.com/leasegate/leasegate/keyspace"
 // indexMember names a flag in an index. Lock names contain no ':', so the
 // first ':' splits it unambiguously.
 func indexMember(lock, userID string) string { return lock + ":" + userID }
-
-// rollingKey is the key of the rolling span of user k on lock (a string,
-// scripts/user_attempt.lua): under the counter's name, which no other
-// key extends (lock names contain no ':').
-func rollingKey(k keyspace.User, lock string) string { return k.Counter(lock) + ":roll" }

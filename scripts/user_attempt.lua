@@ -5,14 +5,19 @@
 -- KEYS[1] counter   (hash: n, start, exp, flagged, at; PEXPIREAT = exp) for (lock, user);
 --                   flagged = "1" once the window has flagged the user;
 --                   at = the times of the window's last attempts (at most
---                   ARGV[12]) as decimal milliseconds after start, comma-separated
+--                   ARGV[12]) as decimal milliseconds after start, comma-separated.
+--                   With a rolling span (ARGV[20]) it is n, start, exp and
+--                   roll instead, PEXPIREAT the later of exp and a span
+--                   after the last attempt; roll holds the last attempt's
+--                   time, the span's last flag and the last max_attempts
+--                   attempt times within the span (below).
 -- KEYS[2] ban       (hash: until, reason, by, source, lock, created; PEXPIREAT = until)
 -- KEYS[3] flag      (hash: user, lock, times, peak, first, last, window_start, window_end,
 --                   bans = automatic bans placed by this lock's policy,
 --                   evidence = the flagged window's "at", offsets from window_start)
 -- KEYS[4] flag set  (set of the lock names the user has a flag record for)
 -- KEYS[5] webhook outbox (stream), optional (KEYS[5] is the attempt log
---         or the rolling span when ARGV[17] or ARGV[20] is 5): when given, the flag and a
+--         when ARGV[17] is 5): when given, the flag and a
 --         policy ban are written to it as events in this same script, so
 --         an event exists if and only if what it reports happened. Not
 --         given on Redis Cluster (another slot; the caller adds the events
@@ -38,16 +43,12 @@
 --          where the log has a slot of its own: attempt_log.lua), or the
 --          log's index in KEYS: write it here
 -- ARGV[18] the attempt log's length bound, ARGV[19] its retention in ms
--- ARGV[20] the rolling span's index in KEYS ("0": fixed windows), ARGV[21]
---          the span in ms (rolling_window_seconds). Its key is a string,
---          "f;t1,t2,...": the time of the last flag it fired (0: none) and
---          the last max_attempts attempt times within the span (Redis ms),
---          expiring a span after the user's last attempt. With it the
---          threshold applies to the attempts within the span, this one
---          included, not to n; the window (n, held, repeated) is the same.
---          A flag fires when they reach max_attempts and the last flag is
---          a span old or more, so each flag counts attempts no earlier
---          flag counted (docs/abuse.md, "Rolling windows").
+-- ARGV[20] the rolling span in ms (rolling_window_seconds; "0": fixed
+--          windows). With it the threshold applies to the attempts within
+--          the span, this one included, not to n; the window (n, held,
+--          repeated) is the same. A flag fires when they reach max_attempts
+--          and the last flag is a span old or more, so each flag counts
+--          attempts no earlier flag counted (docs/abuse.md, "Rolling windows").
 --
 -- The attempt log (prelude/attempt_log.lua) gets one entry per attempt;
 -- its outcome is decided here: banned (refused), flagged, allowlisted
@@ -89,10 +90,9 @@ local factor = tonumber(ARGV[10]) or 1
 local max_ban = tonumber(ARGV[11]) or ban_ms
 local max_evidence = tonumber(ARGV[12]) or 50
 local logk = ARGV[17] or '0'
-local roll_k = tonumber(ARGV[20] or '0') or 0
-local roll_ms = tonumber(ARGV[21] or '0') or 0
+local roll_ms = tonumber(ARGV[20] or '0') or 0
 local outbox = KEYS[5]
-if logk == '5' or roll_k == 5 then outbox = nil end
+if logk == '5' then outbox = nil end
 local function event(...)
   if outbox then
     redis.call('XADD', outbox, 'MAXLEN', '~', ARGV[16], '*', ...)
@@ -128,88 +128,130 @@ if enforce then
   end
 end
 
-local ty = redis.call('TYPE', KEYS[1])
-if type(ty) == 'table' then ty = ty['ok'] end
-local carried = 0
-if ty == 'string' then
-  -- A plain INCR counter (the PHP layout): keep its count, in our layout.
-  carried = tonumber(redis.call('GET', KEYS[1])) or 0
-  redis.call('DEL', KEYS[1])
-  ty = 'none'
-elseif ty ~= 'none' and ty ~= 'hash' then
-  redis.call('DEL', KEYS[1])
-  ty = 'none'
-end
-
--- already: this window has flagged the user before (an operator may have
--- cleared the record since; that does not bring it back).
-local n, start, exp
-local already = false
-if ty == 'hash' then
-  local cur = redis.call('HMGET', KEYS[1], 'start', 'exp')
-  local cexp = tonumber(cur[2] or '')
-  if cexp and cexp <= now then
-    -- The window is over but the key is not reaped yet: a new window.
-    redis.call('DEL', KEYS[1])
-    ty = 'none'
-  else
-    n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-    start = tonumber(cur[1] or '')
-    exp = cexp
-    local repaired = false
-    if not start or not exp or redis.call('PTTL', KEYS[1]) < 0 then
-      -- No expiry: repair it, or the user would be locked out forever.
-      start = now
-      exp = now + ttl
-      redis.call('HSET', KEYS[1], 'start', s(start), 'exp', s(exp), 'at', '0')
-      redis.call('HDEL', KEYS[1], 'flagged')
-      redis.call('PEXPIREAT', KEYS[1], exp)
-      repaired = true
-    else
-      redis.call('HSET', KEYS[1], 'at', push(redis.call('HGET', KEYS[1], 'at'), s(now - start)))
-    end
-    if repaired then
-      -- A new window: nothing has flagged it yet.
-    elseif redis.call('HGET', KEYS[1], 'flagged') == '1' then
-      already = true
-    elseif redis.call('HGET', KEYS[3], 'window_start') == s(start) then
-      -- Flagged by a gateway from before the mark: its flag record names
-      -- this window.
-      already = true
-    end
-  end
-end
-if ty == 'none' then
-  n = carried + 1
-  start = now
-  exp = now + ttl
-  redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp), 'at', '0')
-  redis.call('PEXPIREAT', KEYS[1], exp)
-end
-
 -- c is what the threshold applies to, over [w_start, w_end).
-local c, w_start, w_end, evidence = n, start, exp, nil
-if roll_k > 0 then
-  local cur = redis.call('GET', KEYS[roll_k]) or ''
-  local f, list = string.match(cur, '^(%d*);(.*)$')
-  f = tonumber(f or '') or 0
-  local kept = {}
-  for x in string.gmatch(list or '', '%d+') do
-    if tonumber(x) > now - roll_ms then kept[#kept + 1] = x end
+local n, start, exp, c, w_start, w_end, evidence
+-- already: the window (or the span) has flagged the user before (an
+-- operator may have cleared the record since; that does not bring it back).
+local already = false
+if roll_ms > 0 then
+  -- The span lives in the counter: one read, one write, one expiry.
+  local cur = redis.pcall('HMGET', KEYS[1], 'n', 'start', 'exp', 'roll', 'flagged', 'at')
+  local carried = 0
+  if cur['err'] then
+    -- A plain INCR counter (the PHP layout): keep its count, in our layout.
+    local v = redis.pcall('GET', KEYS[1])
+    if type(v) == 'string' then carried = tonumber(v) or 0 end
+    redis.call('DEL', KEYS[1])
+    cur = {}
   end
-  kept[#kept + 1] = s(now)
+  n, start, exp = tonumber(cur[1] or ''), tonumber(cur[2] or ''), tonumber(cur[3] or '')
+  local fresh = not (n and start and exp and exp > now)
+  if not fresh then
+    n = n + 1
+  else
+    -- A new window (the last one is over), or one repaired (no start or
+    -- exp): the count goes on, in a fresh window of ttl from now.
+    if exp and exp <= now then n = 0 end
+    n = (n or carried) + 1
+    start, exp = now, now + ttl
+    if cur[5] or cur[6] then redis.call('HDEL', KEYS[1], 'flagged', 'at') end
+  end
+  -- roll is "l;a;d1,d2,...": l the last attempt's time (Redis ms), a how
+  -- long before l the span last flagged (empty: not within the span), and
+  -- how long before l each kept attempt was made, oldest first. Ages, not
+  -- times: short enough to keep the hash in its compact encoding.
+  local l, a, list = string.match(cur[4] or '', '^(%-?%d+);(%-?%d*);(.*)$')
+  l = tonumber(l or '')
+  local f = 0
+  local kept = {}
+  if l then
+    f = l - (tonumber(a) or l)
+    for x in string.gmatch(list, '%-?%d+') do
+      local at = l - tonumber(x)
+      if at > now - roll_ms then kept[#kept + 1] = at end
+    end
+  end
+  kept[#kept + 1] = now
   while #kept > max_attempts do table.remove(kept, 1) end
   c = #kept
-  w_start = tonumber(kept[1])
+  w_start = kept[1]
   w_end = w_start + roll_ms
   already = f > 0 and now - f < roll_ms
-  if may_flag and c >= max_attempts and not already then f = now end
-  redis.call('SET', KEYS[roll_k], s(f) .. ';' .. table.concat(kept, ','), 'PX', roll_ms)
-  evidence = function()
+  if may_flag and c >= max_attempts and not already then
+    -- This attempt flags: the evidence is the counted attempts' offsets.
+    f = now
     local offs = {}
-    for i = math.max(1, #kept - max_evidence + 1), #kept do offs[#offs + 1] = s(tonumber(kept[i]) - w_start) end
-    return table.concat(offs, ',')
+    for i = math.max(1, c - max_evidence + 1), c do offs[#offs + 1] = s(kept[i] - w_start) end
+    evidence = table.concat(offs, ',')
   end
+  -- Whole milliseconds below 1e14: Lua writes them as integers.
+  for i = 1, c do kept[i] = now - kept[i] end
+  a = ''
+  if f > 0 and now - f < roll_ms then a = now - f end
+  local roll = now .. ';' .. a .. ';' .. table.concat(kept, ',')
+  if fresh then
+    redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp), 'roll', roll)
+  else
+    redis.call('HSET', KEYS[1], 'n', s(n), 'roll', roll)
+  end
+  redis.call('PEXPIREAT', KEYS[1], math.max(exp, now + roll_ms))
+else
+  local ty = redis.call('TYPE', KEYS[1])
+  if type(ty) == 'table' then ty = ty['ok'] end
+  local carried = 0
+  if ty == 'string' then
+    -- A plain INCR counter (the PHP layout): keep its count, in our layout.
+    carried = tonumber(redis.call('GET', KEYS[1])) or 0
+    redis.call('DEL', KEYS[1])
+    ty = 'none'
+  elseif ty ~= 'none' and ty ~= 'hash' then
+    redis.call('DEL', KEYS[1])
+    ty = 'none'
+  end
+
+  if ty == 'hash' then
+    local cur = redis.call('HMGET', KEYS[1], 'start', 'exp')
+    local cexp = tonumber(cur[2] or '')
+    if cexp and cexp <= now then
+      -- The window is over but the key is not reaped yet: a new window.
+      redis.call('DEL', KEYS[1])
+      ty = 'none'
+    else
+      n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+      start = tonumber(cur[1] or '')
+      exp = cexp
+      local repaired = false
+      if not start or not exp or redis.call('PTTL', KEYS[1]) < 0 then
+        -- No expiry: repair it, or the user would be locked out forever.
+        start = now
+        exp = now + ttl
+        redis.call('HSET', KEYS[1], 'start', s(start), 'exp', s(exp), 'at', '0')
+        redis.call('HDEL', KEYS[1], 'flagged')
+        redis.call('PEXPIREAT', KEYS[1], exp)
+        repaired = true
+      else
+        redis.call('HSET', KEYS[1], 'at', push(redis.call('HGET', KEYS[1], 'at'), s(now - start)))
+      end
+      if repaired then
+        -- A new window: nothing has flagged it yet.
+      elseif redis.call('HGET', KEYS[1], 'flagged') == '1' then
+        already = true
+      elseif redis.call('HGET', KEYS[3], 'window_start') == s(start) then
+        -- Flagged by a gateway from before the mark: its flag record names
+        -- this window.
+        already = true
+      end
+    end
+  end
+  if ty == 'none' then
+    n = carried + 1
+    start = now
+    exp = now + ttl
+    redis.call('HSET', KEYS[1], 'n', s(n), 'start', s(start), 'exp', s(exp), 'at', '0')
+    redis.call('PEXPIREAT', KEYS[1], exp)
+  end
+
+  c, w_start, w_end = n, start, exp
 end
 
 local flagged_now = 0
@@ -219,7 +261,7 @@ local ban_number = 0
 if may_flag and c >= max_attempts then
   if not already then
     flagged_now = 1
-    if roll_k == 0 then redis.call('HSET', KEYS[1], 'flagged', '1') end
+    if roll_ms == 0 then redis.call('HSET', KEYS[1], 'flagged', '1') end
     times = redis.call('HINCRBY', KEYS[3], 'times', 1)
     if times == 1 then
       redis.call('HSET', KEYS[3], 'user', ARGV[8], 'lock', ARGV[9], 'first', s(now))
@@ -228,7 +270,7 @@ if may_flag and c >= max_attempts then
     if c > peak then peak = c end
     redis.call('HSET', KEYS[3], 'last', s(now), 'peak', s(peak),
       'window_start', s(w_start), 'window_end', s(w_end),
-      'evidence', evidence and evidence() or redis.call('HGET', KEYS[1], 'at') or '')
+      'evidence', evidence or redis.call('HGET', KEYS[1], 'at') or '')
     redis.call('PEXPIRE', KEYS[3], retention)
     redis.call('SADD', KEYS[4], ARGV[9])
     redis.call('PEXPIRE', KEYS[4], retention)
@@ -266,7 +308,7 @@ if may_flag and c >= max_attempts then
     -- back a record an operator has cleared.
     local peak = tonumber(redis.call('HGET', KEYS[3], 'peak') or '0') or 0
     if c > peak then redis.call('HSET', KEYS[3], 'peak', s(c)) end
-    if roll_k == 0 and redis.call('HGET', KEYS[3], 'window_start') == s(start) then
+    if roll_ms == 0 and redis.call('HGET', KEYS[3], 'window_start') == s(start) then
       -- The evidence follows the flagged window to its end.
       redis.call('HSET', KEYS[3], 'evidence', redis.call('HGET', KEYS[1], 'at') or '')
     end
