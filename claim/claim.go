@@ -43,7 +43,7 @@ type Options struct {
 	Audit *zap.Logger
 	// MinReplicas, when above 0, makes every claim that gives the caller
 	// the pending lease, and every completion, wait until that many
-	// replicas have it (redislock.Options.MinReplicas; rdb must then be a
+	// replicas have it (redislock.Config.MinReplicas; rdb must then be a
 	// *redis.Client or a *redis.ClusterClient). Not acknowledged in
 	// time, both return redislock.ErrNotReplicated: a new claim is
 	// abandoned first, so the caller does not hold it; a renewal (the
@@ -69,13 +69,14 @@ var _ leasegate.ClaimService = (*Service)(nil)
 
 // New returns a Service on rdb.
 func New(rdb redis.Scripter, opts Options) *Service {
-	opts.Retention = scriptreply.Positive(opts.Retention, DefaultRetention)
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
 	audit := opts.Audit
 	if audit == nil {
 		audit = zap.NewNop()
 	}
-	opts.ReplicaTimeout = scriptreply.Positive(opts.ReplicaTimeout, redislock.DefaultReplicaTimeout)
-	rep := redislock.Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout}
+	rep := redislock.Config{MinReplicas: opts.MinReplicas, ReplicaTimeout: opts.ReplicaTimeout}.Defaults().Replication(rdb)
 	return &Service{rdb: rdb, rep: rep, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, audit: audit}
 }
 
