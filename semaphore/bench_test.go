@@ -38,7 +38,7 @@ func BenchmarkCyclesAgainstTheGoRedisFloor(b *testing.B) {
 	ctx := context.Background()
 	locks := redislock.NewService(redislock.New(rdb, redislock.Config{Prefix: "bench:"}), nil)
 	sems := semaphore.New(rdb, nil, redislock.Config{Prefix: "bench:"})
-	claims := claim.New(rdb, claim.Options{Prefix: "bench:"})
+	claims := claim.New(rdb, claim.Options{Config: redislock.Config{Prefix: "bench:"}})
 	const ttl = 30 * time.Second
 	var floor, lock, sem, clm time.Duration
 	i := 0

@@ -41,8 +41,8 @@ func (s *Server) buildEngines(cfg Config, log *zap.Logger, ipx echo.IPExtractor)
 		}
 		scripter = s.batcher
 	}
-	// One configuration for every engine: locks, lock sets, semaphores
-	// and elections.
+	// One configuration for every engine: locks, lock sets, semaphores,
+	// elections and claims.
 	ecfg := redislock.Config{
 		Prefix:          cfg.KeyPrefix,
 		FenceRetention:  cfg.FenceRetention,
@@ -105,8 +105,7 @@ func (s *Server) buildEngines(cfg Config, log *zap.Logger, ipx echo.IPExtractor)
 	// Semaphores wait on the locks' Waiter and release channel; forced
 	// claim removals go to the abuse log (docs/claims.md).
 	deps.Semaphores = semaphore.New(s.rdb, s.waiter, ecfg)
-	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims"),
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout})
+	deps.Claims = claim.New(s.rdb, claim.Options{Config: ecfg, Audit: abuseLogger.Named("claims")})
 	// Elections are leases of the lock engine under their own keys: the
 	// same scripts, Waiter and release channel (docs/elections.md).
 	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{Config: ecfg})

@@ -126,7 +126,7 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	}
 	if o.Primitives {
 		a.Semaphores = semaphore.New(b.RDB, a.Waiter, cfg)
-		a.Claims = claim.New(b.RDB, claim.Options{Prefix: o.Prefix})
+		a.Claims = claim.New(b.RDB, claim.Options{Config: cfg})
 		a.Elections = election.New(b.RDB, nil, a.Waiter, election.Options{Config: cfg, WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond)})
 	}
 	a.E = a.Instance(t, a.Ring, nil)
