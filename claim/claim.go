@@ -32,27 +32,22 @@ var reply = scriptreply.Decoder{Bad: ErrBadReply}
 // steps back.
 const DefaultRetention = 24 * time.Hour
 
-// Options configure a Service.
+// Options configure a Service. Of the engines' Config, claims use
+// Prefix, MinReplicas and ReplicaTimeout: with MinReplicas, every claim
+// that gives the caller the pending lease, and every completion, waits
+// until that many replicas have it (rdb must then be a *redis.Client or a
+// *redis.ClusterClient). Not acknowledged in time, both return
+// redislock.ErrNotReplicated: a new claim is abandoned first, so the
+// caller does not hold it; a renewal (the same owner claiming again) and
+// a completion are left in place, since the holder may be in the middle
+// of the work, or done with it.
 type Options struct {
-	// Prefix starts every key. Default keyspace.DefaultPrefix.
-	Prefix string
+	redislock.Config
 	// Retention, see DefaultRetention.
 	Retention time.Duration
 	// Audit receives one record per forced removal, naming the operator
 	// (the abuse log's style). Nil logs nothing.
 	Audit *zap.Logger
-	// MinReplicas, when above 0, makes every claim that gives the caller
-	// the pending lease, and every completion, wait until that many
-	// replicas have it (redislock.Options.MinReplicas; rdb must then be a
-	// *redis.Client or a *redis.ClusterClient). Not acknowledged in
-	// time, both return redislock.ErrNotReplicated: a new claim is
-	// abandoned first, so the caller does not hold it; a renewal (the
-	// same owner claiming again) and a completion are left in place,
-	// since the holder may be in the middle of the work, or done with it.
-	MinReplicas int
-	// ReplicaTimeout bounds that wait (default
-	// redislock.DefaultReplicaTimeout).
-	ReplicaTimeout time.Duration
 }
 
 // Service is leasegate.ClaimService on Redis. It is safe for concurrent
@@ -69,13 +64,15 @@ var _ leasegate.ClaimService = (*Service)(nil)
 
 // New returns a Service on rdb.
 func New(rdb redis.Scripter, opts Options) *Service {
-	opts.Retention = scriptreply.Positive(opts.Retention, DefaultRetention)
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
 	audit := opts.Audit
 	if audit == nil {
 		audit = zap.NewNop()
 	}
-	opts.ReplicaTimeout = scriptreply.Positive(opts.ReplicaTimeout, redislock.DefaultReplicaTimeout)
-	rep := redislock.Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout}
+	opts.Config = opts.Config.Defaults()
+	rep := opts.Replication(rdb)
 	return &Service{rdb: rdb, rep: rep, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, audit: audit}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/internal/contracttest"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 // The Redis claims keep the contract that the Go client keeps over HTTP
@@ -12,7 +13,7 @@ import (
 func TestServiceKeepsTheClaimContract(t *testing.T) {
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		contracttest.Claims(t, func(t *testing.T) contracttest.ClaimBackend {
-			return contracttest.ClaimBackend{Claims: claim.New(s.RDB, claim.Options{Prefix: contracttest.Prefix()}), Advance: s.Advance, Outage: s.Outage}
+			return contracttest.ClaimBackend{Claims: claim.New(s.RDB, claim.Options{Config: redislock.Config{Prefix: contracttest.Prefix()}}), Advance: s.Advance, Outage: s.Outage}
 		})
 	})
 }

@@ -22,7 +22,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		return leasegate.ClaimRequest{Scope: "reward", Key: "user-42", Owner: owner, TTL: time.Minute}
 	}
 	replicated := func(p *redistest.Server) *claim.Service {
-		return claim.New(p.Client(t), claim.Options{MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
+		return claim.New(p.Client(t), claim.Options{Config: redislock.Config{MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond}})
 	}
 	mustClaim := func(t *testing.T, s *claim.Service) leasegate.ClaimResult {
 		t.Helper()

@@ -13,11 +13,12 @@ import (
 	"github.com/leasegate/leasegate/claim"
 	"github.com/leasegate/leasegate/internal/contracttest"
 	"github.com/leasegate/leasegate/internal/logtest"
+	"github.com/leasegate/leasegate/redislock"
 )
 
 func TestTenantsHaveTheirOwnClaims(t *testing.T) {
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
-		svc := claim.New(s.RDB, claim.Options{Prefix: contracttest.Prefix()})
+		svc := claim.New(s.RDB, claim.Options{Config: redislock.Config{Prefix: contracttest.Prefix()}})
 		ctx := t.Context()
 		req := leasegate.ClaimRequest{Scope: "reward", Key: "user-1", Owner: "w1", TTL: time.Minute}
 		a, err := svc.Claim(ctx, "acme", req)
@@ -43,7 +44,7 @@ func TestRemoveIsAudited(t *testing.T) {
 	contracttest.ForEachStore(t, func(t *testing.T, s contracttest.Store) {
 		var buf logtest.Buffer
 		log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), &buf, zapcore.InfoLevel))
-		svc := claim.New(s.RDB, claim.Options{Prefix: contracttest.Prefix(), Audit: log})
+		svc := claim.New(s.RDB, claim.Options{Config: redislock.Config{Prefix: contracttest.Prefix()}, Audit: log})
 		ctx := t.Context()
 		c, err := svc.Claim(ctx, "acme", leasegate.ClaimRequest{Scope: "reward", Key: "k", Owner: "w1", TTL: time.Minute})
 		if err != nil {

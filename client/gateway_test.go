@@ -60,9 +60,9 @@ func newMiniGateway(t testing.TB) *lockGateway {
 func serveRoutes(addr string) (baseURL string, rdb *redis.Client, l *redislock.Locker, closeFn func()) {
 	rdb = redis.NewClient(&redis.Options{Addr: addr})
 	ch := "ct:released"
-	l = redislock.New(rdb, redislock.Options{Prefix: "ct:", ReleaseChannel: ch})
+	l = redislock.New(rdb, redislock.Config{Prefix: "ct:", ReleaseChannel: ch})
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch})
-	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{Locks: redislock.NewService(l, w, 0)})
+	e := handlers.New(handlers.DefaultConfig(), handlers.Deps{Locks: redislock.NewService(l, w)})
 	hs := httptest.NewServer(e)
 	return hs.URL, rdb, l, func() {
 		hs.Close()
@@ -84,7 +84,7 @@ func newRealGateway(t testing.TB) *lockGateway {
 	return &lockGateway{
 		url:    gatewaytest.URL(s),
 		rdb:    rdb,
-		locks:  redislock.New(rdb, redislock.Options{Prefix: cfg.KeyPrefix}),
+		locks:  redislock.New(rdb, redislock.Config{Prefix: cfg.KeyPrefix}),
 		server: rs,
 	}
 }

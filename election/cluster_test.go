@@ -34,7 +34,7 @@ func TestElectionsOnRealCluster(t *testing.T) {
 	// The confirmation of the Waiter's own subscription wakes every wait
 	// for a re-check: let it come first.
 	redistest.Eventually(t, 10*time.Second, "the waiter subscribes", w.Active)
-	s := election.New(rc, nil, w, election.Options{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true})
+	s := election.New(rc, nil, w, election.Options{Config: redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true}})
 	tries := redistest.ScriptsBy(rc, "b")
 	for i := range 4 {
 		name := fmt.Sprintf("leader-%d", i)

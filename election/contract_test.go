@@ -27,5 +27,5 @@ func newService(t *testing.T, s contracttest.Store) *election.Service {
 	prefix := contracttest.Prefix()
 	w := redislock.NewWaiter(s.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 	t.Cleanup(w.Close)
-	return election.New(s.RDB, nil, w, election.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+	return election.New(s.RDB, nil, w, election.Options{Config: redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"}})
 }

@@ -30,32 +30,17 @@ var ErrBadReply = errors.New("election: unexpected script reply")
 
 var reply = scriptreply.Decoder{Bad: ErrBadReply}
 
-// Options configure a Service; zero values take the lock engine's
-// defaults.
+// Options configure a Service: the engines' Config (elections live under
+// its Prefix's Elections() space; OnRelease is not called for them) and
+// the watchers' timing. Zero values take the lock engine's defaults.
 type Options struct {
-	// Prefix is the deployment's key prefix (keyspace.DefaultPrefix when
-	// empty); elections live under its Elections() space.
-	Prefix string
-	// FenceRetention is how long an election's key outlives its last
-	// leader, keeping the last term (redislock.DefaultFenceRetention).
-	FenceRetention time.Duration
-	// ReleaseChannel and ShardedReleases are the lock engine's (the
-	// Waiter's channel; shard channels on Redis Cluster >= 7).
-	ReleaseChannel  string
-	ShardedReleases bool
-	// MinReplicas and ReplicaTimeout: as redislock.Options.
-	MinReplicas    int
-	ReplicaTimeout time.Duration
-	// OpTimeout bounds each Redis call of a waiting campaign and of a
-	// watcher (redislock.DefaultOpTimeout).
-	OpTimeout time.Duration
+	redislock.Config
 	// WatchPoll is how often a watcher re-reads the leadership (renewals
-	// publish nothing; default 1 s). ExpiryMargin is added to expires_at
-	// before a watcher re-checks (default 50 ms).
+	// publish nothing; default redislock.DefaultWatchPoll). ExpiryMargin
+	// is added to expires_at before a watcher re-checks (default
+	// redislock.DefaultWatchMargin).
 	WatchPoll    time.Duration
 	ExpiryMargin time.Duration
-	// OnIndexFailure: as redislock.Options.
-	OnIndexFailure func()
 }
 
 // Service is leasegate.ElectionService on Redis. It is safe for
@@ -83,24 +68,22 @@ func New(rdb redis.Cmdable, scripter redis.Scripter, w *redislock.Waiter, opts O
 	if w == nil {
 		w = redislock.NewWaiter(nil, redislock.WaiterOptions{})
 	}
-	opts.OpTimeout = scriptreply.Positive(opts.OpTimeout, redislock.DefaultOpTimeout)
-	opts.WatchPoll = scriptreply.Positive(opts.WatchPoll, time.Second)
-	opts.ExpiryMargin = scriptreply.Positive(opts.ExpiryMargin, 50*time.Millisecond)
+	opts.Config = opts.Config.Defaults()
+	if opts.WatchPoll <= 0 {
+		opts.WatchPoll = redislock.DefaultWatchPoll
+	}
+	if opts.ExpiryMargin <= 0 {
+		opts.ExpiryMargin = redislock.DefaultWatchMargin
+	}
 	keys := keyspace.Space{Prefix: opts.Prefix}.Elections()
-	locker := redislock.New(scripter, redislock.Options{
-		Prefix:          keys.Prefix,
-		FenceRetention:  opts.FenceRetention,
-		ReleaseChannel:  opts.ReleaseChannel,
-		ShardedReleases: opts.ShardedReleases,
-		MinReplicas:     opts.MinReplicas,
-		ReplicaTimeout:  opts.ReplicaTimeout,
-		OnIndexFailure:  opts.OnIndexFailure,
-	})
+	cfg := opts.Config
+	cfg.Prefix, cfg.OnRelease = keys.Prefix, nil
+	locker := redislock.New(scripter, cfg)
 	return &Service{
 		rdb:    scripter,
 		cmd:    rdb,
-		locks:  redislock.NewService(locker, w, opts.OpTimeout),
-		ops:    redislock.NewOperator(rdb, locker, w, redislock.OperatorOptions{OpTimeout: opts.OpTimeout}),
+		locks:  redislock.NewService(locker, w),
+		ops:    redislock.NewOperator(rdb, locker, w, redislock.OperatorOptions{}),
 		waiter: w,
 		keys:   keys,
 		opts:   opts,
@@ -114,10 +97,7 @@ func (s *Service) Keys(tenant, name string) keyspace.Resource {
 
 // channel is where a change of election name is published, "" for none.
 func (s *Service) channel(tenant, name string) string {
-	if s.opts.ReleaseChannel != "" && s.opts.ShardedReleases {
-		return s.Keys(tenant, name).Released()
-	}
-	return s.opts.ReleaseChannel
+	return s.opts.Channel(s.Keys(tenant, name).Released)
 }
 
 // Campaign implements leasegate.ElectionService: one acquire of the lock

@@ -28,10 +28,7 @@ import (
 // expires_at (by this gateway's clock) resigned, otherwise expired.
 func (s *Service) Observe(ctx context.Context, tenant, name string, events chan<- leasegate.ElectionEvent) error {
 	k := s.Keys(tenant, name)
-	shard := ""
-	if s.opts.ShardedReleases {
-		shard = s.channel(tenant, name)
-	}
+	shard := s.opts.ShardChannel(k.Released)
 	read := func() (*leasegate.Leader, bool, error) {
 		c, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
 		defer cancel()

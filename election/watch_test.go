@@ -25,7 +25,7 @@ func TestObserveWaitsForANewTermsValue(t *testing.T) {
 		prefix := contracttest.Prefix()
 		w := redislock.NewWaiter(b.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 		t.Cleanup(w.Close)
-		s := election.New(b.RDB, nil, w, election.Options{Prefix: prefix, ReleaseChannel: prefix + "released",
+		s := election.New(b.RDB, nil, w, election.Options{Config: redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"},
 			WatchPoll: 20 * time.Millisecond, ExpiryMargin: margin})
 		events := make(chan leasegate.ElectionEvent, 8)
 		ctx, stop := context.WithCancel(context.Background())

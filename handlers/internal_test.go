@@ -17,7 +17,7 @@ func TestAnUnexpectedScriptReplyIsAnInternalError(t *testing.T) {
 	// Every script answers "surprise", a reply no script documents, as a
 	// script edited without its decoder would.
 	h := apptest.NewApp(t, nil, apptest.Options{
-		Locks: redislock.NewService(redislock.New(redistest.ReplyScripter{Reply: "surprise"}, redislock.Options{}), nil, 0),
+		Locks: redislock.NewService(redislock.New(redistest.ReplyScripter{Reply: "surprise"}, redislock.Config{}), nil),
 	})
 	logs := h.Log
 	for _, req := range []struct{ method, target, body string }{

@@ -28,7 +28,7 @@ func secGateway(t *testing.T, env *apptest.App) *echo.Echo {
 	t.Helper()
 	svc := abuse.New(env.Backend.RDB, abuse.Options{})
 	deps := handlers.Deps{
-		Locks:     redislock.NewService(redislock.New(env.Backend.RDB, redislock.Options{}), nil, 0),
+		Locks:     redislock.NewService(redislock.New(env.Backend.RDB, redislock.Config{}), nil),
 		UserLocks: svc,
 		Flags:     svc,
 		Auth:      env.Ring,

@@ -52,7 +52,7 @@ type Config struct {
 
 	// MinReplicas, when above 0, makes every grant wait (Redis WAIT) until
 	// that many replicas have it; otherwise the grant is undone and the
-	// caller gets 503. See redislock.Options.MinReplicas.
+	// caller gets 503. See redislock.Config.MinReplicas.
 	MinReplicas int
 	// MinReplicasTimeout bounds that wait.
 	MinReplicasTimeout time.Duration

@@ -31,7 +31,7 @@ func TestBatcherGivesEachCallerItsOwnAnswer(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: uniquePrefix(t)}))
+		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Config{Prefix: uniquePrefix(t)}))
 		const n = 64
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -85,7 +85,7 @@ func TestBatcherLoadsTheScriptWhenRedisHasNone(t *testing.T) {
 		if err := e.RDB.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatalf("SCRIPT FLUSH: %v", err)
 		}
-		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: uniquePrefix(t)}))
+		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Config{Prefix: uniquePrefix(t)}))
 		if r, err := l.Acquire(ctx, "r", "a", ttl); err != nil || !r.Acquired {
 			t.Fatalf("Acquire after SCRIPT FLUSH: got %+v, %v, want granted (EVAL fallback)", r, err)
 		}
@@ -111,7 +111,7 @@ func TestBatcherFailedPipelineIsUnavailableNeverAGrant(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	l := wrap(redislock.New(newBatcher(t, ln.Addr().String()), redislock.Options{}))
+	l := wrap(redislock.New(newBatcher(t, ln.Addr().String()), redislock.Config{}))
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
@@ -130,7 +130,7 @@ func TestBatcherNeverSendsACallWhoseContextEnded(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
-		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Options{Prefix: prefix}))
+		l := wrap(redislock.New(newBatcher(t, e.RDB.Options().Addr), redislock.Config{Prefix: prefix}))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		r, err := l.Acquire(ctx, "r", "a", ttl)
@@ -158,7 +158,7 @@ func TestBatcherAfterCloseFailsUnsent(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		b := newBatcher(t, e.RDB.Options().Addr)
 		b.Close()
-		l := wrap(redislock.New(b, redislock.Options{Prefix: uniquePrefix(t)}))
+		l := wrap(redislock.New(b, redislock.Config{Prefix: uniquePrefix(t)}))
 		if _, err := l.Acquire(context.Background(), "r", "a", ttl); !errors.Is(err, redislock.ErrBatcherClosed) {
 			t.Fatalf("got %v, want ErrBatcherClosed", err)
 		}

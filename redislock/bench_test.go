@@ -31,7 +31,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 
 func benchAcquireRelease(b *testing.B, rdb *redis.Client) {
 	ctx := context.Background()
-	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "bench:"}))
+	l := wrap(redislock.New(rdb, redislock.Config{Prefix: "bench:"}))
 	b.Run("sequential", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -41,7 +41,7 @@ func TestLocksOnRealCluster(t *testing.T) {
 	rc := cl.Client(t)
 
 	t.Run("every operation works for names spread over all masters", func(t *testing.T) {
-		l := wrap(redislock.New(rc, redislock.Options{})).Tenant("t{1}")
+		l := wrap(redislock.New(rc, redislock.Config{})).Tenant("t{1}")
 		masters := map[string]int{}
 		for _, res := range clusterNames(t.Name()) {
 			lock, waiters := l.Keys(res)
@@ -84,7 +84,7 @@ func TestLocksOnRealCluster(t *testing.T) {
 	})
 
 	t.Run("a name in braces and the same name bare are two locks", func(t *testing.T) {
-		l := wrap(redislock.New(rc, redislock.Options{}))
+		l := wrap(redislock.New(rc, redislock.Config{}))
 		base := t.Name()
 		if got, err := l.Acquire(ctx, "{"+base+"}", "a", time.Minute); err != nil || !got.Acquired {
 			t.Fatalf("acquire {name}: got %+v, %v; want acquired", got, err)
@@ -100,8 +100,8 @@ func TestLocksOnRealCluster(t *testing.T) {
 		// node, or to every node, would get this wrong.
 		withReplica := cl.Nodes[0].Addr()
 		cl.AddReplica(t, cl.Nodes[0])
-		l := wrap(redislock.New(rc, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second}))
-		plain := wrap(redislock.New(rc, redislock.Options{}))
+		l := wrap(redislock.New(rc, redislock.Config{MinReplicas: 1, ReplicaTimeout: time.Second}))
+		plain := wrap(redislock.New(rc, redislock.Config{}))
 		// Each name on a master without a replica waits out the
 		// ReplicaTimeout, so the loop stops once it has seen two of each.
 		var ok, undone int
@@ -139,7 +139,7 @@ func TestListingOnRealCluster(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
-	l := wrap(redislock.New(rc, redislock.Options{Prefix: uniquePrefix(t)}))
+	l := wrap(redislock.New(rc, redislock.Config{Prefix: uniquePrefix(t)}))
 	o := redislock.NewOperator(rc, l.Locker, nil, redislock.OperatorOptions{})
 	want := map[string]bool{}
 	for _, res := range clusterNames("n") {

@@ -77,7 +77,7 @@ func bigPool(t *testing.T, e *engine) *redis.Client {
 func TestConcurrentAcquiresOfAFreeResourceHaveOneWinner(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		l := newLocker(t, bigPool(t, e), redislock.Options{})
+		l := newLocker(t, bigPool(t, e), redislock.Config{})
 		checkOneWinner(t, l, "free", race(t, l, "free", 100))
 	})
 }
@@ -91,7 +91,7 @@ func TestConcurrentTakeoversOfAnExpiredLeaseHaveOneWinner(t *testing.T) {
 				name = "while the expired key is still in Redis (the seed's UPDATE race)"
 			}
 			t.Run(name, func(t *testing.T) {
-				l := newLocker(t, bigPool(t, e), redislock.Options{})
+				l := newLocker(t, bigPool(t, e), redislock.Config{})
 				old := mustAcquire(t, l, "stale", "old-owner", e.stale)
 				if unreaped {
 					keepKey(t, e, l, "stale")

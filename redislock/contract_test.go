@@ -17,10 +17,10 @@ func TestServiceKeepsTheLockContract(t *testing.T) {
 		contracttest.Locks(t, func(t *testing.T) contracttest.LockBackend {
 			t.Helper()
 			prefix := uniquePrefix(t)
-			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
 			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
-			b := contracttest.LockBackend{Locks: redislock.NewService(l.Locker, w, 0), Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
+			b := contracttest.LockBackend{Locks: redislock.NewService(l.Locker, w), Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
 			if e.Mini != nil {
 				b.Outage = func(t *testing.T) {
 					e.Mini.SetError("LOADING redis is loading")
@@ -43,11 +43,11 @@ func TestOperatorKeepsTheOperatorContract(t *testing.T) {
 		contracttest.Operator(t, func(t *testing.T) contracttest.OperatorBackend {
 			t.Helper()
 			prefix := uniquePrefix(t)
-			l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
 			w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
 			o := redislock.NewOperator(e.RDB, l.Locker, w, redislock.OperatorOptions{WatchPoll: 20 * time.Millisecond})
-			return contracttest.OperatorBackend{Locks: redislock.NewService(l.Locker, w, 0), Ops: o}
+			return contracttest.OperatorBackend{Locks: redislock.NewService(l.Locker, w), Ops: o}
 		})
 	})
 }
@@ -62,10 +62,10 @@ func TestServiceKeepsTheLockSetContract(t *testing.T) {
 				contracttest.LockSets(t, func(t *testing.T) contracttest.LockSetBackend {
 					t.Helper()
 					prefix := uniquePrefix(t)
-					l := m.wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"}))
+					l := m.wrap(redislock.New(e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"}))
 					w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 					t.Cleanup(w.Close)
-					svc := redislock.NewService(l, w, 0)
+					svc := redislock.NewService(l, w)
 					b := contracttest.LockSetBackend{Sets: svc, Locks: svc, Advance: func(t *testing.T, d time.Duration) { e.Advance(t, d) }}
 					if e.Mini != nil {
 						b.Outage = func(t *testing.T) {

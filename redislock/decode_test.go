@@ -16,7 +16,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	t.Parallel()
 	good := "1 7 1000 2000 1000 svc-a"
 	t.Run("the documented reply decodes", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: good}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
+		res, err := New(redistest.ReplyScripter{Reply: good}, Config{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -27,14 +27,14 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		}
 	})
 	t.Run("a renewal of the caller's own lease is a grant", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: "3 7 1000 2500 1500 svc-a"}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "3 7 1000 2500 1500 svc-a"}, Config{}).
 			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil || !res.Acquired || res.Lock.Token != 7 || !res.Lock.AcquiredAt.Equal(time.UnixMilli(1000)) {
 			t.Errorf("got %+v, %v; want acquired under token 7 since 1000", res, err)
 		}
 	})
 	t.Run("a refusal carries the holder's remaining time", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc-b"}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc-b"}, Config{}).
 			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
@@ -44,7 +44,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		}
 	})
 	t.Run("a lock delay's refusal waits until the delay ends", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: "2 7 1000 2000 2500 3000 svc b"}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "2 7 1000 2000 2500 3000 svc b"}, Config{}).
 			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
@@ -55,14 +55,14 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 		}
 	})
 	t.Run("an empty owner comes back empty", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: "1 7 1000 2000 1000 "}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "1 7 1000 2000 1000 "}, Config{}).
 			acquire(context.Background(), "", "r", "", time.Second, 0, 0)
 		if err != nil || !res.Acquired || res.Lock.Owner != "" {
 			t.Errorf("got %+v, %v, want granted to the empty owner", res, err)
 		}
 	})
 	t.Run("the owner comes back verbatim, spaces and all", func(t *testing.T) {
-		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc b  1 2 "}, Options{}).
+		res, err := New(redistest.ReplyScripter{Reply: "0 7 1000 2000 1500 svc b  1 2 "}, Config{}).
 			acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 		if err != nil || res.Lock.Owner != "svc b  1 2 " {
 			t.Errorf("got owner %q, %v, want %q", res.Lock.Owner, err, "svc b  1 2 ")
@@ -86,7 +86,7 @@ func TestAcquireDecodesOnlyTheDocumentedReply(t *testing.T) {
 	}
 	for name, reply := range bad {
 		t.Run("a reply whose "+name+" is a bad reply", func(t *testing.T) {
-			res, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
+			res, err := New(redistest.ReplyScripter{Reply: reply}, Config{}).acquire(context.Background(), "", "r", "svc-a", time.Second, 0, 0)
 			if !errors.Is(err, ErrBadReply) {
 				t.Errorf("got %v, want ErrBadReply", err)
 			}
@@ -136,7 +136,7 @@ func TestDecodeHeld(t *testing.T) {
 		})
 	}
 	t.Run("status and renew use it", func(t *testing.T) {
-		l := New(redistest.ReplyScripter{Reply: reply{int64(3)}}, Options{})
+		l := New(redistest.ReplyScripter{Reply: reply{int64(3)}}, Config{})
 		if _, err := l.status(context.Background(), "", "r"); !errors.Is(err, ErrBadReply) {
 			t.Errorf("status: got %v, want ErrBadReply", err)
 		}
@@ -151,7 +151,7 @@ func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 	// A release answers 1 + the hold time in milliseconds.
 	for reply, want := range map[int64]leasegate.ReleaseResult{1: leasegate.Released, 2: leasegate.Released,
 		1 << 40: leasegate.Released, 0: leasegate.NotFound, -1: leasegate.Forbidden} {
-		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).release(context.Background(), "", "r", "o", 0)
+		got, err := New(redistest.ReplyScripter{Reply: reply}, Config{}).release(context.Background(), "", "r", "o", 0)
 		if err != nil || got != want {
 			t.Errorf("reply %d: got %v, %v; want %v", reply, got, err, want)
 		}
@@ -162,7 +162,7 @@ func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 		"nil":      nil,
 		"-2":       int64(-2),
 	} {
-		got, err := New(redistest.ReplyScripter{Reply: reply}, Options{}).release(context.Background(), "", "r", "o", 0)
+		got, err := New(redistest.ReplyScripter{Reply: reply}, Config{}).release(context.Background(), "", "r", "o", 0)
 		if !errors.Is(err, ErrBadReply) || got == leasegate.Released {
 			t.Errorf("reply %s: got %v, %v; want ErrBadReply and not Released", name, got, err)
 		}
@@ -172,7 +172,7 @@ func TestReleaseDecodesOnlyTheDocumentedReply(t *testing.T) {
 func TestReleaseReportsTheHoldTime(t *testing.T) {
 	t.Parallel()
 	var got time.Duration
-	l := New(redistest.ReplyScripter{Reply: int64(1501)}, Options{OnRelease: func(_, _ string, held time.Duration) { got = held }})
+	l := New(redistest.ReplyScripter{Reply: int64(1501)}, Config{OnRelease: func(_, _ string, held time.Duration) { got = held }})
 	if r, err := l.release(context.Background(), "", "r", "o", 0); err != nil || r != leasegate.Released {
 		t.Fatalf("got %v, %v; want Released", r, err)
 	}

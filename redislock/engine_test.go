@@ -83,7 +83,7 @@ type locker struct {
 
 // wrap serves l's locks through a Service without a subscription.
 func wrap(l *redislock.Locker) *locker {
-	return &locker{Locker: l, svc: redislock.NewService(l, nil, 0)}
+	return &locker{Locker: l, svc: redislock.NewService(l, nil)}
 }
 
 // Tenant is l in tenant's namespace.
@@ -108,7 +108,7 @@ func (l *locker) Release(ctx context.Context, resource, owner string, token int6
 }
 
 // newLocker returns a locker on rdb whose keys are unique to this test.
-func newLocker(t *testing.T, rdb redis.Scripter, opts redislock.Options) *locker {
+func newLocker(t *testing.T, rdb redis.Scripter, opts redislock.Config) *locker {
 	t.Helper()
 	if opts.Prefix == "" {
 		opts.Prefix = uniquePrefix(t)

@@ -23,7 +23,7 @@ func Example() {
 
 	ctx := context.Background()
 	// The Service is the engine's API; nil: waits notice releases by polling.
-	locks := redislock.NewService(redislock.New(rdb, redislock.Options{}), nil, 0)
+	locks := redislock.NewService(redislock.New(rdb, redislock.Config{}), nil)
 	const tenant = ""
 
 	a, _ := locks.Acquire(ctx, tenant, leasegate.AcquireRequest{Resource: "daily-report", Owner: "node-a", TTL: 30 * time.Second})

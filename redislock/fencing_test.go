@@ -33,7 +33,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		inc := &increasing{t: t}
-		l := wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix}))
+		l := wrap(redislock.New(e.RDB, redislock.Config{Prefix: prefix}))
 		for i := 0; i < 5; i++ {
 			inc.add("acquire after release", mustAcquire(t, l, "r", "svc-a", ttl).Token)
 			mustRelease(t, l, "r", "svc-a")
@@ -45,7 +45,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 		// A gateway restart: a new client and a new Locker on the same Redis.
 		rdb2 := redis.NewClient(&redis.Options{Addr: e.RDB.Options().Addr})
 		t.Cleanup(func() { _ = rdb2.Close() })
-		l2 := wrap(redislock.New(rdb2, redislock.Options{Prefix: prefix}))
+		l2 := wrap(redislock.New(rdb2, redislock.Config{Prefix: prefix}))
 		inc.add("acquire on a restarted gateway", mustAcquire(t, l2, "r", "svc-c", ttl).Token)
 		mustRelease(t, l2, "r", "svc-c")
 		inc.add("acquire on the first gateway again", mustAcquire(t, l, "r", "svc-d", ttl).Token)
@@ -55,7 +55,7 @@ func TestFencingTokensIncreaseAcrossReleaseExpiryAndGatewayRestart(t *testing.T)
 func TestFencingTokensAreAtLeastTheRedisClockInMicroseconds(t *testing.T) {
 	t.Parallel()
 	e := newMiniEngine(t)
-	l := newLocker(t, e.RDB, redislock.Options{})
+	l := newLocker(t, e.RDB, redislock.Config{})
 	lk := mustAcquire(t, l, "r", "svc-a", ttl)
 	if want := epoch.UnixMicro(); lk.Token != want {
 		t.Errorf("got first token %d, want Redis TIME in µs %d", lk.Token, want)
@@ -70,7 +70,7 @@ func TestFencingTokensAreAtLeastTheRedisClockInMicroseconds(t *testing.T) {
 func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t *testing.T) {
 	t.Parallel()
 	e := newMiniEngine(t)
-	l := newLocker(t, e.RDB, redislock.Options{})
+	l := newLocker(t, e.RDB, redislock.Config{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
 	e.Mini.SetTime(epoch.Add(-time.Hour)) // NTP steps the Redis host's clock back an hour
@@ -82,7 +82,7 @@ func TestFencingTokensKeepIncreasingWhenTheClockStepsBackWhileTheFenceKeyLives(t
 func TestFencingTokensStayAboveEarlierOnesAfterTheTombstoneExpires(t *testing.T) {
 	t.Parallel()
 	e := newMiniEngine(t)
-	l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Minute})
+	l := newLocker(t, e.RDB, redislock.Config{FenceRetention: time.Minute})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
 	if got := e.RDB.PTTL(context.Background(), lockKey(l, "r")).Val(); got != ttl+time.Minute {
@@ -104,7 +104,7 @@ func TestFencingTokensStayAboveEarlierOnesAfterTheTombstoneExpires(t *testing.T)
 func TestFencingLimitATokenCanFallWhenTheClockStepsBackAfterTheFenceKeyIsGone(t *testing.T) {
 	t.Parallel()
 	e := newMiniEngine(t)
-	l := newLocker(t, e.RDB, redislock.Options{})
+	l := newLocker(t, e.RDB, redislock.Config{})
 	first := mustAcquire(t, l, "r", "svc-a", ttl)
 	mustRelease(t, l, "r", "svc-a")
 	if err := e.RDB.Del(context.Background(), lockKey(l, "r")).Err(); err != nil {
@@ -121,7 +121,7 @@ func TestFencingTokensSurviveARedisRestartWithAOF(t *testing.T) {
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	rdb := srv.Client(t)
 	prefix := uniquePrefix(t)
-	l := wrap(redislock.New(rdb, redislock.Options{Prefix: prefix}))
+	l := wrap(redislock.New(rdb, redislock.Config{Prefix: prefix}))
 	inc := &increasing{t: t}
 	inc.add("first acquire", mustAcquire(t, l, "r", "svc-a", ttl).Token)
 	mustRelease(t, l, "r", "svc-a")
@@ -131,7 +131,7 @@ func TestFencingTokensSurviveARedisRestartWithAOF(t *testing.T) {
 	srv.Restart()
 
 	rdb2 := srv.Client(t)
-	l2 := wrap(redislock.New(rdb2, redislock.Options{Prefix: prefix}))
+	l2 := wrap(redislock.New(rdb2, redislock.Config{Prefix: prefix}))
 	ctx := context.Background()
 	fence, err := rdb2.HGet(ctx, lockKey(l2, "r"), "token").Result()
 	if err != nil || fence != strconv.FormatInt(held, 10) {
@@ -150,7 +150,7 @@ func TestFencingTokensStayAboveEarlierOnesAfterARedisRestartWithoutPersistence(t
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	prefix := uniquePrefix(t)
-	l := wrap(redislock.New(rdb, redislock.Options{Prefix: prefix}))
+	l := wrap(redislock.New(rdb, redislock.Config{Prefix: prefix}))
 	inc := &increasing{t: t}
 	for i := 0; i < 3; i++ {
 		inc.add("acquire before the restart", mustAcquire(t, l, "r", "svc-a", ttl).Token)
@@ -160,7 +160,7 @@ func TestFencingTokensStayAboveEarlierOnesAfterARedisRestartWithoutPersistence(t
 	srv.Restart()
 
 	rdb2 := srv.Client(t)
-	l2 := wrap(redislock.New(rdb2, redislock.Options{Prefix: prefix}))
+	l2 := wrap(redislock.New(rdb2, redislock.Config{Prefix: prefix}))
 	if n := rdb2.Exists(context.Background(), lockKey(l2, "r")).Val(); n != 0 {
 		t.Fatalf("got %d tombstones after a restart without persistence, want 0 (the test relies on losing it)", n)
 	}

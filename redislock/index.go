@@ -71,8 +71,8 @@ func (l *Locker) indexSecondStep(ctx context.Context, tenant, resource string) {
 		return
 	}
 	if err := scripts.IndexAdd.Run(ctx, l.rdb, []string{l.indexKey(tenant)}, resource).Err(); err != nil {
-		if l.opts.OnIndexFailure != nil {
-			l.opts.OnIndexFailure()
+		if l.cfg.OnIndexFailure != nil {
+			l.cfg.OnIndexFailure()
 		}
 	}
 }

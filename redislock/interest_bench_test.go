@@ -21,10 +21,10 @@ func BenchmarkContendedHandoff(b *testing.B) {
 	rdb := srv.Client(b)
 	prefix := "hb:"
 	ch := prefix + "released"
-	l := redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: ch})
+	l := redislock.New(rdb, redislock.Config{Prefix: prefix, ReleaseChannel: ch, OpTimeout: time.Second})
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch})
 	b.Cleanup(w.Close)
-	svc := redislock.NewService(l, w, time.Second)
+	svc := redislock.NewService(l, w)
 	ctx := context.Background()
 	b.SetParallelism(32)
 	b.ResetTimer()

@@ -38,7 +38,7 @@ func TestReleasePublishesOnlyWhileSomeoneWaits(t *testing.T) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
 		ch := prefix + "released"
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch})
+		l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: ch})
 		cycle := func() {
 			mustAcquire(t, l, "r", "a", ttl)
 			if got, err := l.Release(ctx, "r", "a", 0); err != nil || got != leasegate.Released {
@@ -92,7 +92,7 @@ func TestOnlyContendedTriesOfWaitersTakeAPlaceInLine(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+		l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
 		if r, err := l.TryAsWaiter(ctx, "free", "a", time.Minute); err != nil || !r.Acquired {
 			t.Fatalf("granted try: got %+v, %v; want granted", r, err)
 		}
@@ -125,11 +125,11 @@ func TestRegisteredWaiterNoLostWakeUp(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		prefix := uniquePrefix(t)
 		ch := prefix + "released"
-		l := wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: ch}))
+		l := wrap(redislock.New(e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: ch, OpTimeout: time.Second}))
 		w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
 		t.Cleanup(w.Close)
 		waitActive(t, w)
-		svc := redislock.NewService(l.Locker, w, time.Second)
+		svc := redislock.NewService(l.Locker, w)
 		for i := range 100 {
 			res := fmt.Sprintf("r%d", i)
 			mustAcquire(t, l, res, "holder", time.Hour)
@@ -160,7 +160,7 @@ func TestAnAcquireWithoutWaitDoesNotJumpTheLine(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
+		l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix})
 		registerWaiter(t, l, "r", "w1") // waiter-w1 in line, r free
 		res, err := l.Acquire(ctx, "r", "late", time.Minute)
 		if err != nil || res.Acquired || res.RetryAfter <= 0 || res.RetryAfter > redislock.TicketLease {

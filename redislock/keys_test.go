@@ -14,7 +14,7 @@ func TestLockerUsesTheKeyspaceLayout(t *testing.T) {
 	for _, prefix := range []string{"", "lg:", "other:"} {
 		for _, tenant := range []string{"", "acme", "a;r=b"} {
 			for _, resource := range []string{"daily-report", "{a}", "a:fence", "user:u"} {
-				l := wrap(redislock.New(nil, redislock.Options{Prefix: prefix})).Tenant(tenant)
+				l := wrap(redislock.New(nil, redislock.Config{Prefix: prefix})).Tenant(tenant)
 				want := keyspace.Space{Prefix: prefix}.Resource(tenant, resource)
 				lock, waiters := l.Keys(resource)
 				if lock != want.Lock() || waiters != want.Waiters() {
@@ -27,7 +27,7 @@ func TestLockerUsesTheKeyspaceLayout(t *testing.T) {
 			}
 		}
 	}
-	if lock, _ := wrap(redislock.New(nil, redislock.Options{})).Keys("daily-report"); lock != "lg:{t=;r=daily-report}:lock" {
+	if lock, _ := wrap(redislock.New(nil, redislock.Config{})).Keys("daily-report"); lock != "lg:{t=;r=daily-report}:lock" {
 		t.Errorf("default prefix: got %q, want %q", lock, "lg:{t=;r=daily-report}:lock")
 	}
 }

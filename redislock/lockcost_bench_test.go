@@ -32,7 +32,7 @@ func BenchmarkLockCost(b *testing.B) {
 	ctx := context.Background()
 	// Keys as the gateway has them: prefix "lg:", tenant "".
 	newS := func(rdb *redis.Client, prefix string) *redislock.Service {
-		return redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: prefix}), nil, 0)
+		return redislock.NewService(redislock.New(rdb, redislock.Config{Prefix: prefix}), nil)
 	}
 	cycle := func(b *testing.B, s *redislock.Service, resource string) {
 		if res, err := s.Acquire(ctx, "", leasegate.AcquireRequest{Resource: resource, Owner: "worker-123456", TTL: time.Minute}); err != nil || !res.Acquired {

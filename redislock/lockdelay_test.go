@@ -38,7 +38,7 @@ func TestLockDelay(t *testing.T) {
 		lease, delay := e.stale, 4*e.stale
 
 		t.Run("after an expiry another owner is refused for the delay, then granted", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			first := l.acquireDelayed(t, "paused", "svc-a", lease, delay)
 			if !first.Acquired {
 				t.Fatalf("got %+v, want acquired", first)
@@ -71,7 +71,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("the same owner takes it again within the delay", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			first := l.acquireDelayed(t, "mine", "svc-a", lease, delay)
 			e.Advance(t, lease+time.Millisecond)
 			again := l.acquireDelayed(t, "mine", "svc-a", lease, delay)
@@ -81,7 +81,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("a release ends the lease with no delay", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			l.acquireDelayed(t, "done", "svc-a", time.Minute, delay)
 			mustRelease(t, l, "done", "svc-a")
 			if got := hashFields(t, e, l, "done"); len(got) != 1 || got["token"] == "" {
@@ -93,7 +93,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("a forced release ends the lease with no delay", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 			l.acquireDelayed(t, "stuck", "svc-a", time.Minute, delay)
 			if _, err := o.ForceRelease(ctx, "", "stuck", "test", leasegate.RequestMeta{}); err != nil {
@@ -105,7 +105,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("a lease without a delay is taken over at its expiry, its hash unchanged", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			first := mustAcquire(t, l, "plain", "svc-a", lease)
 			if got := hashFields(t, e, l, "plain"); len(got) != 4 {
 				t.Errorf("got fields %v, want owner, token, acquired_at, expires_at", got)
@@ -118,7 +118,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("a same-owner re-acquire takes the new request's delay", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			l.acquireDelayed(t, "swap", "svc-a", time.Minute, delay)
 			l.acquireDelayed(t, "swap", "svc-a", lease, 0)
 			if _, ok := hashFields(t, e, l, "swap")["lock_delay"]; ok {
@@ -131,7 +131,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("a renew keeps the delay", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			first := l.acquireDelayed(t, "kept", "svc-a", lease, delay)
 			if _, err := l.Renew(ctx, "kept", "svc-a", first.Lock.Token, lease); err != nil {
 				t.Fatalf("Renew: %v", err)
@@ -143,7 +143,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("the key lives at least until the delay ends", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Millisecond})
+			l := newLocker(t, e.RDB, redislock.Config{FenceRetention: time.Millisecond})
 			res := l.acquireDelayed(t, "short", "svc-a", time.Minute, 30*time.Second)
 			key, _ := l.Keys("short")
 			pttl, err := e.RDB.PTTL(ctx, key).Result()
@@ -159,7 +159,7 @@ func TestLockDelay(t *testing.T) {
 		})
 
 		t.Run("a delay out of range is an error and changes nothing", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			for _, d := range []time.Duration{-time.Millisecond, leasegate.MaxLockDelay + time.Millisecond} {
 				_, err := l.svc.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "bad", Owner: "svc-a", TTL: lease, LockDelay: d})
 				if err == nil {

@@ -314,8 +314,8 @@ func (l *Locker) releaseSet(ctx context.Context, tenant, owner string, resources
 		}
 		if x >= 1 {
 			out.Released = append(out.Released, resources[i])
-			if l.opts.OnRelease != nil {
-				l.opts.OnRelease(tenant, resources[i], time.Duration(x-1)*time.Millisecond)
+			if l.cfg.OnRelease != nil {
+				l.cfg.OnRelease(tenant, resources[i], time.Duration(x-1)*time.Millisecond)
 			}
 		} else {
 			out.NotHeld = append(out.NotHeld, resources[i])

@@ -58,7 +58,7 @@ func TestLockSets(t *testing.T) {
 			t.Run(m.name, func(t *testing.T) {
 				ctx := context.Background()
 				newL := func(t *testing.T) *locker {
-					return wrap(m.wrap(redislock.New(e.RDB, redislock.Options{Prefix: uniquePrefix(t)})))
+					return wrap(m.wrap(redislock.New(e.RDB, redislock.Config{Prefix: uniquePrefix(t)})))
 				}
 
 				t.Run("a free set is granted whole, a lease and a token per member", func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestLockSetsUnderConcurrencyLeaveNoPartialHold(t *testing.T) {
 	b := redistest.OnRedis(t)
 	for _, m := range setModes {
 		t.Run(m.name, func(t *testing.T) {
-			l := wrap(m.wrap(redislock.New(b.RDB, redislock.Options{Prefix: uniquePrefix(t)})))
+			l := wrap(m.wrap(redislock.New(b.RDB, redislock.Config{Prefix: uniquePrefix(t)})))
 			raceSets(t, l, 8, 40)
 		})
 	}
@@ -268,8 +268,8 @@ func TestLockSetOnClusterRollsBackWhenRedisFailsMidway(t *testing.T) {
 	t.Parallel()
 	b := redistest.OnRedis(t)
 	prefix := uniquePrefix(t)
-	broken := wrap(redislock.SecondStepIndex(redislock.New(failOn{b.RDB, "r=m3}"}, redislock.Options{Prefix: prefix})))
-	healthy := wrap(redislock.New(b.RDB, redislock.Options{Prefix: prefix}))
+	broken := wrap(redislock.SecondStepIndex(redislock.New(failOn{b.RDB, "r=m3}"}, redislock.Config{Prefix: prefix})))
+	healthy := wrap(redislock.New(b.RDB, redislock.Config{Prefix: prefix}))
 	_, err := broken.svc.AcquireSet(context.Background(), "", leasegate.LockSetRequest{
 		Resources: []string{"m1", "m2", "m3", "m4"}, Owner: "svc-a", TTL: time.Minute})
 	if !errors.Is(err, leasegate.ErrUnavailable) {
@@ -291,7 +291,7 @@ func TestOverlappingWaitingSetsDoNotDeadlock(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			r := newRealWaitRig(t, redislock.WaiterOptions{})
 			l := wrap(m.wrap(r.l.Locker))
-			svc := redislock.NewService(m.wrap(r.l.Locker), r.w, 0)
+			svc := redislock.NewService(m.wrap(r.l.Locker), r.w)
 			ctx := context.Background()
 			mustAcquire(t, r.l, "x", "holder", time.Minute)
 			type answer struct {
@@ -336,7 +336,7 @@ func TestLockSetsOnRealCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
-	l := wrap(redislock.New(rc, redislock.Options{Prefix: uniquePrefix(t)}))
+	l := wrap(redislock.New(rc, redislock.Config{Prefix: uniquePrefix(t)}))
 	masters := map[string]bool{}
 	for _, r := range []string{"r0", "r1", "r2", "r3", "r4", "r5"} {
 		k, _ := l.Keys(r)
@@ -352,7 +352,7 @@ func TestLockSetsOnRealCluster(t *testing.T) {
 			prefix := uniquePrefix(t)
 			w := redislock.NewWaiter(rc, redislock.WaiterOptions{Channel: prefix + "released"})
 			t.Cleanup(w.Close)
-			svc := redislock.NewService(redislock.New(rc, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"}), w, 0)
+			svc := redislock.NewService(redislock.New(rc, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"}), w)
 			return contracttest.LockSetBackend{Sets: svc, Locks: svc, Advance: func(t *testing.T, d time.Duration) {
 				now, err := rc.Time(context.Background()).Result()
 				if err != nil {
@@ -377,7 +377,7 @@ func TestLockSetMembersAreOrdinaryLocks(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			r := newRealWaitRig(t, redislock.WaiterOptions{})
 			lk := m.wrap(r.l.Locker)
-			svc := redislock.NewService(lk, r.w, 0)
+			svc := redislock.NewService(lk, r.w)
 			o := redislock.NewOperator(r.RDB, lk, r.w, redislock.OperatorOptions{WatchPoll: 20 * time.Millisecond})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -425,7 +425,7 @@ func TestLockSetMembersAreOrdinaryLocks(t *testing.T) {
 func TestAWaitingSetDoesNotStarveBehindAStreamOfSingleLocks(t *testing.T) {
 	t.Parallel()
 	r := newRealWaitRig(t, redislock.WaiterOptions{})
-	svc := redislock.NewService(r.l.Locker, r.w, 0)
+	svc := redislock.NewService(r.l.Locker, r.w)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var grants atomic.Int64
@@ -483,7 +483,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func TestAWaitingSetIsAnsweredShuttingDownOnClose(t *testing.T) {
 	t.Parallel()
 	r := newRealWaitRig(t, redislock.WaiterOptions{})
-	svc := redislock.NewService(r.l.Locker, r.w, 0)
+	svc := redislock.NewService(r.l.Locker, r.w)
 	mustAcquire(t, r.l, "x", "holder", time.Minute)
 	type answer struct {
 		res leasegate.LockSetResult

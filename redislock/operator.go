@@ -30,13 +30,12 @@ var _ leasegate.LockOperator = (*Operator)(nil)
 
 // OperatorOptions configure an Operator; zero values take the defaults.
 type OperatorOptions struct {
-	// OpTimeout bounds each Redis call of a watcher (DefaultOpTimeout).
-	OpTimeout time.Duration
 	// WatchPoll is how often a watcher re-reads the lease to see acquires
-	// and renewals, which publish nothing (default 1 s).
+	// and renewals, which publish nothing (default DefaultWatchPoll).
 	WatchPoll time.Duration
 	// ExpiryMargin is added to expires_at before a watcher re-checks
-	// (default 50 ms), so an expiry is reported well within 1 s.
+	// (default DefaultWatchMargin), so an expiry is reported well within
+	// 1 s.
 	ExpiryMargin time.Duration
 	// ForcedTTL is how long the forced key of a force-released lease
 	// lives, for watchers (default 1 min).
@@ -63,21 +62,25 @@ type OperatorOptions struct {
 	OutboxFailed func()
 }
 
+// The watchers' defaults, for the locks' and the elections' watchers.
+const (
+	DefaultWatchPoll   = time.Second
+	DefaultWatchMargin = 50 * time.Millisecond
+)
+
 // NewOperator returns an Operator for the leases of l, with watchers woken
 // by w's subscription (w nil: a Waiter without one; watchers then see
-// releases only by polling).
+// releases only by polling). Each Redis call of a watcher is bounded by
+// l's Config.OpTimeout.
 func NewOperator(rdb redis.Cmdable, l *Locker, w *Waiter, opts OperatorOptions) *Operator {
 	if w == nil {
 		w = NewWaiter(nil, WaiterOptions{})
 	}
-	if opts.OpTimeout <= 0 {
-		opts.OpTimeout = DefaultOpTimeout
-	}
 	if opts.WatchPoll <= 0 {
-		opts.WatchPoll = time.Second
+		opts.WatchPoll = DefaultWatchPoll
 	}
 	if opts.ExpiryMargin <= 0 {
-		opts.ExpiryMargin = 50 * time.Millisecond
+		opts.ExpiryMargin = DefaultWatchMargin
 	}
 	if opts.ForcedTTL <= 0 {
 		opts.ForcedTTL = time.Minute

@@ -29,11 +29,11 @@ func BenchmarkIndexCost(b *testing.B) {
 		secondStep bool
 	}{{"index in script", false}, {"index second step", true}} {
 		b.Run(c.name, func(b *testing.B) {
-			l := redislock.New(rdb, redislock.Options{Prefix: "bench-" + strconv.Itoa(i) + ":"})
+			l := redislock.New(rdb, redislock.Config{Prefix: "bench-" + strconv.Itoa(i) + ":"})
 			if c.secondStep {
 				l = redislock.SecondStepIndex(l)
 			}
-			svc := redislock.NewService(l, nil, 0)
+			svc := redislock.NewService(l, nil)
 			b.ReportAllocs()
 			reportRedisCost(b, rdb, func() {
 				if res, err := svc.Acquire(ctx, "", leasegate.AcquireRequest{Resource: "r", Owner: "o", TTL: time.Minute}); err != nil || !res.Acquired {
@@ -83,7 +83,7 @@ func BenchmarkListWithAMillionLeases(b *testing.B) {
 		b.Logf("the index of %d leases takes %d bytes (%.1f a lease)", n, mem, float64(mem)/n)
 	}
 	w := redislock.NewWaiter(nil, redislock.WaiterOptions{})
-	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "m:", ReleaseChannel: "m:released"}))
+	l := wrap(redislock.New(rdb, redislock.Config{Prefix: "m:", ReleaseChannel: "m:released"}))
 	o := redislock.NewOperator(rdb, l.Locker, w, redislock.OperatorOptions{})
 	for _, limit := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("page of %d", limit), func(b *testing.B) {

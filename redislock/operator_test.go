@@ -46,7 +46,7 @@ func TestListShowsLiveLeasesInResourceOrderByPrefix(t *testing.T) {
 	t.Parallel()
 	for mode, secondStep := range []bool{false, true} {
 		forEachEngine(t, func(t *testing.T, e *engine) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			if secondStep {
 				l = wrap(redislock.SecondStepIndex(l.Locker))
 			}
@@ -85,7 +85,7 @@ func TestListUnderChurn(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		l := newLocker(t, e.RDB, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Config{})
 		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		short := 40 * time.Millisecond
 		held := map[string]bool{}
@@ -142,7 +142,7 @@ func TestStaleIndexEntriesArePrunedAndSwept(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := wrap(redislock.New(e.RDB, redislock.Options{Prefix: prefix}))
+		l := wrap(redislock.New(e.RDB, redislock.Config{Prefix: prefix}))
 		var expired atomic.Int64
 		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{OnExpired: func(string, string) { expired.Add(1) }})
 		for i := 0; i < 20; i++ {
@@ -173,7 +173,7 @@ func TestForceRelease(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		l := newLocker(t, e.RDB, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Config{})
 		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		lk := mustAcquire(t, l, "stuck", "worker-1", ttl)
 		got, err := o.ForceRelease(ctx, "", "stuck", "test", leasegate.RequestMeta{})
@@ -221,7 +221,7 @@ func TestForceReleaseRacingARenew(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		l := newLocker(t, e.RDB, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Config{})
 		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		for i := 0; i < 30; i++ {
 			r := fmt.Sprint("race", i)
@@ -276,7 +276,7 @@ func TestListCountsWaitingAcquiresNotWatchers(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+		l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
 		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		mustAcquire(t, l, "busy", "holder", ttl)
 		for _, id := range []string{"w1", "w2"} {
@@ -308,7 +308,7 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx, cancel := context.WithCancel(context.Background())
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+		l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released", OpTimeout: time.Second})
 		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{})
 		mustAcquire(t, l, "one", "holder", time.Hour)
 		mustAcquire(t, l, "two", "holder", time.Hour)
@@ -326,7 +326,7 @@ func TestListCountsEveryRequestWaitingOnAGateway(t *testing.T) {
 		gateway := func() *redislock.Service {
 			w := redislock.NewWaiter(nil, redislock.WaiterOptions{PollInterval: 10 * time.Millisecond})
 			t.Cleanup(w.Close)
-			return redislock.NewService(l.Locker, w, time.Second)
+			return redislock.NewService(l.Locker, w)
 		}
 		waitersListed := func(resource string, want int) {
 			t.Helper()
@@ -364,7 +364,7 @@ func TestAFailedIndexSecondStepIsReportedAndTheGrantStands(t *testing.T) {
 	e := newMiniEngine(t)
 	var failed atomic.Int64
 	prefix := uniquePrefix(t)
-	l := wrap(redislock.SecondStepIndex(redislock.New(e.RDB, redislock.Options{Prefix: prefix,
+	l := wrap(redislock.SecondStepIndex(redislock.New(e.RDB, redislock.Config{Prefix: prefix,
 		OnIndexFailure: func() { failed.Add(1) }})))
 	index := keyspace.Space{Prefix: prefix}.LockIndex("")
 	if err := e.RDB.Set(context.Background(), index, "not a zset", 0).Err(); err != nil {

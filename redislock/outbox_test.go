@@ -101,7 +101,7 @@ func TestForceReleaseWritesItsWebhookEventInItsScript(t *testing.T) {
 		prefix := uniquePrefix(t)
 		cmds := &commandLog{}
 		e.RDB.AddHook(cmds)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
+		l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix})
 		o := redislock.NewOperator(e.RDB, l.Locker, nil, redislock.OperatorOptions{Outbox: true})
 		meta := leasegate.RequestMeta{Operator: "oncall", RequestID: "req-1"}
 
@@ -152,7 +152,7 @@ func TestForceReleaseEventOnRealCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	rc := cl.Client(t)
 	prefix := uniquePrefix(t)
-	l := wrap(redislock.New(rc, redislock.Options{Prefix: prefix}))
+	l := wrap(redislock.New(rc, redislock.Config{Prefix: prefix}))
 	failed := 0
 	o := redislock.NewOperator(rc, l.Locker, nil, redislock.OperatorOptions{Outbox: true, OutboxFailed: func() { failed++ }})
 	meta := leasegate.RequestMeta{Operator: "oncall"}

@@ -31,7 +31,7 @@ import (
 var (
 	// ErrBadReply: a script answered in a shape it never documents.
 	ErrBadReply = errors.New("redislock: unexpected script reply")
-	// ErrNotReplicated: with Options.MinReplicas, fewer replicas than asked
+	// ErrNotReplicated: with Config.MinReplicas, fewer replicas than asked
 	// acknowledged a grant in time. An acquire was undone; a renew left the
 	// lease as it was before (see replicate.go). It wraps ErrUnavailable,
 	// so callers that map ErrUnavailable to 503 need nothing more.
@@ -41,55 +41,12 @@ var (
 // replies decodes the scripts' replies; its errors wrap ErrBadReply.
 var replies = scriptreply.Decoder{Bad: ErrBadReply}
 
-// DefaultFenceRetention is how long a resource's lock key outlives its
-// last lease, as a tombstone holding the last token (docs/keys.md). While
-// it lives, tokens increase by at least one per holder even if the Redis
-// clock steps backwards; after it is gone they still never fall below the
-// server clock in microseconds.
-const DefaultFenceRetention = 24 * time.Hour
-
-// Options configure a Locker.
-type Options struct {
-	// Prefix starts every key, e.g. "lg:". Default keyspace.DefaultPrefix.
-	Prefix string
-	// FenceRetention, see DefaultFenceRetention.
-	FenceRetention time.Duration
-	// ReleaseChannel, when set, is the pub/sub channel a release publishes
-	// its lock key on while some acquire waits on the resource, so waiters
-	// can wake up. It must not contain '{': the scripts take a channel
-	// with a hash tag for a shard channel.
-	ReleaseChannel string
-	// ShardedReleases (Redis Cluster >= 7; with ReleaseChannel set) makes
-	// releases SPUBLISH on each resource's shard channel
-	// (keyspace.Resource.Released) instead of PUBLISH on ReleaseChannel,
-	// so a release reaches only the node of its slot and the gateways
-	// subscribed there (Waiter with WaiterOptions.Shards).
-	ShardedReleases bool
-	// MinReplicas, when above 0, makes Acquire and Renew send WAIT
-	// MinReplicas ReplicaTimeout on the connection that ran the script, so a
-	// grant counts only once that many replicas have it. See replicate.go.
-	MinReplicas int
-	// ReplicaTimeout bounds that WAIT (default DefaultReplicaTimeout).
-	ReplicaTimeout time.Duration
-	// OnRelease, when set, is told how long each released lease was held
-	// (by the Redis clock), for the contention metrics.
-	OnRelease func(tenant, resource string, held time.Duration)
-	// OnIndexFailure, when set, is told of each new grant the lock index's
-	// second step (Redis Cluster, index.go) failed to add: the lease is
-	// granted but not listed until its next grant.
-	OnIndexFailure func()
-}
-
-// DefaultReplicaTimeout is the WAIT timeout when MinReplicas is set and
-// ReplicaTimeout is not.
-const DefaultReplicaTimeout = 100 * time.Millisecond
-
 // Locker runs the lock scripts for Service, the Waiter and the Operator:
 // one try each of acquire, status, renew and release. It is safe for
 // concurrent use. Tenant returns a view that lives in another namespace.
 type Locker struct {
 	rdb    redis.Scripter
-	opts   Options
+	cfg    Config
 	rep    Replication
 	keys   keyspace.Space
 	tenant string
@@ -105,16 +62,11 @@ type Locker struct {
 
 // New returns a Locker on rdb (a *redis.Client, *redis.ClusterClient,
 // or any redis.UniversalClient).
-func New(rdb redis.Scripter, opts Options) *Locker {
-	if opts.FenceRetention <= 0 {
-		opts.FenceRetention = DefaultFenceRetention
-	}
-	if opts.MinReplicas > 0 && opts.ReplicaTimeout < time.Millisecond {
-		opts.ReplicaTimeout = DefaultReplicaTimeout
-	}
-	return &Locker{rdb: rdb, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix},
-		rep:             Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout},
-		retentionArg:    opts.FenceRetention.Milliseconds(),
+func New(rdb redis.Scripter, cfg Config) *Locker {
+	cfg = cfg.Defaults()
+	return &Locker{rdb: rdb, cfg: cfg, keys: keyspace.Space{Prefix: cfg.Prefix},
+		rep:             cfg.Replication(rdb),
+		retentionArg:    cfg.FenceRetention.Milliseconds(),
 		secondStepIndex: onCluster(rdb), indexCache: &indexKeys{m: map[string]string{}}}
 }
 
@@ -141,22 +93,15 @@ func (l *Locker) ReleaseMessage(resource string) string {
 }
 
 // releaseChannel is the channel a release of resource publishes on, "" for
-// none: the resource's shard channel with ShardedReleases, else
-// ReleaseChannel.
+// none (Config.Channel).
 func (l *Locker) releaseChannel(tenant, resource string) string {
-	if l.opts.ReleaseChannel != "" && l.opts.ShardedReleases {
-		return l.keys.Resource(tenant, resource).Released()
-	}
-	return l.opts.ReleaseChannel
+	return l.cfg.Channel(func() string { return l.keys.Resource(tenant, resource).Released() })
 }
 
 // shardChannel is the shard channel a waiter on resource subscribes to,
 // "" when releases are not sharded.
 func (l *Locker) shardChannel(resource string) string {
-	if !l.opts.ShardedReleases {
-		return ""
-	}
-	return l.releaseChannel(l.tenant, resource)
+	return l.cfg.ShardChannel(func() string { return l.keys.Resource(l.tenant, resource).Released() })
 }
 
 // acquire is one try of Service.Acquire in tenant. lease is the lease of
@@ -333,8 +278,8 @@ func (l *Locker) release(ctx context.Context, tenant, resource, owner string, to
 	}
 	if n, ok := v.(int64); ok && n >= 1 {
 		// 1 + the hold time in milliseconds.
-		if l.opts.OnRelease != nil {
-			l.opts.OnRelease(tenant, resource, time.Duration(n-1)*time.Millisecond)
+		if l.cfg.OnRelease != nil {
+			l.cfg.OnRelease(tenant, resource, time.Duration(n-1)*time.Millisecond)
 		}
 		v = int64(1)
 	}

@@ -19,7 +19,7 @@ func TestAcquire(t *testing.T) {
 		ctx := context.Background()
 
 		t.Run("a free resource is granted with a token and Redis-clock times", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			before := redisNow(t, e.RDB).Truncate(time.Millisecond)
 			lk := mustAcquire(t, l, "free", "svc-a", ttl)
 			after := redisNow(t, e.RDB)
@@ -45,7 +45,7 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("another owner is refused and told how long the lease has left", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			held := mustAcquire(t, l, "busy", "svc-a", ttl)
 			res, err := l.Acquire(ctx, "busy", "svc-b", ttl)
 			if err != nil {
@@ -67,7 +67,7 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("the same owner re-acquiring keeps its token and moves the expiry", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			first := mustAcquire(t, l, "again", "svc-a", ttl)
 			e.Advance(t, 5*time.Millisecond)
 			second := mustAcquire(t, l, "again", "svc-a", 2*ttl)
@@ -96,7 +96,7 @@ func TestAcquire(t *testing.T) {
 			{"the same owner whose lease expired gets a new token, not its old one", "svc-a"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				l := newLocker(t, e.RDB, redislock.Options{})
+				l := newLocker(t, e.RDB, redislock.Config{})
 				old := mustAcquire(t, l, "stale", "svc-a", 50*time.Millisecond)
 				e.Advance(t, 51*time.Millisecond)
 				lk := mustAcquire(t, l, "stale", tc.next, ttl)
@@ -110,7 +110,7 @@ func TestAcquire(t *testing.T) {
 		}
 
 		t.Run("an expired lease Redis has not reaped yet is still free", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			old := mustAcquire(t, l, "unreaped", "svc-a", e.stale)
 			keepKey(t, e, l, "unreaped")
 			e.Advance(t, e.stale+time.Millisecond)
@@ -121,7 +121,7 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("Redis reaps the lock key, also the fence, a retention after expires_at", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{FenceRetention: time.Hour})
+			l := newLocker(t, e.RDB, redislock.Config{FenceRetention: time.Hour})
 			mustAcquire(t, l, "ttl", "svc-a", ttl)
 			if got := e.RDB.PTTL(ctx, lockKey(l, "ttl")).Val(); got <= ttl+time.Hour-time.Second || got > ttl+time.Hour {
 				t.Errorf("got lock key PTTL %v, want about %v", got, ttl+time.Hour)
@@ -135,7 +135,7 @@ func TestAcquire(t *testing.T) {
 		})
 
 		t.Run("a ttl under one millisecond is refused before Redis is called", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			if _, err := l.Acquire(ctx, "tiny", "svc-a", time.Microsecond); err == nil {
 				t.Fatalf("got no error for a 1µs ttl, want one")
 			}
@@ -209,7 +209,7 @@ func TestRelease(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				l := newLocker(t, e.RDB, redislock.Options{})
+				l := newLocker(t, e.RDB, redislock.Config{})
 				token := tc.setup(t, l)
 				before, _ := l.Status(ctx, "r")
 				got, err := l.Release(ctx, "r", tc.owner, token)
@@ -232,7 +232,7 @@ func TestReleasePublishesItsLockKeyAndTheNextInLine(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		channel := uniquePrefix(t) + "released"
-		l := newLocker(t, e.RDB, redislock.Options{ReleaseChannel: channel})
+		l := newLocker(t, e.RDB, redislock.Config{ReleaseChannel: channel})
 		sub := e.RDB.Subscribe(ctx, channel)
 		t.Cleanup(func() { _ = sub.Close() })
 		if _, err := sub.Receive(ctx); err != nil {
@@ -259,7 +259,7 @@ func TestRenew(t *testing.T) {
 		ctx := context.Background()
 
 		t.Run("the owner's renewal keeps the token and moves the expiry to now plus ttl", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			lk := mustAcquire(t, l, "r", "svc-a", ttl)
 			e.Advance(t, 10*time.Millisecond)
 			before := redisNow(t, e.RDB).Truncate(time.Millisecond)
@@ -279,7 +279,7 @@ func TestRenew(t *testing.T) {
 		})
 
 		t.Run("a renewal with the matching token succeeds", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			lk := mustAcquire(t, l, "r", "svc-a", ttl)
 			if _, err := l.Renew(ctx, "r", "svc-a", lk.Token, ttl); err != nil {
 				t.Fatalf("Renew with token %d: %v", lk.Token, err)
@@ -287,7 +287,7 @@ func TestRenew(t *testing.T) {
 		})
 
 		t.Run("a short renewal lets the lease expire at the new, earlier time", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			mustAcquire(t, l, "r", "svc-a", ttl)
 			if _, err := l.Renew(ctx, "r", "svc-a", 0, 50*time.Millisecond); err != nil {
 				t.Fatalf("Renew: %v", err)
@@ -323,7 +323,7 @@ func TestRenew(t *testing.T) {
 		}
 		for _, tc := range refused {
 			t.Run(tc.name, func(t *testing.T) {
-				l := newLocker(t, e.RDB, redislock.Options{})
+				l := newLocker(t, e.RDB, redislock.Config{})
 				token := tc.setup(t, l)
 				before, _ := l.Status(ctx, "r")
 				_, err := l.Renew(ctx, "r", tc.owner, token, 2*ttl)
@@ -335,7 +335,7 @@ func TestRenew(t *testing.T) {
 		}
 
 		t.Run("a renewal under a microsecond ttl is refused", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			mustAcquire(t, l, "r", "svc-a", ttl)
 			if _, err := l.Renew(ctx, "r", "svc-a", 0, time.Microsecond); err == nil {
 				t.Fatalf("got no error, want one")
@@ -350,14 +350,14 @@ func TestStatus(t *testing.T) {
 		ctx := context.Background()
 
 		t.Run("a resource never locked is not held", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			if _, err := l.Status(ctx, "never"); !errors.Is(err, leasegate.ErrLockNotHeld) {
 				t.Errorf("got %v, want ErrLockNotHeld", err)
 			}
 		})
 
 		t.Run("an expired lease is hidden even while its key still exists", func(t *testing.T) {
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			mustAcquire(t, l, "r", "svc-a", e.stale)
 			keepKey(t, e, l, "r")
 			e.Advance(t, e.stale+time.Millisecond)
@@ -373,7 +373,7 @@ func TestStatus(t *testing.T) {
 			if e.Mini == nil {
 				t.Skip("needs a clock the test controls")
 			}
-			l := newLocker(t, e.RDB, redislock.Options{})
+			l := newLocker(t, e.RDB, redislock.Config{})
 			lk := mustAcquire(t, l, "r", "svc-a", time.Second)
 			e.Advance(t, 999*time.Millisecond)
 			if st, err := l.Status(ctx, "r"); err != nil || st != lk {
@@ -391,7 +391,7 @@ func TestTenantsAreSeparateNamespaces(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		base := newLocker(t, e.RDB, redislock.Options{})
+		base := newLocker(t, e.RDB, redislock.Config{})
 		a, b := base.Tenant("acme"), base.Tenant("globex")
 		mustAcquire(t, a, "shared-name", "svc-a", ttl)
 		lk := mustAcquire(t, b, "shared-name", "svc-b", ttl)
@@ -447,7 +447,7 @@ func TestOddResourceNamesAreIndependentLocks(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		prefix := uniquePrefix(t)
-		l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix})
+		l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix})
 		locks := map[string]leasegate.Lock{}
 		for i, name := range names {
 			locks[name] = mustAcquire(t, l, name, fmt.Sprintf("owner-%d", i), ttl)

@@ -10,7 +10,7 @@ import (
 	"github.com/leasegate/leasegate/internal/scriptreply"
 )
 
-// Replication check (Options.MinReplicas).
+// Replication check (Config.MinReplicas).
 //
 // Redis replicates asynchronously: a master can answer a script, then die
 // before any replica has the write, and the replica promoted by Sentinel or

@@ -23,7 +23,7 @@ func primaryWithReplica(t *testing.T) (primary, replica *redistest.Server, pc, r
 }
 
 func replicated(rdb redis.Scripter) *locker {
-	return wrap(redislock.New(rdb, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second}))
+	return wrap(redislock.New(rdb, redislock.Config{MinReplicas: 1, ReplicaTimeout: time.Second}))
 }
 
 func TestMinReplicasOnRealRedis(t *testing.T) {
@@ -58,7 +58,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		if !errors.Is(err, redislock.ErrNotReplicated) || !errors.Is(err, leasegate.ErrUnavailable) {
 			t.Fatalf("acquire: got %v, want ErrNotReplicated wrapping ErrUnavailable", err)
 		}
-		if _, err := wrap(redislock.New(pc, redislock.Options{})).Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
+		if _, err := wrap(redislock.New(pc, redislock.Config{})).Status(ctx, res); !errors.Is(err, leasegate.ErrLockNotHeld) {
 			t.Fatalf("status after undone grant: got %v, want ErrLockNotHeld", err)
 		}
 	})
@@ -67,7 +67,7 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		t.Parallel()
 		_, replica, pc, _ := primaryWithReplica(t)
 		l := replicated(pc)
-		plain := wrap(redislock.New(pc, redislock.Options{}))
+		plain := wrap(redislock.New(pc, redislock.Config{}))
 		res := t.Name()
 		replica.Pause()
 		_, err := l.Acquire(ctx, res, "a", time.Minute)

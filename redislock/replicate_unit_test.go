@@ -22,8 +22,8 @@ func TestMinReplicasWhenWaitFails(t *testing.T) {
 	m.SetTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	l := wrap(redislock.New(rdb, redislock.Options{MinReplicas: 1}))
-	plain := wrap(redislock.New(rdb, redislock.Options{}))
+	l := wrap(redislock.New(rdb, redislock.Config{MinReplicas: 1}))
+	plain := wrap(redislock.New(rdb, redislock.Config{}))
 
 	t.Run("an acquire is undone and reported unavailable", func(t *testing.T) {
 		res := t.Name()

@@ -48,8 +48,8 @@ func TestWorkersReturningToNamesAreHandedThemPromptly(t *testing.T) {
 		gateway func(t *testing.T, prefix string, w *redislock.Waiter) cycler
 	}{
 		{"locks", func(t *testing.T, prefix string, w *redislock.Waiter) cycler {
-			l := redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
-			svc := redislock.NewService(l, w, 0)
+			l := redislock.New(rdb, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			svc := redislock.NewService(l, w)
 			return func(ctx context.Context, owner string, ns []string) ([]string, func() error, error) {
 				res, err := svc.Acquire(ctx, "", leasegate.AcquireRequest{Resource: ns[0], Owner: owner, TTL: time.Minute, Wait: wait})
 				if err != nil || !res.Acquired {
@@ -59,8 +59,8 @@ func TestWorkersReturningToNamesAreHandedThemPromptly(t *testing.T) {
 			}
 		}},
 		{"lock sets", func(t *testing.T, prefix string, w *redislock.Waiter) cycler {
-			l := redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
-			svc := redislock.NewService(l, w, 0)
+			l := redislock.New(rdb, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			svc := redislock.NewService(l, w)
 			return func(ctx context.Context, owner string, ns []string) ([]string, func() error, error) {
 				set := ns[:setNames]
 				res, err := svc.AcquireSet(ctx, "", leasegate.LockSetRequest{Resources: set, Owner: owner, TTL: time.Minute, Wait: wait})
@@ -71,7 +71,7 @@ func TestWorkersReturningToNamesAreHandedThemPromptly(t *testing.T) {
 			}
 		}},
 		{"semaphores", func(t *testing.T, prefix string, w *redislock.Waiter) cycler {
-			svc := semaphore.New(rdb, w, semaphore.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			svc := semaphore.New(rdb, w, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
 			return func(ctx context.Context, owner string, ns []string) ([]string, func() error, error) {
 				res, err := svc.Acquire(ctx, "", leasegate.SemaphoreRequest{Name: ns[0], Owner: owner, TTL: time.Minute, Limit: 2, Wait: wait})
 				if err != nil || !res.Acquired {
@@ -81,7 +81,7 @@ func TestWorkersReturningToNamesAreHandedThemPromptly(t *testing.T) {
 			}
 		}},
 		{"elections", func(t *testing.T, prefix string, w *redislock.Waiter) cycler {
-			svc := election.New(rdb, nil, w, election.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+			svc := election.New(rdb, nil, w, election.Options{Config: redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"}})
 			return func(ctx context.Context, owner string, ns []string) ([]string, func() error, error) {
 				res, err := svc.Campaign(ctx, "", leasegate.CampaignRequest{Name: ns[0], Candidate: owner, TTL: time.Minute, Wait: wait})
 				if err != nil || !res.Elected {

@@ -11,7 +11,7 @@ import (
 // Locker for single calls and a Waiter for acquires with a wait. A single
 // call is bounded by the caller's ctx (the handlers give it the request
 // timeout); a wait may last longer than any one call, so it bounds each
-// of its Redis calls by opTimeout itself.
+// of its Redis calls by the Locker's Config.OpTimeout itself.
 type Service struct {
 	locks     *Locker
 	waiter    *Waiter
@@ -22,15 +22,11 @@ var _ leasegate.LockService = (*Service)(nil)
 
 // NewService serves locks from l; waiting acquires go through w (nil: a
 // Waiter without a subscription, which notices releases by polling).
-// opTimeout bounds each Redis call (0: DefaultOpTimeout).
-func NewService(l *Locker, w *Waiter, opTimeout time.Duration) *Service {
+func NewService(l *Locker, w *Waiter) *Service {
 	if w == nil {
 		w = NewWaiter(nil, WaiterOptions{})
 	}
-	if opTimeout <= 0 {
-		opTimeout = DefaultOpTimeout
-	}
-	return &Service{locks: l, waiter: w, opTimeout: opTimeout}
+	return &Service{locks: l, waiter: w, opTimeout: l.cfg.OpTimeout}
 }
 
 // Acquire implements leasegate.LockService: a free or expired resource is

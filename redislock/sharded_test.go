@@ -60,11 +60,11 @@ func newShardGateway(t testing.TB, cl *redistest.Cluster, prefix string, sharded
 	g := &shardGateway{
 		n:  n,
 		rc: rc,
-		l: wrap(redislock.New(rc, redislock.Options{Prefix: prefix, ReleaseChannel: channel,
+		l: wrap(redislock.New(rc, redislock.Config{Prefix: prefix, ReleaseChannel: channel,
 			ShardedReleases: sharded})),
 		w: redislock.NewWaiter(rc, opts),
 	}
-	g.svc = redislock.NewService(g.l.Locker, g.w, 0)
+	g.svc = redislock.NewService(g.l.Locker, g.w)
 	t.Cleanup(g.w.Close)
 	redistest.Eventually(t, 10*time.Second, "the waiter subscribes", g.w.Active)
 	return g

@@ -15,7 +15,7 @@ import (
 // shard channel (keyspace.Resource.Released) is woken by SSUBSCRIBE on
 // that channel, at the master that serves its slot, for as long as this
 // Waiter has a waiter or watcher on the key: the release script SPUBLISHes
-// there (Options.ShardedReleases), and the message reaches that master
+// there (Config.ShardedReleases), and the message reaches that master
 // and the gateways subscribed on it, not the whole cluster.
 //
 // go-redis routes a cluster PubSub by the slot of one of its channels

@@ -41,7 +41,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 
 	t.Run("on miniredis answering every command with an error", func(t *testing.T) {
 		e := newMiniEngine(t)
-		l := newLocker(t, e.RDB, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Config{})
 		held := mustAcquire(t, l, "r", "svc-a", ttl)
 		e.Mini.SetError("ERR injected outage")
 		for _, op := range ops {
@@ -63,7 +63,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 		// No retries: the test is about the answer, not go-redis's backoff.
 		rdb := redis.NewClient(&redis.Options{Addr: e.Server.Addr(), MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
-		l := newLocker(t, rdb, redislock.Options{})
+		l := newLocker(t, rdb, redislock.Config{})
 		mustAcquire(t, l, "r", "svc-a", ttl)
 		e.Server.Kill()
 		for _, op := range ops {
@@ -75,7 +75,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 
 	t.Run("on a context that times out", func(t *testing.T) {
 		e := newMiniEngine(t)
-		l := newLocker(t, e.RDB, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Config{})
 		dctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
 		defer cancel()
 		res, err := l.Acquire(dctx, "r", "svc-a", ttl)
@@ -96,7 +96,7 @@ func TestRedisFailureIsUnavailableAndNeverAGrant(t *testing.T) {
 func TestScriptsLoadThemselvesAfterScriptFlush(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e *engine) {
-		l := newLocker(t, e.RDB, redislock.Options{})
+		l := newLocker(t, e.RDB, redislock.Config{})
 		mustAcquire(t, l, "r", "svc-a", ttl)
 		if err := e.RDB.ScriptFlush(context.Background()).Err(); err != nil {
 			t.Fatalf("SCRIPT FLUSH: %v", err)

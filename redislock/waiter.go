@@ -66,7 +66,7 @@ const stillDownEvery = time.Minute
 
 // WaiterOptions configure a Waiter. Zero values take the defaults.
 type WaiterOptions struct {
-	// Channel is the release channel (Options.ReleaseChannel of the
+	// Channel is the release channel (Config.ReleaseChannel of the
 	// Lockers whose releases should wake waiters).
 	Channel string
 	// ExpiryMargin is added to the holder's remaining time before a head
@@ -85,7 +85,7 @@ type WaiterOptions struct {
 	HealthInterval time.Duration
 	// Shards, when set (a *redis.ClusterClient on Redis >= 7), subscribes
 	// the shard channel of every key a local waiter or watcher names
-	// (WaitOptions.Channel; Locker with Options.ShardedReleases) with
+	// (WaitOptions.Channel; Config.ShardedReleases) with
 	// SSUBSCRIBE on the master of its slot, while it has one (shards.go).
 	// Channel, if set too, is still subscribed: releases of gateways that
 	// publish classically (a rolling upgrade) still wake waiters here.

@@ -81,7 +81,7 @@ func TestWaiterPollsAfterTheSubscriptionIsLost(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		prefix := fmt.Sprintf("wl:%d:", time.Now().UnixNano())
 		ch := prefix + "released"
-		l := wrap(redislock.New(rdb, redislock.Options{Prefix: prefix, ReleaseChannel: ch}))
+		l := wrap(redislock.New(rdb, redislock.Config{Prefix: prefix, ReleaseChannel: ch}))
 		sub := newLossySubscriber(t, addr)
 		w := redislock.NewWaiter(sub, redislock.WaiterOptions{Channel: ch, PollInterval: 20 * time.Millisecond})
 		t.Cleanup(w.Close)

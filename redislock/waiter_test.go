@@ -40,7 +40,7 @@ func newWaitRig(t *testing.T, b *redistest.Backend, name string, opts redislock.
 	r := &waitRig{
 		Backend: b,
 		name:    name,
-		l:       wrap(redislock.New(b.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: opts.Channel})),
+		l:       wrap(redislock.New(b.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: opts.Channel})),
 		w:       redislock.NewWaiter(b.RDB, opts),
 	}
 	t.Cleanup(r.w.Close)
@@ -397,7 +397,7 @@ func TestWaiterWithoutSubscriptionPolls(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "poll:"}))
+	l := wrap(redislock.New(rdb, redislock.Config{Prefix: "poll:"}))
 	w := redislock.NewWaiter(nil, redislock.WaiterOptions{PollInterval: 20 * time.Millisecond})
 	t.Cleanup(w.Close)
 	if _, err := l.Acquire(context.Background(), "job", "holder", time.Minute); err != nil {
@@ -427,7 +427,7 @@ func BenchmarkWaiterWakeUpAfterRelease(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	ch := "bench:released"
-	l := wrap(redislock.New(rdb, redislock.Options{Prefix: "bench:", ReleaseChannel: ch}))
+	l := wrap(redislock.New(rdb, redislock.Config{Prefix: "bench:", ReleaseChannel: ch}))
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: ch, PollInterval: noPoll})
 	b.Cleanup(w.Close)
 	redistest.Eventually(b, 10*time.Second, "the waiter subscribes", w.Active)

@@ -179,7 +179,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 	l := o.locks.Tenant(tenant)
 	k := o.locks.keys.Resource(tenant, resource)
 	read := func() (*leasegate.Lock, error) {
-		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
+		c, cancel := context.WithTimeout(ctx, o.locks.cfg.OpTimeout)
 		defer cancel()
 		lk, err := l.status(c, l.tenant, resource)
 		if errors.Is(err, leasegate.ErrLockNotHeld) {
@@ -191,7 +191,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 		return &lk, nil
 	}
 	forced := func(token int64) bool {
-		c, cancel := context.WithTimeout(ctx, o.opts.OpTimeout)
+		c, cancel := context.WithTimeout(ctx, o.locks.cfg.OpTimeout)
 		defer cancel()
 		n, err := o.rdb.Get(c, k.Forced()).Int64()
 		return err == nil && n == token
@@ -218,7 +218,7 @@ func (o *Operator) Watch(ctx context.Context, tenant, resource string, events ch
 		return o.opts.WatchPoll
 	}
 	spec := WatchSpec{Key: k.Lock(), Channel: l.shardChannel(resource), Waiters: k.Waiters(),
-		OpTimeout: o.opts.OpTimeout, Poll: o.opts.WatchPoll}
+		OpTimeout: o.locks.cfg.OpTimeout, Poll: o.opts.WatchPoll}
 	return o.waiter.Watch(ctx, o.rdb, spec, func(first bool) (time.Duration, bool, error) {
 		cur, err := read()
 		if err != nil {

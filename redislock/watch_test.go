@@ -16,7 +16,7 @@ func TestAWatcherSeesAnExpiryWithoutPolling(t *testing.T) {
 	t.Parallel()
 	e := newRealEngine(t)
 	prefix := uniquePrefix(t)
-	l := newLocker(t, e.RDB, redislock.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+	l := newLocker(t, e.RDB, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
 	w := redislock.NewWaiter(e.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 	t.Cleanup(w.Close)
 	o := redislock.NewOperator(e.RDB, l.Locker, w, redislock.OperatorOptions{WatchPoll: time.Hour})

@@ -36,9 +36,9 @@ func BenchmarkCyclesAgainstTheGoRedisFloor(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	ctx := context.Background()
-	locks := redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "bench:"}), nil, 0)
-	sems := semaphore.New(rdb, nil, semaphore.Options{Prefix: "bench:"})
-	claims := claim.New(rdb, claim.Options{Prefix: "bench:"})
+	locks := redislock.NewService(redislock.New(rdb, redislock.Config{Prefix: "bench:"}), nil)
+	sems := semaphore.New(rdb, nil, redislock.Config{Prefix: "bench:"})
+	claims := claim.New(rdb, claim.Options{Config: redislock.Config{Prefix: "bench:"}})
 	const ttl = 30 * time.Second
 	var floor, lock, sem, clm time.Duration
 	i := 0

@@ -35,7 +35,7 @@ func TestShardedSemaphoreWakeUpOnRealCluster(t *testing.T) {
 	// for a re-check too: let it come first, so each wait below is woken
 	// for exactly one re-check before the release.
 	redistest.Eventually(t, 10*time.Second, "the waiter subscribes", w.Active)
-	s := semaphore.New(rc, w, semaphore.Options{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true})
+	s := semaphore.New(rc, w, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released", ShardedReleases: true})
 	tries := redistest.ScriptsBy(rc, "b")
 	for i := 0; i < 6; i++ {
 		name := fmt.Sprintf("pool-%d", i)

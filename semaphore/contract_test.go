@@ -27,5 +27,5 @@ func newService(t *testing.T, s contracttest.Store) *semaphore.Service {
 	prefix := contracttest.Prefix()
 	w := redislock.NewWaiter(s.RDB, redislock.WaiterOptions{Channel: prefix + "released"})
 	t.Cleanup(w.Close)
-	return semaphore.New(s.RDB, w, semaphore.Options{Prefix: prefix, ReleaseChannel: prefix + "released"})
+	return semaphore.New(s.RDB, w, redislock.Config{Prefix: prefix, ReleaseChannel: prefix + "released"})
 }

@@ -36,14 +36,14 @@ func TestMinReplicasOnRealRedis(t *testing.T) {
 		}
 	}
 	replicated := func(p *redistest.Server) *semaphore.Service {
-		return semaphore.New(p.Client(t), nil, semaphore.Options{MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
+		return semaphore.New(p.Client(t), nil, redislock.Config{MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
 	}
 
 	t.Run("an acknowledged permit is on the replica when Acquire returns", func(t *testing.T) {
 		t.Parallel()
 		primary, replica := redistest.StartReplicated(t)
 		s := replicated(primary)
-		onReplica := semaphore.New(replica.Client(t), nil, semaphore.Options{})
+		onReplica := semaphore.New(replica.Client(t), nil, redislock.Config{})
 		for _, owner := range []string{"a", "b"} {
 			got := mustAcquire(t, s, owner, "acquire by "+owner)
 			st, err := onReplica.Status(ctx, "", "pool")

@@ -26,59 +26,31 @@ var ErrBadReply = errors.New("semaphore: unexpected script reply")
 
 var reply = scriptreply.Decoder{Bad: ErrBadReply}
 
-// Options configure a Service.
-type Options struct {
-	// Prefix starts every key. Default keyspace.DefaultPrefix.
-	Prefix string
-	// FenceRetention is how long a name's fence outlives its last permit
-	// (default redislock.DefaultFenceRetention).
-	FenceRetention time.Duration
-	// ReleaseChannel, when set, is where releases are published so that
-	// waiters wake (the Waiter's channel).
-	ReleaseChannel string
-	// ShardedReleases (Redis Cluster >= 7; with ReleaseChannel set)
-	// publishes each release with SPUBLISH on the semaphore's shard
-	// channel (keyspace.Semaphore.Released) instead, and waits subscribe
-	// to it (redislock.WaiterOptions.Shards), as the locks do.
-	ShardedReleases bool
-	// OpTimeout bounds each Redis call of a waiting acquire (default
-	// redislock.DefaultOpTimeout).
-	OpTimeout time.Duration
-	// MinReplicas, when above 0, makes every grant (an acquire that gave
-	// a permit, and every renew) wait until that many replicas have it,
-	// as the locks' do (redislock.Options.MinReplicas): an acquire not
-	// acknowledged in time is undone, a renew is not confirmed, and both
-	// return redislock.ErrNotReplicated. rdb must then be a *redis.Client
-	// or a *redis.ClusterClient.
-	MinReplicas int
-	// ReplicaTimeout bounds that wait (default
-	// redislock.DefaultReplicaTimeout).
-	ReplicaTimeout time.Duration
-}
-
 // Service is leasegate.SemaphoreService on Redis. It is safe for
 // concurrent use.
 type Service struct {
 	rdb    redis.Scripter
 	rep    redislock.Replication
-	opts   Options
+	cfg    redislock.Config
 	keys   keyspace.Space
 	waiter *redislock.Waiter
 }
 
 var _ leasegate.SemaphoreService = (*Service)(nil)
 
-// New returns a Service on rdb; waiting acquires go through w (nil: a
-// Waiter without a subscription, which notices releases by polling).
-func New(rdb redis.Scripter, w *redislock.Waiter, opts Options) *Service {
-	opts.FenceRetention = scriptreply.Positive(opts.FenceRetention, redislock.DefaultFenceRetention)
-	opts.OpTimeout = scriptreply.Positive(opts.OpTimeout, redislock.DefaultOpTimeout)
+// New returns a Service on rdb configured by cfg, as the locks are: with
+// cfg.MinReplicas every grant (an acquire that gave a permit, and every
+// renew) waits for replicas, and one not acknowledged in time returns
+// redislock.ErrNotReplicated, an acquire undone, a renew not confirmed
+// (rdb must then be a *redis.Client or a *redis.ClusterClient). Waiting
+// acquires go through w (nil: a Waiter without a subscription, which
+// notices releases by polling).
+func New(rdb redis.Scripter, w *redislock.Waiter, cfg redislock.Config) *Service {
 	if w == nil {
 		w = redislock.NewWaiter(nil, redislock.WaiterOptions{})
 	}
-	opts.ReplicaTimeout = scriptreply.Positive(opts.ReplicaTimeout, redislock.DefaultReplicaTimeout)
-	rep := redislock.Replication{RDB: rdb, MinReplicas: opts.MinReplicas, Timeout: opts.ReplicaTimeout}
-	return &Service{rdb: rdb, rep: rep, opts: opts, keys: keyspace.Space{Prefix: opts.Prefix}, waiter: w}
+	cfg = cfg.Defaults()
+	return &Service{rdb: rdb, rep: cfg.Replication(rdb), cfg: cfg, keys: keyspace.Space{Prefix: cfg.Prefix}, waiter: w}
 }
 
 // Keys returns the keys of name in tenant.
@@ -102,7 +74,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 	// last is a try's answer below.
 	var last leasegate.SemaphoreResult
 	done, waited, err := s.waiter.WaitFor(ctx, redislock.WaitOptions{
-		Key: k.Permits(), Channel: s.shardChannel(k), Owner: req.Owner, Wait: req.Wait, OpTimeout: s.opts.OpTimeout,
+		Key: k.Permits(), Channel: s.cfg.ShardChannel(k.Released), Owner: req.Owner, Wait: req.Wait, OpTimeout: s.cfg.OpTimeout,
 		Leave: func(ctx context.Context) error {
 			return redislock.Leave(ctx, s.rdb, []string{k.Permits(), k.Waiters(), k.Queue()}, req.Owner, s.channel(k))
 		},
@@ -131,7 +103,7 @@ func (s *Service) Acquire(ctx context.Context, tenant string, req leasegate.Sema
 func (s *Service) acquire(ctx context.Context, k keyspace.Semaphore, req leasegate.SemaphoreRequest, lease time.Duration) (leasegate.SemaphoreResult, error) {
 	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.SemAcquire, "sem_acquire",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence(), k.Waiters(), k.Queue()},
-		req.Owner, req.TTL.Milliseconds(), req.Limit, s.opts.FenceRetention.Milliseconds(), lease.Milliseconds())
+		req.Owner, req.TTL.Milliseconds(), req.Limit, s.cfg.FenceRetention.Milliseconds(), lease.Milliseconds())
 	if err != nil {
 		return leasegate.SemaphoreResult{}, err
 	}
@@ -228,7 +200,7 @@ func (s *Service) Renew(ctx context.Context, tenant, name, owner string, ttl tim
 	k := s.Keys(tenant, name)
 	v, arr, flag, acked, err := s.rep.RunFlagged(ctx, reply, scripts.SemRenew, "sem_renew",
 		[]string{k.Permits(), k.Holders(), k.Limit(), k.Fence()},
-		owner, ttl.Milliseconds(), s.opts.FenceRetention.Milliseconds())
+		owner, ttl.Milliseconds(), s.cfg.FenceRetention.Milliseconds())
 	if err != nil {
 		return leasegate.Permit{}, err
 	}
@@ -276,17 +248,5 @@ func decodePermit(name, owner string, f []any) (leasegate.Permit, error) {
 
 // channel is where k's releases publish, "" for none.
 func (s *Service) channel(k keyspace.Semaphore) string {
-	if s.opts.ReleaseChannel != "" && s.opts.ShardedReleases {
-		return k.Released()
-	}
-	return s.opts.ReleaseChannel
-}
-
-// shardChannel is the shard channel a wait on k subscribes to, "" when
-// releases are not sharded.
-func (s *Service) shardChannel(k keyspace.Semaphore) string {
-	if !s.opts.ShardedReleases {
-		return ""
-	}
-	return s.channel(k)
+	return s.cfg.Channel(k.Released)
 }

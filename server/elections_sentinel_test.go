@@ -23,7 +23,7 @@ func TestElectionsOnSentinel(t *testing.T) {
 	rdb := sentinelClient(t)
 	w := redislock.NewWaiter(rdb, redislock.WaiterOptions{Channel: "el:released"})
 	t.Cleanup(w.Close)
-	s := election.New(rdb, nil, w, election.Options{Prefix: "el:", ReleaseChannel: "el:released"})
+	s := election.New(rdb, nil, w, election.Options{Config: redislock.Config{Prefix: "el:", ReleaseChannel: "el:released"}})
 
 	first, err := s.Campaign(ctx, "", leasegate.CampaignRequest{Name: "nightly", Candidate: "n1", Value: "10.0.0.1", TTL: time.Minute})
 	if err != nil || !first.Elected {

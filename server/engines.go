@@ -41,16 +41,20 @@ func (s *Server) buildEngines(cfg Config, log *zap.Logger, ipx echo.IPExtractor)
 		}
 		scripter = s.batcher
 	}
-	locks := redislock.New(scripter, redislock.Options{
+	// One configuration for every engine: locks, lock sets, semaphores,
+	// elections and claims.
+	ecfg := redislock.Config{
 		Prefix:          cfg.KeyPrefix,
 		FenceRetention:  cfg.FenceRetention,
 		ReleaseChannel:  releaseChannel,
 		ShardedReleases: shards != nil,
 		MinReplicas:     cfg.Redis.MinReplicas,
 		ReplicaTimeout:  cfg.Redis.MinReplicasTimeout,
+		OpTimeout:       cfg.HTTP.RequestTimeout,
 		OnRelease:       func(_, resource string, held time.Duration) { s.metrics.ObserveRelease(resource, held) },
 		OnIndexFailure:  s.metrics.LockIndexFailures.Inc,
-	})
+	}
+	locks := redislock.New(scripter, ecfg)
 	wopts := redislock.WaiterOptions{
 		Channel:    releaseChannel,
 		Log:        log.Named("waiter"),
@@ -83,7 +87,7 @@ func (s *Server) buildEngines(cfg Config, log *zap.Logger, ipx echo.IPExtractor)
 		s.closeRedis()
 		return nil, err
 	}
-	lockSvc := redislock.NewService(locks, s.waiter, cfg.HTTP.RequestTimeout)
+	lockSvc := redislock.NewService(locks, s.waiter)
 	deps := handlers.Deps{
 		Metrics:   s.metrics,
 		Locks:     lockSvc,
@@ -100,21 +104,10 @@ func (s *Server) buildEngines(cfg Config, log *zap.Logger, ipx echo.IPExtractor)
 	}
 	// Semaphores wait on the locks' Waiter and release channel; forced
 	// claim removals go to the abuse log (docs/claims.md).
-	deps.Semaphores = semaphore.New(s.rdb, s.waiter, semaphore.Options{
-		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
-		OpTimeout:   cfg.HTTP.RequestTimeout,
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
-	})
-	deps.Claims = claim.New(s.rdb, claim.Options{Prefix: cfg.KeyPrefix, Audit: abuseLogger.Named("claims"),
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout})
+	deps.Semaphores = semaphore.New(s.rdb, s.waiter, ecfg)
+	deps.Claims = claim.New(s.rdb, claim.Options{Config: ecfg, Audit: abuseLogger.Named("claims")})
 	// Elections are leases of the lock engine under their own keys: the
 	// same scripts, Waiter and release channel (docs/elections.md).
-	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{
-		Prefix: cfg.KeyPrefix, FenceRetention: cfg.FenceRetention,
-		ReleaseChannel: releaseChannel, ShardedReleases: shards != nil,
-		MinReplicas: cfg.Redis.MinReplicas, ReplicaTimeout: cfg.Redis.MinReplicasTimeout,
-		OpTimeout: cfg.HTTP.RequestTimeout, OnIndexFailure: s.metrics.LockIndexFailures.Inc,
-	})
+	deps.Elections = election.New(s.rdb, scripter, s.waiter, election.Options{Config: ecfg})
 	return &engines{deps: deps, locks: locks}, nil
 }

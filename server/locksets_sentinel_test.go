@@ -21,7 +21,7 @@ func TestLockSetsOnSentinel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := sentinelClient(t)
-	l := redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "sets:", MinReplicas: 1, ReplicaTimeout: time.Second}), nil, 0)
+	l := redislock.NewService(redislock.New(rdb, redislock.Config{Prefix: "sets:", MinReplicas: 1, ReplicaTimeout: time.Second}), nil)
 
 	got, err := l.AcquireSet(ctx, "", leasegate.LockSetRequest{Resources: []string{"a", "b", "c"}, Owner: "svc-a", TTL: time.Minute})
 	if err != nil || !got.Acquired || len(got.Locks) != 3 {

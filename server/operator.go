@@ -27,7 +27,6 @@ func (s *Server) wireOperator(deps *handlers.Deps, locks *redislock.Locker) {
 	s.audit = audit.New(s.rdb, audit.Options{Prefix: s.cfg.KeyPrefix, Retention: s.cfg.AuditRetention})
 	rec := audit.Recorder{Log: s.audit, Errors: s.log.Named("audit")}
 	s.operator = redislock.NewOperator(s.rdb, locks, s.waiter, redislock.OperatorOptions{
-		OpTimeout: s.cfg.HTTP.RequestTimeout,
 		OnExpired: func(_, resource string) { s.metrics.ObserveExpiry(resource) },
 		// Forced releases are webhook events, as abuse's are.
 		Outbox:       s.cfg.webhooksOn(),

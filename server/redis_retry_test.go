@@ -112,7 +112,7 @@ func TestALostReplyIsNeverReSent(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = rdb.Close() })
 		ctx := context.Background()
-		l := redislock.NewService(redislock.New(rdb, redislock.Options{Prefix: "rr:"}), nil, 0)
+		l := redislock.NewService(redislock.New(rdb, redislock.Config{Prefix: "rr:"}), nil)
 		// Load the scripts first, so the armed command is the script itself.
 		if _, err := l.Release(ctx, "", "warm-up", "o", 0); err != nil {
 			t.Fatalf("warm-up release: %v", err)

@@ -40,7 +40,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("NewRedisClient: %v", err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	l := redislock.NewService(redislock.New(rdb, redislock.Options{MinReplicas: 1, ReplicaTimeout: time.Second}), nil, 0)
+	l := redislock.NewService(redislock.New(rdb, redislock.Config{MinReplicas: 1, ReplicaTimeout: time.Second}), nil)
 	owner := "owner-" + t.Name()
 
 	// Before: a few grants, each acknowledged by the replica.
@@ -104,7 +104,7 @@ func TestSentinelFailover(t *testing.T) {
 	// (which could still be reading the old master).
 	nm := redis.NewClient(&redis.Options{Addr: newMaster})
 	t.Cleanup(func() { _ = nm.Close() })
-	onNew := redislock.NewService(redislock.New(nm, redislock.Options{}), nil, 0)
+	onNew := redislock.NewService(redislock.New(nm, redislock.Config{}), nil)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, g := range granted {

@@ -109,7 +109,7 @@ func testTenantIsolation(t *testing.T, e *echo.Echo, keys func() []string) {
 	}
 
 	t.Run("every Redis key lives under its own tenant's hash tag", func(t *testing.T) {
-		locks := redislock.New(nil, redislock.Options{Prefix: "lg:"})
+		locks := redislock.New(nil, redislock.Config{Prefix: "lg:"})
 		want := map[string]bool{}
 		// Every lock was released: its lock hash's tombstone (the token
 		// alone, docs/keys.md) is left.

@@ -34,7 +34,7 @@ func startLockTestGateway(t *testing.T) *lockTestGateway {
 	}
 	cfg := server.DefaultConfig()
 	s := gatewaytest.Start(t, cfg, nil)
-	return &lockTestGateway{url: gatewaytest.URL(s), s: s, l: redislock.New(s.Redis(), redislock.Options{Prefix: cfg.KeyPrefix})}
+	return &lockTestGateway{url: gatewaytest.URL(s), s: s, l: redislock.New(s.Redis(), redislock.Config{Prefix: cfg.KeyPrefix})}
 }
 
 type lockRun struct {

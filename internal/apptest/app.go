@@ -102,18 +102,19 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 	if len(o.Keys) > 0 {
 		a.Ring = Keyring(t, o.Keys...)
 	}
+	// The engines share one configuration, as the server's do.
+	cfg := redislock.Config{Prefix: o.Prefix}
+	if o.Wait {
+		cfg.ReleaseChannel = o.Prefix + "released"
+	}
 	a.Locks = o.Locks
 	if a.Locks == nil {
-		lo := redislock.Options{Prefix: o.Prefix}
+		a.Locker = redislock.New(b.RDB, cfg)
 		if o.Wait {
-			lo.ReleaseChannel = o.Prefix + "released"
-		}
-		a.Locker = redislock.New(b.RDB, lo)
-		if o.Wait {
-			a.Waiter = redislock.NewWaiter(b.RDB, redislock.WaiterOptions{Channel: lo.ReleaseChannel, PollInterval: time.Hour})
+			a.Waiter = redislock.NewWaiter(b.RDB, redislock.WaiterOptions{Channel: cfg.ReleaseChannel, PollInterval: time.Hour})
 			t.Cleanup(a.Waiter.Close)
 		}
-		a.Locks = redislock.NewService(a.Locker, a.Waiter, 0)
+		a.Locks = redislock.NewService(a.Locker, a.Waiter)
 		a.Operator = redislock.NewOperator(b.RDB, a.Locker, a.Waiter, redislock.OperatorOptions{
 			WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond),
 			OnExpired: func(_, resource string) { a.Metrics.ObserveExpiry(resource) },
@@ -124,17 +125,9 @@ func NewApp(t testing.TB, b *redistest.Backend, o Options) *App {
 		a.Abuse = abuse.New(b.RDB, abuse.Options{Prefix: o.Prefix, Policies: o.Policies, Log: logger(a.AbuseLog, zapcore.InfoLevel)})
 	}
 	if o.Primitives {
-		so := semaphore.Options{Prefix: o.Prefix}
-		if o.Wait {
-			so.ReleaseChannel = o.Prefix + "released"
-		}
-		a.Semaphores = semaphore.New(b.RDB, a.Waiter, so)
-		a.Claims = claim.New(b.RDB, claim.Options{Prefix: o.Prefix})
-		eo := election.Options{Prefix: o.Prefix, WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond)}
-		if o.Wait {
-			eo.ReleaseChannel = o.Prefix + "released"
-		}
-		a.Elections = election.New(b.RDB, nil, a.Waiter, eo)
+		a.Semaphores = semaphore.New(b.RDB, a.Waiter, cfg)
+		a.Claims = claim.New(b.RDB, claim.Options{Config: cfg})
+		a.Elections = election.New(b.RDB, nil, a.Waiter, election.Options{Config: cfg, WatchPoll: cmp.Or(o.WatchPoll, 20*time.Millisecond)})
 	}
 	a.E = a.Instance(t, a.Ring, nil)
 	if a.Waiter != nil {

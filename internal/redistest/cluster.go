@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +13,8 @@ import (
 	"github.com/leasegate/leasegate/internal/launch"
 )
 
-// Cluster is a Redis Cluster, each node a Server owned by the test, made
-// with `redis-cli --cluster create`: masters only (StartCluster), or
+// Cluster is a Redis Cluster, each node a Server owned by the test, its
+// masters joined by launch.FormCluster: masters only (StartCluster), or
 // three masters with a replica each (StartFailoverCluster).
 type Cluster struct {
 	// Nodes are the masters as created.
@@ -28,21 +27,13 @@ type Cluster struct {
 	args []string        // every node's extra redis-server arguments
 }
 
-// StartCluster starts n (at least 3) cluster-enabled redis-servers on free
-// ports (data and bus port both chosen free), joins them with
-// `redis-cli --cluster create --cluster-replicas 0 --cluster-yes`, and
-// waits until every node reports cluster_state:ok.
+// StartCluster starts n cluster-enabled redis-servers on free ports (data
+// and bus port both chosen free), gives each an equal range of the slots,
+// joins them, and waits until every node reports cluster_state:ok.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	if n < 3 {
-		t.Fatalf("StartCluster: a Redis Cluster needs at least 3 masters, got %d", n)
-	}
 	c := &Cluster{bus: map[*Server]int{}, args: []string{"--cluster-node-timeout", "3000"}}
-	for i := 0; i < n; i++ {
-		c.Nodes = append(c.Nodes, c.startNode(t))
-	}
-	c.create(t, c.Nodes, 0)
-	c.waitOK(t, 20*time.Second)
+	c.form(t, n)
 	return c
 }
 
@@ -50,65 +41,47 @@ func StartCluster(t testing.TB, n int) *Cluster {
 // to fail over quickly: cluster-node-timeout nodeTimeout, and
 // cluster-require-full-coverage no, so the other masters serve while
 // one's slots have no master. Extra args (AOF, say) go to every node. It
-// returns once the cluster is ok and every replica is linked and in sync.
+// returns once the cluster is ok, every node knows all six, and every
+// replica is linked and in sync.
 func StartFailoverCluster(t testing.TB, nodeTimeout time.Duration, args ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{bus: map[*Server]int{}, args: append([]string{
 		"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
 		"--cluster-require-full-coverage", "no",
 	}, args...)}
-	all := make([]*Server, 6)
-	for i := range all {
-		all[i] = c.startNode(t)
+	c.form(t, 3)
+	for _, m := range c.Nodes {
+		c.AddReplica(t, m)
 	}
-	c.create(t, all, 1)
-	// redis-cli chose which node replicates which: read it back.
-	ctx := context.Background()
-	byPort := map[int]*Server{}
-	for _, s := range all {
-		byPort[s.Port()] = s
-	}
-	replicaOf := map[*Server]*Server{}
-	for _, s := range all {
-		role, err := s.Client(t).Do(ctx, "ROLE").Slice()
-		if err != nil || len(role) < 3 {
-			t.Fatalf("%s: ROLE: %v %v", s, role, err)
+	// A master votes only for a replica it knows: wait until the
+	// replicas' gossip has reached every node.
+	poll(t, time.Now().Add(20*time.Second), 10*time.Millisecond, func() error {
+		for _, n := range append(append([]*Server(nil), c.Nodes...), c.Replicas...) {
+			info, err := n.Client(t).ClusterInfo(context.Background()).Result()
+			if err != nil || !strings.Contains(info, "cluster_known_nodes:6\r") {
+				return fmt.Errorf("%s does not know all six nodes: %v\n%s", n, err, info)
+			}
 		}
-		if role[0] == "slave" {
-			port, _ := role[2].(int64)
-			replicaOf[byPort[int(port)]] = s
-		}
-	}
-	for _, s := range all {
-		if r := replicaOf[s]; r != nil {
-			c.Nodes = append(c.Nodes, s)
-			c.Replicas = append(c.Replicas, r)
-		}
-	}
-	if len(c.Nodes) != 3 {
-		t.Fatalf("StartFailoverCluster: got %d masters with a replica, want 3", len(c.Nodes))
-	}
-	c.waitOK(t, 20*time.Second)
-	for _, r := range c.Replicas {
-		r.WaitReplicaLinked(t, 20*time.Second)
-	}
+		return nil
+	})
 	return c
 }
 
-// create joins nodes with `redis-cli --cluster create`, with replicas
-// replicas per master.
-func (c *Cluster) create(t testing.TB, nodes []*Server, replicas int) {
+// form starts n masters and joins them (launch.FormCluster).
+func (c *Cluster) form(t testing.TB, n int) {
 	t.Helper()
-	cli := lookBinary(t, "redis-cli")
-	args := []string{"--cluster", "create"}
-	args = append(args, addrs(nodes)...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	nodes := make([]launch.ClusterNode, n)
+	for i := range nodes {
+		s := c.startNode(t)
+		c.Nodes = append(c.Nodes, s)
+		nodes[i] = launch.ClusterNode{Addr: s.Addr(), Bus: c.bus[s]}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	if err := launch.FormCluster(ctx, nodes); err != nil {
+		t.Fatalf("StartCluster: %v", err)
 	}
+	c.waitOK(t, 20*time.Second)
 }
 
 // WaitPromoted waits until replica says ROLE master (WaitMaster) and

@@ -3,10 +3,10 @@
 // Each server runs on a free loopback port in its own temporary directory
 // and is stopped by t.Cleanup. Beside a single server (Start) there are a
 // TLS-only server with a CA made in the test (NewCA, StartTLS), a Redis
-// Cluster made with redis-cli --cluster create (masters only:
-// StartCluster, AddReplica; three masters with a replica each, quick to
-// fail over: StartFailoverCluster, WaitPromoted), and a primary + replica + three Sentinels with a forced
-// failover (StartSentinel, Failover). Tests never touch the shared Redis on 6379
+// Cluster (masters only: StartCluster, AddReplica; three masters with a
+// replica each, quick to fail over: StartFailoverCluster, WaitPromoted),
+// and a primary + replica + three Sentinels with a forced failover
+// (StartSentinel, Failover). Tests never touch the shared Redis on 6379
 // and never FLUSHALL. When redis-server is not installed the test is
 // skipped, except under CI=true, where that is a failure. The processes
 // are started by internal/launch, which the measurement tooling uses too;
@@ -45,12 +45,7 @@ func newServer(t testing.TB, spec launch.RedisSpec) *Server {
 // missing (failing it under CI=true).
 func Binary(t testing.TB) string {
 	t.Helper()
-	return lookBinary(t, "redis-server")
-}
-
-func lookBinary(t testing.TB, name string) string {
-	t.Helper()
-	return tooltest.Look(t, "Debian's redis-server package", name)
+	return tooltest.Look(t, "Debian's redis-server package", "redis-server")
 }
 
 // Start starts a redis-server with no persistence unless args ask for it

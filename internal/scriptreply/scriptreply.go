@@ -22,15 +22,6 @@ func Unavailable(err error) error {
 	return fmt.Errorf("%w: %w", leasegate.ErrUnavailable, err)
 }
 
-// Positive is d, or def when d is zero or negative: the defaulting of
-// an engine's durations.
-func Positive(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
 // TokenArg is a fencing token as a script argument: "" for 0 (any token
 // of the owner).
 func TokenArg(token int64) string {

@@ -66,12 +66,6 @@ func TestHelpers(t *testing.T) {
 	if err := Unavailable(errors.New("down")); !errors.Is(err, leasegate.ErrUnavailable) {
 		t.Errorf("Unavailable: got %v, want ErrUnavailable", err)
 	}
-	if got := Positive(-time.Second, time.Minute); got != time.Minute {
-		t.Errorf("Positive(-1s): got %v, want the default 1m", got)
-	}
-	if got := Positive(time.Second, time.Minute); got != time.Second {
-		t.Errorf("Positive(1s): got %v, want 1s", got)
-	}
 	if got := TokenArg(0); got != "" {
 		t.Errorf("TokenArg(0): got %q, want empty (any token)", got)
 	}
