@@ -171,17 +171,24 @@ func New(baseURL string, opts ...Option) *Client {
 		hc:   &http.Client{Timeout: 60 * time.Second},
 	}
 	if path, ok := strings.CutPrefix(baseURL, "unix:"); ok {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		}
-		c.base, c.hc.Transport = "http://localhost", t
+		c.base, c.hc.Transport = "http://localhost", UnixTransport(path)
 	}
 	for _, o := range opts {
 		o(c)
 	}
 	return c
+}
+
+// UnixTransport is an HTTP transport that reaches every URL through the
+// Unix domain socket at path (a gateway on `leasegate serve --addr
+// unix:/path`); the URL's host is not dialled.
+func UnixTransport(path string) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}
+	return t
 }
 
 // do sends one request. body, when not nil, is sent as JSON; a 2xx answer

@@ -11,12 +11,15 @@ import (
 	neturl "net/url"
 	"strings"
 	"time"
+
+	"github.com/leasegate/leasegate/client"
 )
 
 // cmdHealthcheck asks a running gateway whether it is healthy and sets the
 // exit status: 0 for a 2xx answer, 1 otherwise. It exists for container
 // health checks (the image has no curl). --url (LEASEGATE_URL) is the
-// gateway's base URL, as for every other client-side command, and
+// gateway's base URL (or unix:/path for a gateway on a Unix socket), as
+// for every other client-side command, and
 // /readyz is appended to it; a URL that already names /readyz or
 // /healthz is used as it is (what --url meant before). Without --url it
 // asks the address LEASEGATE_ADDR names, with 0.0.0.0 or :: read as
@@ -34,8 +37,11 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *timeout <= 0 {
 		return usageError{errors.New("--timeout must be positive")}
 	}
-	url, err := healthURL(*base)
-	if err != nil {
+	url, hc, err := "", http.DefaultClient, error(nil)
+	if path, ok := strings.CutPrefix(*base, "unix:"); ok {
+		// A gateway on a Unix socket (--addr unix:/path).
+		url, hc = "http://localhost/readyz", &http.Client{Transport: client.UnixTransport(path)}
+	} else if url, err = healthURL(*base); err != nil {
 		return usageError{fmt.Errorf("--url: %w", err)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -44,7 +50,7 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return usageError{fmt.Errorf("--url: %w", err)}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return exitError{code: 1, msg: fmt.Sprintf("unhealthy: %v", err)}
 	}
@@ -61,6 +67,9 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 func defaultHealthBase(addr string) string {
 	if addr == "" {
 		addr = "127.0.0.1:8080"
+	}
+	if strings.HasPrefix(addr, "unix:") {
+		return addr
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

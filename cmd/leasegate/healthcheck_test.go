@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -70,6 +73,41 @@ func TestHealthcheck(t *testing.T) {
 		}
 		if code, out := check(t, nil, env); code != 0 {
 			t.Fatalf("got exit %d (%s), want 0", code, out)
+		}
+	})
+
+	t.Run("a gateway on a Unix socket is asked through it, by --url or LEASEGATE_ADDR", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "gw.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status atomic.Int32
+		status.Store(http.StatusOK)
+		srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/readyz" {
+				http.NotFound(w, r)
+				return
+			}
+			w.WriteHeader(int(status.Load()))
+		})}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		if code, out := check(t, []string{"--url", "unix:" + sock}, noEnv); code != 0 || !strings.Contains(out, "healthy") {
+			t.Fatalf("--url unix:%s: got exit %d (%s), want 0", sock, code, out)
+		}
+		env := func(k string) string {
+			if k == "LEASEGATE_ADDR" {
+				return "unix:" + sock
+			}
+			return ""
+		}
+		if code, out := check(t, nil, env); code != 0 {
+			t.Fatalf("LEASEGATE_ADDR=unix:%s: got exit %d (%s), want 0", sock, code, out)
+		}
+		status.Store(http.StatusServiceUnavailable)
+		if code, out := check(t, nil, env); code != 1 || !strings.Contains(out, "503") {
+			t.Fatalf("a 503 over the socket: got exit %d (%s), want 1 naming 503", code, out)
 		}
 	})
 
