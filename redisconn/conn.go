@@ -101,14 +101,15 @@ func (c *Conn) EmbeddedAddr() string {
 // and stops the embedded Redis. It may be called more than once.
 func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
+		// Health first: what the closing connections fail is no outage.
+		if c.Health != nil {
+			c.Health.Close()
+		}
 		if c.topology != nil {
 			c.topology.close()
 		}
 		if c.Client != nil {
 			_ = c.Client.Close()
-		}
-		if c.Health != nil {
-			c.Health.Close()
 		}
 		if c.mini != nil {
 			close(c.stopEmbedded)

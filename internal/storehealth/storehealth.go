@@ -253,10 +253,18 @@ func (h *Health) changed(c Change) {
 }
 
 // fail takes n down after err, a failure that shows it unreachable, and
-// starts its probe. Only the first failure of an outage counts.
+// starts its probe. Only the first failure of an outage counts. After
+// Close nothing is taken down: the gateway is stopping, and the calls
+// its closing connections fail are no outage.
 func (n *Node) fail(err error) {
 	if n.off.Load() {
 		return // not serving: nothing to take down
+	}
+	n.h.mu.Lock()
+	closed := n.h.closed
+	n.h.mu.Unlock()
+	if closed {
+		return
 	}
 	d := newDownError(n.name, err)
 	if !n.down.CompareAndSwap(nil, d) {
