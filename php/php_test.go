@@ -56,27 +56,10 @@ func startGateway(t *testing.T, name, redisURL string, unix bool) string {
 			t.Logf("log of the %s gateway:\n%s", name, logs.String())
 		}
 	})
-	if !unix {
-		return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
+	if unix {
+		cfg.Addr = "unix:" + filepath.Join(t.TempDir(), "gw.sock")
 	}
-	cfg.Addr = "unix:" + filepath.Join(t.TempDir(), "gw.sock")
-	s, err := server.New(cfg, log)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("gateway shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("gateway serve: %v", err)
-		}
-	})
-	return s.Addr()
+	return gatewaytest.URL(gatewaytest.Start(t, cfg, log))
 }
 
 // junit is the part of PHPUnit's --log-junit report the driver reads.

@@ -9,6 +9,7 @@ package gatewaytest
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,12 +19,15 @@ import (
 )
 
 // Start builds a gateway from cfg with log (nil: none) on a free loopback
-// port (cfg.Addr is always replaced: tests never share a fixed port),
+// port (cfg.Addr is replaced: tests never share a fixed port), or on the
+// Unix socket a cfg.Addr of unix:/path names (URL is then that address),
 // serves it, and at cleanup shuts it down gracefully, failing the test if
 // the shutdown or Serve reports an error.
 func Start(t testing.TB, cfg server.Config, log *zap.Logger) *server.Server {
 	t.Helper()
-	cfg.Addr = "127.0.0.1:0"
+	if !strings.HasPrefix(cfg.Addr, "unix:") {
+		cfg.Addr = "127.0.0.1:0"
+	}
 	s, err := server.New(cfg, log)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
@@ -50,7 +54,12 @@ func Start(t testing.TB, cfg server.Config, log *zap.Logger) *server.Server {
 }
 
 // URL is the gateway's base URL.
-func URL(s *server.Server) string { return "http://" + s.Addr() }
+func URL(s *server.Server) string {
+	if a := s.Addr(); strings.HasPrefix(a, "unix:") {
+		return a // the base URL of a Unix socket (client.New, the PHP client)
+	}
+	return "http://" + s.Addr()
+}
 
 // Maintain runs s's periodic work (server.Server.Maintain: the lock index
 // sweeps that count expiries and held locks, the activity samples), which
